@@ -1,0 +1,20 @@
+"""astad: exact reverse-mode gradients of plain Python functions by source transformation.
+
+    @astad.reverse_diff
+    def f(x, y): ...
+
+    f(1.0, 2.0)            # the original function
+    f.grad(1.0, 2.0)       # its gradient
+    print(f.source)        # the generated code
+"""
+from .api import DiffFunction, Pullback, reverse_diff
+from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnavailableError,
+                     UnsupportedSyntaxError)
+from .primitives import register_scalar
+from . import calls as _calls  # noqa: F401  (installs ad.rev)
+
+__version__ = "0.1.0"
+
+__all__ = ["reverse_diff", "DiffFunction", "Pullback", "register_scalar", "AstadError",
+           "InputError", "NotDifferentiableError", "SourceUnavailableError",
+           "UnsupportedSyntaxError", "__version__"]

@@ -1,0 +1,113 @@
+"""Calls from generated code to callables known only at run time: ``ad.rev(f)``.
+
+D of a function value is its transformed version (paper section 3: D[a -> b] =
+D[a] -> D[b]). ``ad.rev(f)`` returns a callable taking the tape first:
+- for an astad-decorated function or a plain Python function whose source astad can
+  read: its transformed version (transformed on first use, then cached), called
+  directly so a recursion uses one Python frame per level, as the original does;
+- for a registered primitive: its rule;
+- for functions astad generated itself (lambdas and nested defs of differentiated
+  code, which reach the tape through their closure): the function as it is;
+- for anything else: a guard that calls it when no differentiated value is among its
+  arguments, and otherwise raises an error naming the callable and the call's line.
+"""
+from __future__ import annotations
+
+import builtins
+import types
+
+from .errors import AstadError, NotDifferentiableError, SourceUnavailableError
+from .primitives import PRIMITIVES, _caller_location, ad
+from .runtime import contains_dual
+
+# Code objects astad generated: their functions already take part in the transform.
+GENERATED_CODE: set = set()
+
+# Builtin types whose methods only store, move or compare values (never compute on them).
+_CONTAINER_TYPES = (list, dict, set, frozenset, tuple, str, bytes, range)
+# Builtins that only store, move, compare or format values: safe with duals inside.
+_STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
+               builtins.reversed, builtins.list, builtins.tuple, builtins.dict, builtins.set,
+               builtins.frozenset, builtins.sorted, builtins.iter, builtins.next,
+               builtins.print, builtins.min, builtins.max, builtins.any, builtins.all,
+               builtins.map, builtins.filter, builtins.bool, builtins.str, builtins.repr,
+               builtins.format, builtins.hash, builtins.id, builtins.int, builtins.round,
+               builtins.getattr, builtins.setattr, builtins.hasattr, builtins.callable,
+               builtins.issubclass, builtins.divmod}
+
+
+def _with_tape(f):
+    def call(tape, *args, **kwargs):
+        return f(*args, **kwargs)
+    return call
+
+
+def _guarded(f, reason: str = ""):
+    def call(tape, *args, **kwargs):
+        if contains_dual(args) or contains_dual(kwargs):
+            name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+            why = reason or ("it is not a Python function with readable source, nor a "
+                             "registered primitive")
+            raise NotDifferentiableError(
+                f"a differentiated value is passed to {name!r}, which astad cannot "
+                f"differentiate ({why}). Register its derivative with "
+                "astad.register_scalar, or pass it only values that do not depend on the "
+                "differentiated inputs", *_caller_location())
+        return f(*args, **kwargs)
+    return call
+
+
+_WRAPPERS: dict = {}
+
+
+def _transformed_or_raise(fn):
+    from .codegen import transformed_function
+    return transformed_function(fn)
+
+
+def _reason(exc: AstadError) -> str:
+    if isinstance(exc, SourceUnavailableError):
+        return "its source cannot be read"
+    return str(exc).split("\n")[0].replace("astad cannot differentiate code that uses",
+                                            "its source uses")
+
+
+def rev(f):
+    """The transformed version of callable ``f``, taking the tape as first argument."""
+    transformed = getattr(f, "_astad_transformed", None)  # an astad-decorated function
+    if transformed is not None:
+        return transformed()
+    try:
+        name = PRIMITIVES.get(f)
+    except TypeError:  # unhashable callable
+        name = None
+    if name is not None:
+        return getattr(ad, name)
+    t = type(f)
+    if t is types.FunctionType:
+        if f.__code__ in GENERATED_CODE:
+            return _with_tape(f)
+        try:
+            return _transformed_or_raise(f)
+        except AstadError as exc:
+            return _guarded(f, _reason(exc))
+    if t is types.MethodType and type(f.__func__) is types.FunctionType:
+        try:
+            inner = _transformed_or_raise(f.__func__)
+        except AstadError as exc:
+            return _guarded(f, _reason(exc))
+        obj = f.__self__
+        return lambda tape, *args, **kwargs: inner(tape, obj, *args, **kwargs)
+    if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) in _CONTAINER_TYPES:
+        return _with_tape(f)
+    try:
+        wrapper = _WRAPPERS.get(f)
+    except TypeError:
+        return _guarded(f)
+    if wrapper is None:
+        wrapper = _with_tape(f) if f in _STRUCTURAL else _guarded(f)
+        _WRAPPERS[f] = wrapper
+    return wrapper
+
+
+ad.rev = rev

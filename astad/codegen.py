@@ -1,0 +1,186 @@
+"""Phase 6, codegen: turn the transformed tree into a Python function, and cache it.
+
+The generated function keeps the user's line numbers and file name, so a traceback
+through it shows the user's own source lines. It is built inside a small factory so that
+astad's runtime namespace (``ad``) and the user's closure variables are closure cells:
+the user's cells are shared, not copied, so the generated code sees later rebinding of
+those variables exactly as the original does.
+
+``.source`` is printed with the standard library's ``ast.unparse`` (astor cannot print
+``match`` statements and has had no release since 2019), with one comment per original
+line, so generated code can be read beside the user's.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import linecache
+import threading
+import types
+
+import gast
+
+from . import fence
+from .activity import bound_names
+from .calls import GENERATED_CODE
+from .normalize import normalize
+from .primitives import ad
+from .source import parse_function
+from .transform import MISSING, Names, transform
+
+_COMMENT_MARK = "@astad-comment@"
+
+
+class Transformed:
+    """A transformed function: callable as ``rev(tape, *args, **kwargs)``."""
+
+    def __init__(self, rev, source: str, dependencies: list):
+        self.rev = rev
+        self.source = source
+        self.dependencies = dependencies
+
+    def still_valid(self) -> bool:
+        """False once a global this code was specialised on has been rebound."""
+        for namespace, name, value in self.dependencies:
+            if namespace.get(name, MISSING) is not value:
+                return False
+        return True
+
+
+_cache: dict = {}
+_lock = threading.RLock()
+
+
+def transformed(fn) -> Transformed:
+    """The cached transformation of ``fn``, rebuilt if a global it resolved has changed."""
+    entry = _cache.get(fn)
+    if entry is not None and entry.still_valid():
+        return entry
+    with _lock:
+        entry = _cache.get(fn)
+        if entry is None or not entry.still_valid():
+            entry = build(fn)
+            _cache[fn] = entry
+    return entry
+
+
+def transformed_function(fn):
+    return transformed(fn).rev
+
+
+def build(fn) -> Transformed:
+    parsed = parse_function(fn)
+    node = parsed.node
+    if isinstance(node, gast.Lambda):
+        body = [gast.copy_location(gast.Return(value=node.body), node.body)]
+        node = gast.copy_location(gast.FunctionDef(
+            name="_lambda", args=node.args, body=body, decorator_list=[], returns=None,
+            type_comment=None, type_params=[]), node)
+    fence.check(node, parsed.filename)
+    local_names = bound_names(node)
+    all_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    names = Names(all_names | local_names | set(fn.__code__.co_names))
+    normalize(node, names.temp)
+    local_names = bound_names(node)
+    node, dependencies = transform(node, fn, local_names, names)
+    function_ast = gast.gast_to_ast(node)
+    ast.fix_missing_locations(function_ast)
+    rev = _compile(function_ast, fn, parsed.filename, names)
+    source = render(function_ast, parsed.filename)
+    return Transformed(rev, source, dependencies)
+
+
+def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names):
+    user_freevars = list(fn.__code__.co_freevars)
+    prelude = [ast.Assign(targets=[ast.Name(n, ast.Store())], value=ast.Constant(None))
+               for n in [names.ad] + user_freevars]
+    factory = ast.FunctionDef(
+        name="_astad_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None,
+                                                  kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                                  defaults=[]),
+        body=prelude + [function_ast, ast.Return(ast.Name(function_ast.name, ast.Load()))],
+        decorator_list=[], returns=None)
+    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
+        factory.type_params = []
+    module = ast.Module(body=[factory], type_ignores=[])
+    _locate(factory, function_ast.lineno)
+    code = compile(module, filename, "exec", dont_inherit=True)
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType)
+                 and c.co_name == function_ast.name)
+    _remember(inner)
+    cells = []
+    for name in inner.co_freevars:
+        if name == names.ad:
+            cells.append(types.CellType(ad))
+        else:
+            cells.append(fn.__closure__[user_freevars.index(name)])
+    rev = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
+                             tuple(cells) or None)
+    rev.__kwdefaults__ = fn.__kwdefaults__
+    rev.__qualname__ = fn.__qualname__
+    rev.__doc__ = f"astad's transformed version of {fn.__qualname__}"
+    return rev
+
+
+def _locate(factory: ast.AST, lineno: int) -> None:
+    """Give the factory's own nodes the function's line; keep the user's elsewhere."""
+    for n in ast.walk(factory):
+        if "lineno" in n._attributes and not hasattr(n, "lineno"):
+            n.lineno = n.end_lineno = lineno
+            n.col_offset = n.end_col_offset = 0
+    ast.fix_missing_locations(factory)
+
+
+def _remember(code: types.CodeType) -> None:
+    GENERATED_CODE.add(code)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _remember(const)
+
+
+# -- readable source ----------------------------------------------------------------
+def render(function_ast: ast.FunctionDef, filename: str) -> str:
+    """The generated function as text, with ``# original line`` before each statement."""
+    display = copy.deepcopy(function_ast)
+    seen: set = set()
+    _add_comments(display, filename, seen)
+    text = ast.unparse(display)
+    lines = []
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.lstrip("'\"").startswith(_COMMENT_MARK):
+            indent = line[: len(line) - len(line.lstrip())]
+            comment = ast.literal_eval(stripped)[len(_COMMENT_MARK):]
+            lines.append(f"{indent}# {comment}")
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _add_comments(node: ast.AST, filename: str, seen: set) -> None:
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+            continue
+        new_block = []
+        for stmt in block:
+            lineno = getattr(stmt, "lineno", None)
+            if lineno is not None and lineno not in seen:
+                seen.add(lineno)
+                text = linecache.getline(filename, lineno).strip()
+                compound = any(isinstance(getattr(stmt, f, None), list) and
+                               getattr(stmt, f) and isinstance(getattr(stmt, f)[0], ast.stmt)
+                               for f in ("body", "orelse", "handlers", "cases"))
+                if not compound and getattr(stmt, "end_lineno", lineno) != lineno:
+                    text += " ..."
+                if text:
+                    marker = ast.Expr(ast.Constant(_COMMENT_MARK + text))
+                    new_block.append(marker)
+            _add_comments(stmt, filename, seen)
+            new_block.append(stmt)
+        setattr(node, field, new_block)
+    for handler in getattr(node, "handlers", []):
+        _add_comments(handler, filename, seen)
+    for case in getattr(node, "cases", []):
+        _add_comments(case, filename, seen)

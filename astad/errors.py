@@ -1,0 +1,63 @@
+"""Every error astad raises derives from :class:`AstadError`.
+
+Errors about the user's code carry a location (file, line, column) and print the
+offending source line with a caret under the column, like Python's own SyntaxError.
+"""
+from __future__ import annotations
+
+import linecache
+
+
+class AstadError(Exception):
+    """Base class of every error raised by astad."""
+
+
+def format_location(filename: str, lineno: int | None, col: int | None) -> str:
+    """``file:line:col`` followed by the source line and a caret (when readable)."""
+    if lineno is None:
+        return f"{filename}"
+    where = f"{filename}:{lineno}" + (f":{col + 1}" if col is not None else "")
+    line = linecache.getline(filename, lineno).rstrip("\n")
+    if not line:
+        return where
+    stripped = line.lstrip()
+    indent = len(line) - len(stripped)
+    text = f"{where}\n    {stripped}"
+    if col is not None and col >= indent:
+        text += "\n    " + " " * (col - indent) + "^"
+    return text
+
+
+class LocatedError(AstadError):
+    """An error about a construct at a known place in the user's source."""
+
+    def __init__(self, message: str, filename: str, lineno: int | None, col: int | None = None):
+        self.message = message
+        self.filename = filename
+        self.lineno = lineno
+        self.col = col
+        super().__init__(f"{message}\n  at {format_location(filename, lineno, col)}")
+
+
+class UnsupportedSyntaxError(LocatedError):
+    """The function uses a Python construct astad cannot differentiate."""
+
+    def __init__(self, construct: str, filename: str, lineno: int | None, col: int | None,
+                 hint: str = ""):
+        self.construct = construct
+        message = f"astad cannot differentiate code that uses {construct}"
+        if hint:
+            message += f": {hint}"
+        super().__init__(message, filename, lineno, col)
+
+
+class NotDifferentiableError(LocatedError):
+    """An active (differentiated) value reached something astad cannot differentiate."""
+
+
+class SourceUnavailableError(AstadError):
+    """The source text of a function cannot be read, so it cannot be transformed."""
+
+
+class InputError(AstadError):
+    """The arguments or cotangents given to ``.grad``/``.vjp`` are not usable."""

@@ -1,0 +1,434 @@
+"""Phase 7, primitives: the table of differentiable operations and their local partials.
+
+Each rule is a primal expression and one partial-derivative expression per argument
+(in terms of the inputs ``x``, ``y`` and the result ``r``). From each rule astad writes
+one small specialised function (paper section 8.2: compute the partials now, append one
+tape entry holding parent indices and partials, return the new dual). The functions are
+generated from text templates because a hand-inlined fast path is several times faster
+in CPython than a generic one that calls a partials function per operation.
+
+The same registry holds users' own rules (:func:`register_scalar`): astad extends
+itself exactly as users extend it.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+import operator
+import types
+
+from .errors import AstadError, NotDifferentiableError
+from .runtime import Dual, new_dual
+
+# The namespace generated code calls into, as ``ad.<name>``.
+ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")
+
+# callable object -> name of its rule in ``ad`` (math.sin -> "sin")
+PRIMITIVES: dict = {}
+
+_INF = math.inf
+
+
+def _inv(z):
+    """1/z, with 1/0 = inf: the derivative at a vertical tangent (sqrt at 0, asin at 1)."""
+    return 1.0 / z if z else _INF
+
+
+def _sign(x):
+    """Derivative of abs: 0 at 0 (the subgradient PyTorch also picks)."""
+    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+
+
+def _number(value, op: str, other_is_first: bool, dual_primal):
+    """Coerce the non-dual operand of a mixed operation to a number, or fail as Python would."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return value if type(value) is int else float(value)
+    if isinstance(value, bool):
+        return int(value)
+    # Reproduce Python's own error for e.g. 1.5 * "a" or [1] * 2.5, with the primal.
+    a, b = (value, dual_primal) if other_is_first else (dual_primal, value)
+    OPERATORS[op](a, b)  # raises Python's own TypeError where the primal would
+    raise NotDifferentiableError(
+        f"astad cannot differentiate {op!r} between a float and "
+        f"{type(value).__name__}", *_caller_location())
+
+
+def _caller_location():
+    """File, line and column of the generated code (= the user's line) that called us."""
+    import sys
+    frame = sys._getframe(1)
+    here = frame.f_code.co_filename
+    while frame is not None and frame.f_code.co_filename == here:
+        frame = frame.f_back
+    if frame is None:
+        return ("<unknown>", None, None)
+    col = None
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is not None and frame.f_lasti >= 0:
+        try:
+            col = list(positions())[frame.f_lasti // 2][2]
+        except (IndexError, TypeError):
+            col = None
+    return (frame.f_code.co_filename, frame.f_lineno, col)
+
+
+OPERATORS = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "%": operator.mod, "**": operator.pow, "//": operator.floordiv,
+}
+
+_NAMESPACE = {
+    "Dual": Dual, "new": new_dual, "_inv": _inv, "_sign": _sign, "_number": _number,
+    "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
+    "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
+    "RAD": math.pi / 180.0, "operator": operator, "builtins": builtins,
+}
+_NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
+
+_UNARY_TEMPLATE = '''
+def rule_{name}(tape, a):
+    if type(a) is Dual:
+        x = a.v
+        r = {primal}
+        d = new(Dual)
+        d.v = r
+        d.i = len(tape)
+        tape.append((a.i, {dx}))
+        return d
+    return {fallback}(a)
+'''
+
+_BINARY_TEMPLATE = '''
+def rule_{name}(tape, a, b):
+    if type(a) is Dual:
+        x = a.v
+        if type(b) is Dual:
+            y = b.v
+            r = {primal}
+            d = new(Dual)
+            d.v = r
+            d.i = len(tape)
+            tape.append((a.i, {dx}, b.i, {dy}))
+            return d
+        y = b if type(b) is float else _number(b, {sym!r}, False, x)
+        r = {primal}
+        d = new(Dual)
+        d.v = r
+        d.i = len(tape)
+        tape.append((a.i, {dx}))
+        return d
+    if type(b) is Dual:
+        x = a if type(a) is float else _number(a, {sym!r}, True, b.v)
+        y = b.v
+        r = {primal}
+        d = new(Dual)
+        d.v = r
+        d.i = len(tape)
+        tape.append((b.i, {dy}))
+        return d
+    return {fallback}
+'''
+
+
+def _compile(template: str, **fields) -> types.FunctionType:
+    namespace = dict(_NAMESPACE)
+    exec(template.format(**fields), namespace)  # astad's own templates, never user data
+    rule = namespace["rule_" + fields["name"]]
+    rule.__name__ = rule.__qualname__ = fields["name"]
+    return rule
+
+
+def _register(name: str, impl, *originals) -> None:
+    setattr(ad, name, impl)
+    for original in originals:
+        PRIMITIVES[original] = name
+
+
+def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = None):
+    impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx,
+                    fallback=fallback or f"math.{name}")
+    _register(name, impl, *originals)
+
+
+def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
+           fallback: str | None = None):
+    impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy,
+                    sym=sym or name, fallback=fallback or f"math.{name}(a, b)")
+    _register(name, impl, *originals)
+
+
+# --- Operators (section 8.2's primitive operations) --------------------------------
+binary("add", "x + y", "1.0", "1.0", operator.add, sym="+", fallback="a + b")
+binary("sub", "x - y", "1.0", "-1.0", operator.sub, sym="-", fallback="a - b")
+binary("mul", "x * y", "y", "x", operator.mul, sym="*", fallback="a * b")
+binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/", fallback="a / b")
+# x % y == x - y * floor(x / y): d/dx = 1, d/dy = -floor(x / y) = -(x // y)
+binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%", fallback="a % b")
+unary("neg", "-x", "-1.0", operator.neg, fallback="operator.neg")
+unary("pos", "+x", "1.0", operator.pos, fallback="operator.pos")
+unary("abs", "abs(x)", "_sign(x)", builtins.abs, operator.abs, fallback="builtins.abs")
+
+
+def floordiv(tape, a, b):
+    """x // y is piecewise constant: derivative 0, so the result is a constant (no entry)."""
+    return (a.v if type(a) is Dual else a) // (b.v if type(b) is Dual else b)
+
+
+_register("floordiv", floordiv, operator.floordiv)
+
+
+def _pow_partials(x, y, r, need_y: bool):
+    """Partials of x ** y. d/dx = y x^(y-1); d/dy = r log x (0 where r == 0)."""
+    if x != 0.0:
+        dx = y * r / x
+    elif y == 1:
+        dx = 1.0
+    elif y > 1:
+        dx = 0.0
+    else:
+        dx = _INF if y != 0 else 0.0
+    if not need_y:
+        return dx, 0.0
+    if r == 0.0:
+        dy = 0.0
+    elif x > 0.0:
+        dy = r * math.log(x)
+    else:
+        dy = math.nan  # x < 0: r log x is complex, the real derivative does not exist
+    return dx, dy
+
+
+def _complex_result(base, exponent):
+    raise NotDifferentiableError(
+        f"{base!r} ** {exponent!r} is a complex number; astad differentiates real floats only",
+        *_caller_location())
+
+
+def pow(tape, a, b, mod=None):  # noqa: A001 - the rule for ** and builtins.pow
+    if mod is not None:
+        return builtins.pow(a, b, mod)
+    ta, tb = type(a) is Dual, type(b) is Dual
+    if not (ta or tb):
+        return a ** b
+    x = a.v if ta else _number(a, "**", True, b.v)
+    y = b.v if tb else _number(b, "**", False, a.v)
+    r = x ** y
+    if type(r) is complex:
+        _complex_result(x, y)
+    dx, dy = _pow_partials(x, y, r, tb)
+    d = new_dual(Dual)
+    d.v = float(r)
+    d.i = len(tape)
+    if ta and tb:
+        tape.append((a.i, dx, b.i, dy))
+    elif ta:
+        tape.append((a.i, dx))
+    else:
+        tape.append((b.i, dy))
+    return d
+
+
+_register("pow", pow, operator.pow, builtins.pow)
+
+
+def math_pow(tape, a, b):
+    """math.pow: like ** but always a float, and a ValueError where ** gives a complex."""
+    ta, tb = type(a) is Dual, type(b) is Dual
+    math.pow(a.v if ta else a, b.v if tb else b)  # raise exactly where math.pow raises
+    if not (ta or tb):
+        return math.pow(a, b)
+    return pow(tape, a, b if tb else float(b))
+
+
+_register("math_pow", math_pow, math.pow)
+
+# --- math: every differentiable function ---------------------------------------------
+unary("sin", "sin(x)", "cos(x)", math.sin)
+unary("cos", "cos(x)", "-sin(x)", math.cos)
+unary("tan", "tan(x)", "1.0 + r * r", math.tan)
+unary("asin", "asin(x)", "_inv(sqrt(1.0 - x * x))", math.asin)
+unary("acos", "acos(x)", "-_inv(sqrt(1.0 - x * x))", math.acos)
+unary("atan", "atan(x)", "1.0 / (1.0 + x * x)", math.atan)
+unary("sinh", "sinh(x)", "cosh(x)", math.sinh)
+unary("cosh", "cosh(x)", "sinh(x)", math.cosh)
+unary("tanh", "tanh(x)", "1.0 - r * r", math.tanh)
+unary("asinh", "asinh(x)", "1.0 / sqrt(x * x + 1.0)", math.asinh)
+unary("acosh", "acosh(x)", "_inv(sqrt(x * x - 1.0))", math.acosh)
+unary("atanh", "atanh(x)", "1.0 / (1.0 - x * x)", math.atanh)
+unary("exp", "exp(x)", "r", math.exp)
+unary("expm1", "expm1(x)", "r + 1.0", math.expm1)
+unary("log1p", "log1p(x)", "1.0 / (1.0 + x)", math.log1p)
+unary("log2", "log2(x)", "1.0 / x / LN2", math.log2)
+unary("log10", "log10(x)", "1.0 / x / LN10", math.log10)
+unary("sqrt", "sqrt(x)", "_inv(2.0 * r)", math.sqrt)
+unary("fabs", "fabs(x)", "_sign(x)", math.fabs)
+unary("erf", "erf(x)", "TWO_OVER_SQRTPI * exp(-x * x)", math.erf)
+unary("erfc", "erfc(x)", "-TWO_OVER_SQRTPI * exp(-x * x)", math.erfc)
+unary("degrees", "degrees(x)", "DEG", math.degrees)
+unary("radians", "radians(x)", "RAD", math.radians)
+if hasattr(math, "exp2"):  # Python >= 3.11
+    unary("exp2", "exp2(x)", "r * LN2", math.exp2)
+if hasattr(math, "cbrt"):
+    unary("cbrt", "cbrt(x)", "_inv(3.0 * r * r)", math.cbrt)
+binary("atan2", "atan2(x, y)", "y / (x * x + y * y) if x or y else 0.0",
+       "-x / (x * x + y * y) if x or y else 0.0", math.atan2)
+binary("hypot2", "hypot(x, y)", "x / r if r else 0.0", "y / r if r else 0.0",
+       fallback="math.hypot(a, b)")
+binary("copysign", "copysign(x, y)", "copysign(1.0, x) * copysign(1.0, y)", "0.0",
+       math.copysign)
+binary("fmod", "fmod(x, y)", "1.0", "-float(math.trunc(x / y))", math.fmod)
+unary("log1", "log(x)", "1.0 / x", fallback="math.log")
+binary("log_base", "log(x, y)", "1.0 / x / log(y)", "-r / y / log(y)",
+       fallback="math.log(a, b)")
+
+
+def log(tape, x, base=None):
+    return ad.log1(tape, x) if base is None else ad.log_base(tape, x, base)
+
+
+_register("log", log, math.log)
+
+
+def hypot(tape, *coordinates):
+    if len(coordinates) == 2:
+        return ad.hypot2(tape, *coordinates)
+    # hypot(*xs) = sqrt(sum x^2): one entry whose partials are x_k / r
+    values = [c.v if type(c) is Dual else c for c in coordinates]
+    r = math.hypot(*values)
+    return _entry(tape, r, coordinates, [v / r if r else 0.0 for v in values])
+
+
+_register("hypot", hypot, math.hypot)
+
+
+def _entry(tape, r, args, partials):
+    """Append one entry with a parent per dual argument; a plain float if none is a dual."""
+    entry = []
+    for a, p in zip(args, partials):
+        if type(a) is Dual:
+            entry.append(a.i)
+            entry.append(p)
+    if not entry:
+        return r
+    d = new_dual(Dual)
+    d.v = float(r)
+    d.i = len(tape)
+    tape.append(tuple(entry))
+    return d
+
+
+def sum(tape, iterable, start=0):  # noqa: A001 - the rule for builtins.sum
+    """sum of numbers: one entry with partial 1 for each dual term."""
+    items = list(iterable)
+    if not all(type(x) is Dual or isinstance(x, numbers.Real) for x in items) or not (
+            type(start) is Dual or isinstance(start, numbers.Real)):
+        total = start  # lists, tuples, other types: Python's own left fold, rule by rule
+        for x in items:
+            total = ad.add(tape, total, x)
+        return total
+    terms = [start] + items
+    values = [x.v if type(x) is Dual else x for x in terms]
+    r = builtins.sum(values[1:], values[0])
+    return _entry(tape, r, terms, [1.0] * len(terms))
+
+
+_register("sum", sum, builtins.sum)
+
+
+def fsum(tape, iterable):
+    terms = list(iterable)
+    r = math.fsum([x.v if type(x) is Dual else x for x in terms])
+    return _entry(tape, r, terms, [1.0] * len(terms))
+
+
+_register("fsum", fsum, math.fsum)
+
+
+def prod(tape, iterable, start=1):
+    terms = [start] + list(iterable)
+    values = [x.v if type(x) is Dual else x for x in terms]
+    r = math.prod(values)
+    partials = []
+    for k in range(len(values)):  # product of all the others (no division: zeros are fine)
+        partials.append(math.prod(values[:k]) * math.prod(values[k + 1:]))
+    return _entry(tape, r, terms, partials)
+
+
+_register("prod", prod, math.prod)
+
+
+# --- In-place operators (``t op= v``): Python's in-place semantics unless a dual is involved
+def _inplace(rule, python_op):
+    def call(tape, a, b):
+        if type(a) is Dual or type(b) is Dual:
+            return rule(tape, a, b)
+        return python_op(a, b)
+    return call
+
+
+for _name, _op in (("add", operator.iadd), ("sub", operator.isub), ("mul", operator.imul),
+                   ("truediv", operator.itruediv), ("floordiv", operator.ifloordiv),
+                   ("mod", operator.imod), ("pow", operator.ipow)):
+    setattr(ad, "i" + _name, _inplace(getattr(ad, _name), _op))
+
+
+# --- Functions whose result is not differentiable: they see primal values ----------
+def _primal_only(fn):
+    def call(tape, *args, **kwargs):
+        return fn(*[a.v if type(a) is Dual else a for a in args],
+                  **{k: (v.v if type(v) is Dual else v) for k, v in kwargs.items()})
+    call.__name__ = fn.__name__
+    return call
+
+
+for _fn in (math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
+            math.isclose):
+    _register(_fn.__name__, _primal_only(_fn), _fn)
+
+
+# --- Builtins that astad rewrites (they need to see through a dual) ------------------
+def float_(x=0.0):
+    """float(dual) is the dual itself: converting a float to float changes nothing."""
+    return x if type(x) is Dual else builtins.float(x)
+
+
+def isinstance_(obj, classinfo):
+    return builtins.isinstance(obj.v if type(obj) is Dual else obj, classinfo)
+
+
+def type_(obj, *rest):
+    if rest:
+        return builtins.type(obj, *rest)
+    return builtins.float if builtins.type(obj) is Dual else builtins.type(obj)
+
+
+ad.float = float_
+ad.isinstance = isinstance_
+ad.type = type_
+# builtins rewritten without a tape argument
+TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
+                     builtins.type: "type"}
+
+
+def register_scalar(fn, *partials, name: str | None = None):
+    """Register a scalar function with one partial-derivative function per argument.
+
+    ``partials[k](*args)`` returns the derivative of ``fn`` with respect to argument ``k``
+    at the given primal arguments. After this, differentiated code may call ``fn`` on
+    differentiated values.
+    """
+    rule_name = name or f"user_{getattr(fn, '__name__', 'fn')}_{len(PRIMITIVES)}"
+
+    def rule(tape, *args):
+        values = [a.v if type(a) is Dual else a for a in args]
+        r = fn(*values)
+        if not builtins.isinstance(r, numbers.Real):
+            raise AstadError(f"{fn!r} returned {type(r).__name__}; register_scalar needs a "
+                             "function returning a float")
+        return _entry(tape, r, args, [p(*values) if type(a) is Dual else 0.0
+                                      for a, p in zip(args, partials)])
+
+    rule.__name__ = rule_name
+    _register(rule_name, rule, fn)
+    return fn

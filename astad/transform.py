@@ -1,0 +1,181 @@
+"""Phase 5, transform: the dual-numbers reverse AD rules D (paper sections 3, 7, 8.2).
+
+D maps every construct homomorphically except the primitive operations on reals. With
+duals as boxed values (see runtime.py), the homomorphic cases need no rewriting at all:
+assignment, ``if``, loops, returns, containers and comparisons run as written, on duals
+(control flow follows the primal, section 3). What changes:
+
+- ``a op b`` and ``-a`` on possibly-active operands call the operation's rule,
+  ``ad.<op>(tape, a, b)``, which appends one tape entry with the local partials
+  (section 8.2). Operations on provably inactive operands stay as they are.
+- a call ``f(args)`` becomes ``D[f](tape, args)``: statically ``ad.<rule>`` for a
+  registered primitive (``math.sin``), and ``ad.rev(f)`` otherwise, which finds the
+  transformed version of ``f`` at run time (section 9: recursion needs nothing more).
+- ``float``, ``isinstance`` and ``type`` are rewritten to see through a dual.
+- the function takes the tape as its first parameter; nested functions and lambdas
+  reach it through their closure.
+A float literal stays a plain float: a constant, with no tape entry (section 7).
+"""
+from __future__ import annotations
+
+import builtins
+import types
+
+import gast
+
+from .activity import Activity, bound_names
+from .normalize import INPLACE
+from .primitives import PRIMITIVES, TAPELESS_BUILTINS
+
+_BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
+                gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow"}
+_UNARY_RULES = {gast.USub: "neg", gast.UAdd: "pos"}
+MISSING = object()
+
+
+class Names:
+    """The names generated code adds, chosen so they never clash with the user's."""
+
+    def __init__(self, taken: set):
+        self.taken = set(taken)
+        self.tape = self._fresh("_tape", exact=True)
+        self.ad = self._fresh("ad", exact=True)
+        self.temp = self._fresh("_tmp", exact=False)  # a prefix: _tmp0, _tmp1, ...
+
+    def _fresh(self, base: str, exact: bool) -> str:
+        def clashes(name):
+            return name in self.taken if exact else any(t.startswith(name)
+                                                        for t in self.taken)
+        name = base
+        while clashes(name):
+            name += "_"
+        self.taken.add(name)
+        return name
+
+
+class ReverseTransform(gast.NodeTransformer):
+    def __init__(self, root, fn, names: Names, activity: Activity, local_names: set):
+        self.root = root
+        self.globals = fn.__globals__
+        self.closure_names = set(fn.__code__.co_freevars)
+        self.names = names
+        self.activity = activity
+        self.local_names = local_names
+        # Global bindings this code was specialised on: (globals dict, name, value).
+        self.dependencies: list = []
+
+    # -- helpers -----------------------------------------------------------------------
+    def _tape(self):
+        return gast.Name(self.names.tape, gast.Load(), None, None)
+
+    def _rule(self, rule: str, like):
+        attr = gast.Attribute(gast.Name(self.names.ad, gast.Load(), None, None), rule,
+                              gast.Load())
+        return gast.copy_location(attr, like)
+
+    def _call(self, func, args, keywords, like):
+        return gast.copy_location(gast.Call(func=func, args=args, keywords=keywords), like)
+
+    def _global_value(self, name: str):
+        """The value a free name refers to now, recording the dependency."""
+        if name in self.local_names or name in self.closure_names:
+            return MISSING
+        value = self.globals.get(name, MISSING)
+        self.dependencies.append((self.globals, name, value))
+        if value is MISSING:
+            builtins_ns = self.globals.get("__builtins__", builtins)
+            if isinstance(builtins_ns, types.ModuleType):
+                builtins_ns = vars(builtins_ns)
+            value = builtins_ns.get(name, MISSING)
+        return value
+
+    def _static_callee(self, func):
+        """The callable ``func`` names, when it is resolvable at transform time."""
+        if isinstance(func, gast.Name):
+            return self._global_value(func.id)
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            module = self._global_value(func.value.id)
+            if isinstance(module, types.ModuleType):
+                return getattr(module, func.attr, MISSING)
+        return MISSING
+
+    # -- the rules ---------------------------------------------------------------------
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        rule = _BINOP_RULES.get(type(node.op))
+        if rule is None or not (self.activity.active(node.left)
+                                or self.activity.active(node.right)):
+            return node
+        if getattr(node, INPLACE, False):
+            rule = "i" + rule
+        return self._call(self._rule(rule, node), [self._tape(), node.left, node.right], [],
+                          node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        rule = _UNARY_RULES.get(type(node.op))
+        if rule is None or not self.activity.active(node.operand):
+            return node
+        return self._call(self._rule(rule, node), [self._tape(), node.operand], [], node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        callee = self._static_callee(node.func)
+        if callee is not MISSING:
+            try:
+                tapeless = TAPELESS_BUILTINS.get(callee)
+                rule = PRIMITIVES.get(callee)
+            except TypeError:  # unhashable
+                tapeless = rule = None
+            if tapeless is not None:
+                node.func = self._rule(tapeless, node.func)
+                return node
+            if rule is not None:
+                node.func = self._rule(rule, node.func)
+                node.args.insert(0, self._tape())
+                return node
+            if getattr(builtins, getattr(callee, "__name__", ""), None) is callee:
+                # Other builtins only move, compare or format values; a dual that reaches
+                # one that computes on floats raises (runtime.Dual), never passes silently.
+                return node
+        if isinstance(node.func, gast.Name) and node.func.id in self._local_defs():
+            return node  # a nested def of this function: already transformed, shares the tape
+        rev = self._call(self._rule("rev", node.func), [node.func], [], node.func)
+        node.func = rev
+        node.args.insert(0, self._tape())
+        return node
+
+    def _local_defs(self) -> set:
+        if not hasattr(self, "_defs"):
+            assigned = {}
+            for n in gast.walk(self.root):
+                if isinstance(n, gast.FunctionDef) and n is not self.root:
+                    assigned[n.name] = assigned.get(n.name, 0) + 1
+            other = {n.id for n in gast.walk(self.root) if isinstance(n, gast.Name)
+                     and isinstance(n.ctx, (gast.Store, gast.Param, gast.Del))}
+            self._defs = {name for name in assigned if name not in other}
+        return self._defs
+
+
+def transform(root, fn, local_names: set, names: Names) -> tuple:
+    """Apply D to ``root`` (a normalized gast.FunctionDef); return it and its dependencies."""
+    activity = Activity(root, local_names)
+    rewriter = ReverseTransform(root, fn, names, activity, local_names)
+    root.decorator_list = []
+    root.args.defaults = []
+    root.args.kw_defaults = [None] * len(root.args.kwonlyargs)
+    body = []
+    for stmt in root.body:
+        new = rewriter.visit(stmt)
+        body.extend(new if isinstance(new, list) else [new])
+    root.body = body
+    tape = gast.Name(names.tape, gast.Param(), None, None)
+    if root.args.posonlyargs:
+        root.args.posonlyargs.insert(0, tape)
+    else:
+        root.args.args.insert(0, tape)
+    gast.fix_missing_locations(root)
+    return root, rewriter.dependencies
+
+
+__all__ = ["transform", "Names", "bound_names"]

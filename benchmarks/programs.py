@@ -1,0 +1,216 @@
+"""The benchmark programs (Smeding & Vakar, POPL 2023, Section 10, plus a recursion test).
+
+Every program is written as a plain Python function over floats / lists of floats, in
+the style a user would write it. ``run.py`` differentiates these functions with
+``astad.reverse_diff`` and times them next to their undifferentiated (primal) call and
+a hand-written gradient.
+
+The functions here are deliberately plain: the primal timings use exactly these
+function objects, so they carry no wrapper overhead. The one exception is the
+recursive ``chain``: its recursive call goes through the module-global name, so the
+differentiated version has to be the decorated object itself (``chain``), and the
+primal baseline is an identical undecorated twin (``chain_primal``).
+
+Each program has, where short, a hand-written gradient returning the same structure
+astad returns: a tuple with one entry per positional argument, lists of floats for
+list arguments.
+"""
+from __future__ import annotations
+
+import math
+import random
+import sys
+
+import astad
+
+# ---------------------------------------------------------------------------------------
+# 1. scalar multiplication: (Double, Double) -> Double
+
+
+def scalar_mult(x, y):
+    return x * y
+
+
+def scalar_mult_grad(x, y):
+    return (y, x)
+
+
+# ---------------------------------------------------------------------------------------
+# 2. dot product over Python lists: ([Double], [Double]) -> Double
+
+
+def dot(xs, ys):
+    s = 0.0
+    for i in range(len(xs)):
+        s = s + xs[i] * ys[i]
+    return s
+
+
+def dot_grad(xs, ys):
+    # d/dxs = ys, d/dys = xs (fresh lists, as a gradient function would return)
+    return (list(ys), list(xs))
+
+
+# ---------------------------------------------------------------------------------------
+# 3. matrix-vector product, then sum: ([[Double]], [Double]) -> Double
+#    M is an n x n matrix as a list of row lists.
+
+
+def sum_matvec(m, v):
+    s = 0.0
+    for i in range(len(m)):
+        row = m[i]
+        r = 0.0
+        for j in range(len(v)):
+            r = r + row[j] * v[j]
+        s = s + r
+    return s
+
+
+def sum_matvec_grad(m, v):
+    # f = sum_i sum_j M[i][j] v[j]:  df/dM[i][j] = v[j],  df/dv[j] = sum_i M[i][j]
+    n = len(v)
+    gm = [list(v) for _ in range(len(m))]
+    gv = [0.0] * n
+    for row in m:
+        for j in range(n):
+            gv[j] += row[j]
+    return (gm, gv)
+
+
+# ---------------------------------------------------------------------------------------
+# 4. rotate_vec_by_quat (Krawiec et al. 2022), x-component, plain scalar arithmetic.
+#
+#    As in the paper's benchmark (ad-dualrev-th bench/Main.hs), the quaternion is stored
+#    as Quaternion x y z w with the *scalar part last*: u = (q0, q1, q2), s = q3, and
+#        r = 2 (u.v) u + (s^2 - u.u) v + 2 s (u x v),
+#    which is the vector part of the unnormalised sandwich product q v conj(q).
+#    At q = (1.1, 2.2, 3.3, 4.4), v = (5.5, 6.6, 7.7) the x-component is 71.874.
+#    (The variant r = v + 2w(u x v) + 2 u x (u x v) with w = q0 agrees with this only for
+#    unit quaternions; at the point above it gives -90.332, so it is not used.)
+
+
+def rotate_vec_by_quat_x(q0, q1, q2, q3, v0, v1, v2):
+    s = q3
+    udotv = q0 * v0 + q1 * v1 + q2 * v2
+    udotu = q0 * q0 + q1 * q1 + q2 * q2
+    cross_x = q1 * v2 - q2 * v1
+    return 2.0 * udotv * q0 + (s * s - udotu) * v0 + 2.0 * s * cross_x
+
+
+def rotate_vec_by_quat_x_grad(q0, q1, q2, q3, v0, v1, v2):
+    udotv = q0 * v0 + q1 * v1 + q2 * v2
+    udotu = q0 * q0 + q1 * q1 + q2 * q2
+    s = q3
+    return (
+        2.0 * udotv,                          # d/dq0 (2 v0 q0 + 2 u.v - 2 q0 v0)
+        2.0 * v1 * q0 - 2.0 * q1 * v0 + 2.0 * s * v2,
+        2.0 * v2 * q0 - 2.0 * q2 * v0 - 2.0 * s * v1,
+        2.0 * s * v0 + 2.0 * (q1 * v2 - q2 * v1),
+        2.0 * q0 * q0 + (s * s - udotu),
+        2.0 * q1 * q0 - 2.0 * s * q2,
+        2.0 * q2 * q0 + 2.0 * s * q1,
+    )
+
+
+ROTATE_POINT = (1.1, 2.2, 3.3, 4.4, 5.5, 6.6, 7.7)
+ROTATE_EXPECTED_X = 71.874
+
+# ---------------------------------------------------------------------------------------
+# 5. recursive chain of depth n: x_{k+1} = sin(x_k)/2 + x_k/2
+
+
+CHAIN_DEPTH = 1000
+
+
+def chain_primal(x, n):
+    return x if n == 0 else chain_primal(math.sin(x) * 0.5 + x * 0.5, n - 1)
+
+
+@astad.reverse_diff
+def chain(x, n):
+    return x if n == 0 else chain(math.sin(x) * 0.5 + x * 0.5, n - 1)
+
+
+def chain_grad(x, n):
+    # forward accumulation of d x_n / d x_0; n is an integer (not differentiated)
+    d = 1.0
+    for _ in range(n):
+        d = d * (math.cos(x) * 0.5 + 0.5)
+        x = math.sin(x) * 0.5 + x * 0.5
+    return (d, None)
+
+
+def ensure_recursion_limit(depth: int, frames_per_level: int = 8) -> None:
+    """Raise the interpreter's recursion limit so depth-``depth`` recursion fits (the
+    primal needs one frame per level; the differentiated version may use a few)."""
+    need = depth * frames_per_level + 1000
+    if sys.getrecursionlimit() < need:
+        sys.setrecursionlimit(need)
+
+
+# ---------------------------------------------------------------------------------------
+# Benchmark cases
+
+
+class Case:
+    """One program at one size.
+
+    primal: plain function timed as the baseline; ad: the function handed to astad
+    (``astad.reverse_diff`` is applied by run.py unless ``ad_is_decorated``);
+    hand_grad: hand-written gradient or None; wrt: indices of the positional arguments
+    whose gradients are checked (the rest, e.g. an int depth, are not differentiated).
+    """
+
+    def __init__(self, program, size, primal, ad, args, hand_grad=None, wrt=None,
+                 ad_is_decorated=False, size_label=None, expected_value=None):
+        self.program = program
+        self.size = size
+        self.size_label = size_label if size_label is not None else (
+            "" if size is None else str(size))
+        self.primal = primal
+        self.ad = ad
+        self.args = tuple(args)
+        self.hand_grad = hand_grad
+        self.wrt = tuple(range(len(self.args))) if wrt is None else tuple(wrt)
+        self.ad_is_decorated = ad_is_decorated
+        self.expected_value = expected_value
+
+    @property
+    def name(self):
+        return f"{self.program}[{self.size_label}]" if self.size_label else self.program
+
+
+FULL_SIZES = {
+    "dot": [10**2, 10**3, 10**4, 10**5],
+    "sum_matvec": [10, 30, 100, 300],
+}
+QUICK_SIZES = {
+    "dot": [10**2, 10**3, 10**4],
+    "sum_matvec": [10, 30, 100],
+}
+
+
+def _floats(rng, n):
+    return [rng.uniform(-1.0, 1.0) for _ in range(n)]
+
+
+def make_cases(quick: bool = False, seed: int = 12345):
+    sizes = QUICK_SIZES if quick else FULL_SIZES
+    rng = random.Random(seed)
+    cases = [Case("scalar_mult", None, scalar_mult, scalar_mult, (1.25, -3.5),
+                  hand_grad=scalar_mult_grad)]
+    for n in sizes["dot"]:
+        cases.append(Case("dot", n, dot, dot, (_floats(rng, n), _floats(rng, n)),
+                          hand_grad=dot_grad, size_label=f"n={n}"))
+    for n in sizes["sum_matvec"]:
+        m = [_floats(rng, n) for _ in range(n)]
+        cases.append(Case("sum_matvec", n, sum_matvec, sum_matvec, (m, _floats(rng, n)),
+                          hand_grad=sum_matvec_grad, size_label=f"{n}x{n}"))
+    cases.append(Case("rotate_vec_by_quat", None, rotate_vec_by_quat_x, rotate_vec_by_quat_x,
+                      ROTATE_POINT, hand_grad=rotate_vec_by_quat_x_grad,
+                      expected_value=ROTATE_EXPECTED_X))
+    cases.append(Case("chain", CHAIN_DEPTH, chain_primal, chain, (0.7, CHAIN_DEPTH),
+                      hand_grad=chain_grad, wrt=(0,), ad_is_decorated=True,
+                      size_label=f"depth={CHAIN_DEPTH}"))
+    return cases
