@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 
 from . import codegen
 from .errors import AstadError, InputError
@@ -43,13 +44,19 @@ class Pullback:
 
 
 class DiffFunction:
-    """A function that can also give its gradient; calling it runs the original."""
+    """The gradient machinery of one decorated function.
+
+    ``reverse_diff`` does not wrap the user's function in an object with a ``__call__``
+    (which would cost extra Python stack per recursion level). It returns a plain function
+    with the same code, globals and closure, carrying ``grad``, ``value_and_grad``,
+    ``vjp`` and ``source`` as attributes; those are the bound methods of this object.
+    """
 
     def __init__(self, fn, argnums=None):
-        if not callable(fn) or not hasattr(fn, "__code__"):
+        if not isinstance(fn, types.FunctionType):
             raise AstadError(f"reverse_diff needs a Python function, got {fn!r}")
-        functools.update_wrapper(self, fn)
         self._fn = fn
+        self.__name__ = fn.__name__
         self._argnums = argnums
         self._signature = inspect.signature(fn)
         params = list(self._signature.parameters.values())
@@ -61,20 +68,23 @@ class DiffFunction:
                 if not isinstance(k, int) or isinstance(k, bool):
                     raise AstadError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
 
-    def __call__(self, *args, **kwargs):
-        return self._fn(*args, **kwargs)
-
-    def __repr__(self):
-        return f"<astad.reverse_diff of {self._fn.__qualname__}>"
+    def decorated(self):
+        """A function that runs ``fn``'s own code and carries the gradient attributes."""
+        fn = self._fn
+        wrapper = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__,
+                                     fn.__defaults__, fn.__closure__)
+        functools.update_wrapper(wrapper, fn)
+        wrapper.__kwdefaults__ = fn.__kwdefaults__
+        wrapper.grad = self.grad
+        wrapper.value_and_grad = self.value_and_grad
+        wrapper.vjp = self.vjp
+        wrapper.source = codegen.transformed(fn).source  # transformed now: errors show early
+        wrapper._astad_transformed = self._transformed
+        return wrapper
 
     # -- what generated code calls (calls.rev) -----------------------------------------
-    def _astad_transformed(self):
+    def _transformed(self):
         return codegen.transformed(self._fn).rev
-
-    @property
-    def source(self) -> str:
-        """The generated Python source of the transformed function."""
-        return codegen.transformed(self._fn).source
 
     # -- gradients ---------------------------------------------------------------------
     def _positions(self, args, kwargs):
@@ -171,8 +181,11 @@ def _short(value) -> str:
 
 def reverse_diff(fn=None, *, argnums=None):
     """Decorate ``fn`` so that ``fn.grad``, ``fn.value_and_grad``, ``fn.vjp`` and
-    ``fn.source`` are available. Use bare (``@reverse_diff``) or with options
-    (``@reverse_diff(argnums=(0, 2))``)."""
+    ``fn.source`` are available; calling ``fn`` still runs the original code.
+
+    Use bare (``@reverse_diff``) or with options (``@reverse_diff(argnums=(0, 2))``).
+    The function is transformed at decoration, so unsupported syntax is reported at once.
+    """
     if fn is None:
-        return lambda f: DiffFunction(f, argnums)
-    return DiffFunction(fn, argnums)
+        return lambda f: DiffFunction(f, argnums).decorated()
+    return DiffFunction(fn, argnums).decorated()

@@ -92,6 +92,11 @@ def build(fn) -> Transformed:
 
 def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names):
     user_freevars = list(fn.__code__.co_freevars)
+    # Inside the factory the def gets a name of astad's own, so that a recursive call by
+    # the user's name still reaches the global (or the user's closure cell), not this def.
+    display_name = function_ast.name
+    function_ast = copy.copy(function_ast)
+    function_ast.name = names.factory_def
     prelude = [ast.Assign(targets=[ast.Name(n, ast.Store())], value=ast.Constant(None))
                for n in [names.ad] + user_freevars]
     factory = ast.FunctionDef(
@@ -108,6 +113,9 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names):
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType)
                  and c.co_name == function_ast.name)
+    inner = inner.replace(co_name=display_name)
+    if hasattr(inner, "co_qualname"):
+        inner = inner.replace(co_qualname=fn.__qualname__)
     _remember(inner)
     cells = []
     for name in inner.co_freevars:

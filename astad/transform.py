@@ -41,6 +41,7 @@ class Names:
         self.tape = self._fresh("_tape", exact=True)
         self.ad = self._fresh("ad", exact=True)
         self.temp = self._fresh("_tmp", exact=False)  # a prefix: _tmp0, _tmp1, ...
+        self.factory_def = self._fresh("_astad_generated", exact=True)
 
     def _fresh(self, base: str, exact: bool) -> str:
         def clashes(name):

@@ -308,6 +308,9 @@ def environment():
         env["git_commit"] = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=_ROOT, capture_output=True, text=True,
             timeout=10).stdout.strip() or None
+        env["git_dirty"] = bool(subprocess.run(
+            ["git", "status", "--porcelain", "--", "astad"], cwd=_ROOT, capture_output=True,
+            text=True, timeout=10).stdout.strip())
     except Exception:
         env["git_commit"] = None
     return env
@@ -381,6 +384,7 @@ def main(argv=None):
     t_start = perf_counter()
     rows = []
     failed = []
+    aborted = None
     for case in cases:
         t0 = perf_counter()
         try:
@@ -389,11 +393,13 @@ def main(argv=None):
             msg = str(exc)
             print(f"\nFAILED {case.name}:\n{msg}\n", file=sys.stderr)
             failed.append(case.name)
-            if not args.keep_going:
-                print("aborting (use --keep-going to continue past failures)", file=sys.stderr)
-                return 1
             rows.append({"program": case.program, "size": case.size,
                          "size_label": case.size_label, "error": msg})
+            if not args.keep_going:
+                aborted = case.name
+                print("aborting: the remaining programs are not run (use --keep-going to "
+                      "continue past failures)", file=sys.stderr)
+                break
             continue
         rows.append(row)
         print(f"  {case.name:<32} grad/primal {row['grad_over_primal']:7.1f}x   "
@@ -414,6 +420,7 @@ def main(argv=None):
         "total_seconds": total,
         "rows": rows,
         "failed": failed,
+        "aborted_at": aborted,
     }
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     tmp = out + ".tmp"
