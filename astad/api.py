@@ -88,17 +88,18 @@ class DiffFunction:
 
     # -- gradients ---------------------------------------------------------------------
     def _positions(self, args, kwargs):
-        """Bind the call; return positional args and which of them to differentiate."""
+        """Which positional arguments to differentiate.
+
+        As in JAX, only arguments passed positionally are differentiated; keyword
+        arguments are passed through as constants.
+        """
         try:
-            bound = self._signature.bind(*args, **kwargs)
+            self._signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{self.__name__}(): {exc}") from None
-        args = list(bound.args)
-        kwargs = dict(bound.kwargs)
         argnums = self._argnums
         if argnums is None:
-            count = len(args) if self._has_varargs else min(len(self._positional), len(args))
-            positions = tuple(range(count))
+            positions = tuple(range(len(args)))
             single = len(self._positional) == 1 and not self._has_varargs
         else:
             single = isinstance(argnums, int)
@@ -106,9 +107,11 @@ class DiffFunction:
             positions = tuple(k + len(args) if k < 0 else k for k in positions)
             for k in positions:
                 if not 0 <= k < len(args):
-                    raise InputError(f"argnums {argnums!r} refers to positional argument {k}, "
-                                     f"but the call gives {len(args)} positional arguments")
-        return args, kwargs, positions, single
+                    raise InputError(
+                        f"argnums {argnums!r} refers to positional argument {k}, but the call "
+                        f"passes {len(args)} positional arguments (keyword arguments are not "
+                        "differentiated; pass that argument positionally)")
+        return list(args), kwargs, positions, single
 
     def _forward(self, args, kwargs):
         args, kwargs, positions, single = self._positions(args, kwargs)
@@ -120,7 +123,8 @@ class DiffFunction:
                 hint = f"; pass {float(args[positions[0]])!r} instead of {args[positions[0]]!r}"
             raise InputError(
                 f"{self.__name__}: no argument chosen for differentiation holds a float "
-                f"(got {shown}); astad differentiates with respect to float values{hint}")
+                f"(got {shown or 'no positional arguments'}); astad differentiates with "
+                f"respect to float values passed positionally{hint}")
         for where, value in [(f"args[{k}]", v) for k, v in enumerate(args)
                              if k not in positions] + list(kwargs.items()) + [
                 ("a closure variable", c.cell_contents) for c in (self._fn.__closure__ or ())

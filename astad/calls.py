@@ -84,6 +84,9 @@ def rev(f):
     if name is not None:
         return getattr(ad, name)
     t = type(f)
+    if t in (types.FunctionType, types.MethodType) and \
+            getattr(f, "__module__", "").startswith("astad."):
+        return _with_tape(f)  # astad's own API (a gradient inside differentiated code)
     if t is types.FunctionType:
         if f.__code__ in GENERATED_CODE:
             return _with_tape(f)

@@ -152,19 +152,27 @@ def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = No
 
 
 def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
-           fallback: str | None = None):
+           fallback: str | None = None, inplace: str | None = None):
     impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy,
                     sym=sym or name, fallback=fallback or f"math.{name}(a, b)")
     _register(name, impl, *originals)
+    if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
+        setattr(ad, "i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
+                                         dx=dx, dy=dy, sym=sym, fallback=inplace))
 
 
 # --- Operators (section 8.2's primitive operations) --------------------------------
-binary("add", "x + y", "1.0", "1.0", operator.add, sym="+", fallback="a + b")
-binary("sub", "x - y", "1.0", "-1.0", operator.sub, sym="-", fallback="a - b")
-binary("mul", "x * y", "y", "x", operator.mul, sym="*", fallback="a * b")
-binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/", fallback="a / b")
+binary("add", "x + y", "1.0", "1.0", operator.add, sym="+", fallback="a + b",
+       inplace="operator.iadd(a, b)")
+binary("sub", "x - y", "1.0", "-1.0", operator.sub, sym="-", fallback="a - b",
+       inplace="operator.isub(a, b)")
+binary("mul", "x * y", "y", "x", operator.mul, sym="*", fallback="a * b",
+       inplace="operator.imul(a, b)")
+binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/", fallback="a / b",
+       inplace="operator.itruediv(a, b)")
 # x % y == x - y * floor(x / y): d/dx = 1, d/dy = -floor(x / y) = -(x // y)
-binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%", fallback="a % b")
+binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%", fallback="a % b",
+       inplace="operator.imod(a, b)")
 unary("neg", "-x", "-1.0", operator.neg, fallback="operator.neg")
 unary("pos", "+x", "1.0", operator.pos, fallback="operator.pos")
 unary("abs", "abs(x)", "_sign(x)", builtins.abs, operator.abs, fallback="builtins.abs")
@@ -367,9 +375,7 @@ def _inplace(rule, python_op):
     return call
 
 
-for _name, _op in (("add", operator.iadd), ("sub", operator.isub), ("mul", operator.imul),
-                   ("truediv", operator.itruediv), ("floordiv", operator.ifloordiv),
-                   ("mod", operator.imod), ("pow", operator.ipow)):
+for _name, _op in (("floordiv", operator.ifloordiv), ("pow", operator.ipow)):
     setattr(ad, "i" + _name, _inplace(getattr(ad, _name), _op))
 
 

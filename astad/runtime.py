@@ -139,7 +139,10 @@ _NO_ENTRY = ()
 
 
 def interleave(value, tape: list, path: str):
-    """Return ``value`` with each float leaf replaced by a Dual with a fresh input slot."""
+    """Return ``value`` with each float leaf replaced by a Dual with a fresh input slot.
+
+    ``path`` names the argument in error messages (``args[0]``).
+    """
     t = type(value)
     if t is float or (isinstance(value, float) and t is not bool):
         d = new_dual(Dual)
@@ -147,10 +150,18 @@ def interleave(value, tape: list, path: str):
         d.i = len(tape)
         tape.append(_NO_ENTRY)
         return d
-    if t is list:
-        return [interleave(x, tape, f"{path}[{k}]") for k, x in enumerate(value)]
-    if t is tuple:
-        return tuple(interleave(x, tape, f"{path}[{k}]") for k, x in enumerate(value))
+    if t is list or t is tuple:
+        out = []
+        for k, x in enumerate(value):
+            if type(x) is float:  # the common case, inline: no call per element
+                d = new_dual(Dual)
+                d.v = x
+                d.i = len(tape)
+                tape.append(_NO_ENTRY)
+                out.append(d)
+            else:
+                out.append(interleave(x, tape, f"{path}[{k}]"))
+        return out if t is list else tuple(out)
     if t is dict:
         return {key: interleave(x, tape, f"{path}[{key!r}]") for key, x in value.items()}
     if t is Dual:
@@ -164,6 +175,8 @@ def interleave(value, tape: list, path: str):
 
 def contains_float(value) -> bool:
     t = type(value)
+    if t is Dual:
+        return True  # (interleave then refuses it: it belongs to an enclosing gradient)
     if t is float or (isinstance(value, float) and t is not bool):
         return True
     if t in (list, tuple):
@@ -189,11 +202,11 @@ def rebuild(original, dual_value, adjoint: list):
     t = type(dual_value)
     if t is Dual:
         g = adjoint[dual_value.i]
-        return type(original)(g) if type(original) is not float else g
-    if t is list:
-        return [rebuild(o, d, adjoint) for o, d in zip(original, dual_value)]
-    if t is tuple:
-        return tuple(rebuild(o, d, adjoint) for o, d in zip(original, dual_value))
+        return g if type(original) is float else type(original)(g)
+    if t is list or t is tuple:
+        out = [adjoint[d.i] if type(d) is Dual and type(o) is float
+               else rebuild(o, d, adjoint) for o, d in zip(original, dual_value)]
+        return out if t is list else tuple(out)
     if t is dict:
         return {k: rebuild(original[k], d, adjoint) for k, d in dual_value.items()}
     return original

@@ -1,0 +1,193 @@
+"""The public API and its conventions (JAX/autograd-style argnums, structure, errors)."""
+import math
+import sys
+
+import pytest
+
+import astad
+
+
+@astad.reverse_diff
+def poly(x, y, z):
+    """A documented function."""
+    return x * y + z ** 2
+
+
+@astad.reverse_diff(argnums=(0, 2))
+def poly02(x, y, z):
+    return x * y + z ** 2
+
+
+@astad.reverse_diff(argnums=1)
+def poly1(x, y, z):
+    return x * y + z ** 2
+
+
+@astad.reverse_diff
+def square(x):
+    return x * x
+
+
+def test_decorated_function_is_the_original():
+    assert poly(2.0, 3.0, 4.0) == 22.0
+    assert poly.__name__ == "poly" and poly.__doc__ == "A documented function."
+    assert poly.__wrapped__(2.0, 3.0, 4.0) == 22.0
+    assert poly.__wrapped__.__code__ is poly.__code__  # the user's own code runs
+
+
+def test_argnums_conventions():
+    assert poly.grad(2.0, 3.0, 4.0) == (3.0, 2.0, 8.0)
+    assert poly02.grad(2.0, 3.0, 4.0) == (3.0, 8.0)
+    assert poly1.grad(2.0, 3.0, 4.0) == 2.0
+    assert square.grad(3.0) == 6.0  # one parameter: the gradient alone, not a 1-tuple
+
+
+def test_argnums_by_keyword_and_negative():
+    assert poly.grad(2.0, 3.0, z=4.0) == (3.0, 2.0)  # keyword arguments: constants, as in JAX
+    f = astad.reverse_diff(poly.__wrapped__, argnums=-1)
+    assert f.grad(2.0, 3.0, 4.0) == 8.0
+    with pytest.raises(astad.InputError, match="argnums"):
+        astad.reverse_diff(poly.__wrapped__, argnums=5).grad(1.0, 2.0, 3.0)
+
+
+def test_value_and_grad_and_vjp():
+    value, grads = poly.value_and_grad(2.0, 3.0, 4.0)
+    assert value == 22.0 and grads == (3.0, 2.0, 8.0)
+    value, pullback = poly.vjp(2.0, 3.0, 4.0)
+    assert value == 22.0
+    assert pullback(2.0) == (6.0, 4.0, 16.0)
+    assert pullback(2.0) == (6.0, 4.0, 16.0)  # twice: same answer
+    assert pullback.tape_length == 3  # x*y, z**2, + and nothing else
+
+def test_tape_length_counts_float_operations_only():
+    @astad.reverse_diff
+    def f(x, n):
+        total = 0.0
+        for i in range(n):      # int counter: no entries
+            if i % 2 == 0:      # int arithmetic, comparison: no entries
+                total = total + x * i   # two float operations
+        return total
+    _, pullback = f.vjp(1.5, 10)
+    assert pullback.tape_length == 2 * 5
+
+
+def test_int_argument_gives_its_own_value_in_the_gradient():
+    @astad.reverse_diff
+    def f(x, n, flag, name):
+        return x ** n if flag else x
+    assert f.grad(2.0, 3, True, "label") == (12.0, 3, True, "label")
+
+
+def test_grad_of_int_only_input_suggests_a_float():
+    with pytest.raises(astad.InputError, match=r"pass 3\.0 instead of 3"):
+        square.grad(3)
+
+
+def test_grad_of_non_float_result_suggests_vjp():
+    @astad.reverse_diff
+    def pair(x):
+        return [x, 2.0 * x]
+    with pytest.raises(astad.InputError, match=r"\.vjp"):
+        pair.grad(1.0)
+    value, pullback = pair.vjp(1.0)
+    assert value == [1.0, 2.0]
+    assert pullback([1.0, 10.0]) == 21.0
+    assert pullback([None, 1.0]) == 2.0
+    with pytest.raises(astad.InputError, match="length 2"):
+        pullback([1.0])
+
+
+def test_result_independent_of_input_has_zero_gradient():
+    @astad.reverse_diff
+    def const(x):
+        return 3.0
+    assert const.grad(1.0) == 0.0
+
+
+def test_list_and_tuple_arguments_give_same_structure():
+    @astad.reverse_diff
+    def f(xs, pair):
+        return sum(xs) * pair[0] + len(xs) * pair[1]
+    gx, gp = f.grad([1.0, 2.0], (3.0, 4.0))
+    assert gx == [3.0, 3.0] and type(gx) is list
+    assert gp == (3.0, 2.0) and type(gp) is tuple
+
+
+def test_user_exception_propagates_unchanged_and_next_call_is_correct():
+    @astad.reverse_diff
+    def f(x):
+        if x < 0:
+            raise ValueError("negative input")
+        return x * x
+    with pytest.raises(ValueError, match="^negative input$"):
+        f.grad(-1.0)
+    assert f.grad(3.0) == 6.0
+
+
+def test_recursion_3000_deep_with_original_limit():
+    @astad.reverse_diff
+    def chain(x, n):
+        if n == 0:
+            return x
+        return chain(x * 1.001 + 0.0, n - 1)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(3000 + 50)
+    try:
+        depth = 3000 - 30
+        chain(1.0, depth)  # the original runs at this limit ...
+        assert chain.grad(1.0, depth)[0] == pytest.approx(1.001 ** depth)  # ... and so does .grad
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def test_opaque_callable_with_active_argument_is_an_error_naming_it():
+    @astad.reverse_diff
+    def f(x):
+        return math.gamma(x)
+    with pytest.raises(astad.NotDifferentiableError, match="'gamma'") as info:
+        f.grad(1.5)
+    assert "test_api.py" in str(info.value) and "math.gamma(x)" in str(info.value)
+    assert f(1.5) == math.gamma(1.5)
+
+
+def test_opaque_callable_with_inactive_arguments_just_runs():
+    @astad.reverse_diff
+    def f(x, n):
+        return x * math.factorial(n) + len(str(n))
+    assert f.grad(2.0, 4) == (24.0, 4)
+
+
+def test_register_scalar_extends_astad():
+    def softplus_c(x):  # stands in for a C function astad cannot read
+        return math.log1p(math.exp(x))
+    astad.register_scalar(softplus_c, lambda x: 1.0 / (1.0 + math.exp(-x)))
+
+    @astad.reverse_diff
+    def f(x):
+        return softplus_c(2.0 * x)
+    assert f.grad(0.3) == pytest.approx(2.0 / (1.0 + math.exp(-0.6)))
+
+
+def test_gradient_inside_a_differentiated_function():
+    @astad.reverse_diff
+    def outer(x):
+        slope = square.grad(3.0)  # an inner gradient on constants
+        return slope * x
+    assert outer.grad(2.0) == 6.0
+
+
+def test_higher_order_is_refused_not_wrong():
+    @astad.reverse_diff
+    def outer(x):
+        return square.grad(x)
+    with pytest.raises(astad.InputError, match="higher-order"):
+        outer.grad(2.0)
+
+
+def test_float_isinstance_and_type_see_through_duals():
+    @astad.reverse_diff
+    def f(x):
+        if isinstance(x, float) and type(x) is float:
+            return float(x) * 3.0
+        return x
+    assert f.grad(2.0) == 3.0
