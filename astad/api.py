@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import types
 
 from . import codegen
@@ -17,11 +18,21 @@ from .runtime import Dual, contains_dual, contains_float, interleave, primal, re
     seed, sweep
 
 
+class _Running(threading.local):
+    depth = 0  # how many forward passes are running in this thread
+
+
+_running = _Running()
+_ARG_PATHS = [f"args[{k}]" for k in range(8)]
+
+
 class Pullback:
     """The backward half of ``.vjp``: maps a result cotangent to argument gradients.
 
-    It keeps the tape, so it can be called any number of times; ``tape_length`` is the
-    number of operations recorded (tape entries other than the inputs' slots).
+    It keeps the tape, so it can be called any number of times. ``tape_length`` is the
+    number of tape entries recorded (other than the inputs' slots): one per executed
+    primitive float operation with ``preaccumulate=False``, and with preaccumulation one
+    per executed float expression, however many operations it holds.
     """
 
     def __init__(self, tape, n_inputs, result, args, dual_args, positions, single):
@@ -52,17 +63,21 @@ class DiffFunction:
     ``vjp`` and ``source`` as attributes; those are the bound methods of this object.
     """
 
-    def __init__(self, fn, argnums=None):
+    def __init__(self, fn, argnums=None, preaccumulate=True):
         if not isinstance(fn, types.FunctionType):
             raise AstadError(f"reverse_diff needs a Python function, got {fn!r}")
         self._fn = fn
         self.__name__ = fn.__name__
         self._argnums = argnums
+        self._preaccumulate = bool(preaccumulate)
         self._signature = inspect.signature(fn)
         params = list(self._signature.parameters.values())
         self._positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                              p.POSITIONAL_OR_KEYWORD)]
         self._has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+        self._min_args = sum(1 for p in self._positional if p.default is p.empty)
+        self._max_args = float("inf") if self._has_varargs else len(self._positional)
+        self._positions_cache: dict = {}
         if argnums is not None:
             for k in (argnums,) if isinstance(argnums, int) else argnums:
                 if not isinstance(k, int) or isinstance(k, bool):
@@ -78,68 +93,90 @@ class DiffFunction:
         wrapper.grad = self.grad
         wrapper.value_and_grad = self.value_and_grad
         wrapper.vjp = self.vjp
-        wrapper.source = codegen.transformed(fn).source  # transformed now: errors show early
+        wrapper.source = codegen.transformed(fn, self._preaccumulate).source  # transformed now: errors show early
         wrapper._astad_transformed = self._transformed
         return wrapper
 
     # -- what generated code calls (calls.rev) -----------------------------------------
     def _transformed(self):
-        return codegen.transformed(self._fn).rev
+        return codegen.transformed(self._fn, self._preaccumulate).rev
 
     # -- gradients ---------------------------------------------------------------------
-    def _positions(self, args, kwargs):
-        """Which positional arguments to differentiate.
+    def _check_call(self, args, kwargs) -> None:
+        """Raise the TypeError Python would give for a call that does not fit ``fn``."""
+        if kwargs or not self._min_args <= len(args) <= self._max_args:
+            try:
+                self._signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{self.__name__}(): {exc}") from None
+
+    def _positions(self, n_args: int) -> tuple:
+        """Which positional arguments to differentiate (cached per argument count).
 
         As in JAX, only arguments passed positionally are differentiated; keyword
         arguments are passed through as constants.
         """
-        try:
-            self._signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{self.__name__}(): {exc}") from None
+        cached = self._positions_cache.get(n_args)
+        if cached is not None:
+            return cached
         argnums = self._argnums
         if argnums is None:
-            positions = tuple(range(len(args)))
+            positions = tuple(range(n_args))
             single = len(self._positional) == 1 and not self._has_varargs
         else:
             single = isinstance(argnums, int)
             positions = (argnums,) if single else tuple(argnums)
-            positions = tuple(k + len(args) if k < 0 else k for k in positions)
+            positions = tuple(k + n_args if k < 0 else k for k in positions)
             for k in positions:
-                if not 0 <= k < len(args):
+                if not 0 <= k < n_args:
                     raise InputError(
                         f"argnums {argnums!r} refers to positional argument {k}, but the call "
-                        f"passes {len(args)} positional arguments (keyword arguments are not "
+                        f"passes {n_args} positional arguments (keyword arguments are not "
                         "differentiated; pass that argument positionally)")
-        return list(args), kwargs, positions, single
+        others = tuple(k for k in range(n_args) if k not in positions)
+        self._positions_cache[n_args] = (positions, others, single)
+        return positions, others, single
 
-    def _forward(self, args, kwargs):
-        args, kwargs, positions, single = self._positions(args, kwargs)
-        if not any(contains_float(args[k]) for k in positions):
-            shown = ", ".join(repr(args[k]) for k in positions)
-            hint = ""
-            if len(positions) == 1 and isinstance(args[positions[0]], int) and \
-                    not isinstance(args[positions[0]], bool):
-                hint = f"; pass {float(args[positions[0]])!r} instead of {args[positions[0]]!r}"
-            raise InputError(
-                f"{self.__name__}: no argument chosen for differentiation holds a float "
-                f"(got {shown or 'no positional arguments'}); astad differentiates with "
-                f"respect to float values passed positionally{hint}")
-        for where, value in [(f"args[{k}]", v) for k, v in enumerate(args)
-                             if k not in positions] + list(kwargs.items()) + [
+    def _refuse_enclosing_duals(self, args, others, kwargs) -> None:
+        """A dual of an enclosing gradient call must not reach this one (no gradients of
+        gradients): it would be recorded on the wrong tape."""
+        for where, value in [(f"args[{k}]", args[k]) for k in others] + list(kwargs.items()) + [
                 ("a closure variable", c.cell_contents) for c in (self._fn.__closure__ or ())
                 if _cell_filled(c)]:
             if contains_dual(value):
                 raise InputError(
                     f"{where} of {self.__name__} is being differentiated by an enclosing "
                     "gradient call; astad does not compute higher-order derivatives")
+
+    def _no_float_error(self, args, positions):
+        shown = ", ".join(repr(args[k]) for k in positions)
+        hint = ""
+        if len(positions) == 1 and isinstance(args[positions[0]], int) and \
+                not isinstance(args[positions[0]], bool):
+            hint = f"; pass {float(args[positions[0]])!r} instead of {args[positions[0]]!r}"
+        return InputError(
+            f"{self.__name__}: no argument chosen for differentiation holds a float "
+            f"(got {shown or 'no positional arguments'}); astad differentiates with "
+            f"respect to float values passed positionally{hint}")
+
+    def _forward(self, args, kwargs):
+        self._check_call(args, kwargs)
+        positions, others, single = self._positions(len(args))
+        if _running.depth:  # inside another gradient's forward pass: its duals may be here
+            self._refuse_enclosing_duals(args, others, kwargs)
         tape: list = []
         dual_args = list(args)
         for k in positions:
-            dual_args[k] = interleave(args[k], tape, f"args[{k}]")
+            dual_args[k] = interleave(args[k], tape, _ARG_PATHS[k] if k < 8 else f"args[{k}]")
         n_inputs = len(tape)
-        rev = codegen.transformed(self._fn).rev
-        result = rev(tape, *dual_args, **kwargs)
+        if not n_inputs and not any(contains_float(args[k]) for k in positions):
+            raise self._no_float_error(args, positions)
+        rev = codegen.transformed(self._fn, self._preaccumulate).rev
+        _running.depth += 1
+        try:
+            result = rev(tape, *dual_args, **kwargs)
+        finally:
+            _running.depth -= 1
         return tape, n_inputs, result, args, dual_args, positions, single
 
     def vjp(self, *args, **kwargs):
@@ -162,8 +199,10 @@ class DiffFunction:
         if type(result) is Dual:
             adjoint[result.i] = 1.0
             sweep(tape, adjoint, n_inputs)
-        grads = tuple(rebuild(args[k], dual_args[k], adjoint) for k in positions)
-        return primal(result), (grads[0] if single else grads)
+        if single:
+            k = positions[0]
+            return primal(result), rebuild(args[k], dual_args[k], adjoint)
+        return primal(result), tuple(rebuild(args[k], dual_args[k], adjoint) for k in positions)
 
     def grad(self, *args, **kwargs):
         """The gradient of a float-valued function with respect to ``argnums``."""
@@ -183,13 +222,15 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def reverse_diff(fn=None, *, argnums=None):
+def reverse_diff(fn=None, *, argnums=None, preaccumulate=True):
     """Decorate ``fn`` so that ``fn.grad``, ``fn.value_and_grad``, ``fn.vjp`` and
     ``fn.source`` are available; calling ``fn`` still runs the original code.
 
     Use bare (``@reverse_diff``) or with options (``@reverse_diff(argnums=(0, 2))``).
+    ``preaccumulate=False`` records one tape entry per primitive operation instead of one
+    per float expression (slower; the paper's plain algorithm, useful for teaching).
     The function is transformed at decoration, so unsupported syntax is reported at once.
     """
     if fn is None:
-        return lambda f: DiffFunction(f, argnums).decorated()
-    return DiffFunction(fn, argnums).decorated()
+        return lambda f: DiffFunction(f, argnums, preaccumulate).decorated()
+    return DiffFunction(fn, argnums, preaccumulate).decorated()

@@ -24,7 +24,7 @@ from . import fence
 from .activity import bound_names
 from .calls import GENERATED_CODE
 from .normalize import normalize
-from .primitives import ad
+from .primitives import ad, rule_namespace
 from .source import parse_function
 from .transform import MISSING, Names, transform
 
@@ -51,16 +51,17 @@ _cache: dict = {}
 _lock = threading.RLock()
 
 
-def transformed(fn) -> Transformed:
+def transformed(fn, preaccumulate: bool = True) -> Transformed:
     """The cached transformation of ``fn``, rebuilt if a global it resolved has changed."""
-    entry = _cache.get(fn)
+    key = (fn, preaccumulate)
+    entry = _cache.get(key)
     if entry is not None and entry.still_valid():
         return entry
     with _lock:
-        entry = _cache.get(fn)
+        entry = _cache.get(key)
         if entry is None or not entry.still_valid():
-            entry = build(fn)
-            _cache[fn] = entry
+            entry = build(fn, preaccumulate)
+            _cache[key] = entry
     return entry
 
 
@@ -68,7 +69,7 @@ def transformed_function(fn):
     return transformed(fn).rev
 
 
-def build(fn) -> Transformed:
+def build(fn, preaccumulate: bool = True) -> Transformed:
     parsed = parse_function(fn)
     node = parsed.node
     if isinstance(node, gast.Lambda):
@@ -82,15 +83,36 @@ def build(fn) -> Transformed:
     names = Names(all_names | local_names | set(fn.__code__.co_names))
     normalize(node, names.temp)
     local_names = bound_names(node)
-    node, dependencies = transform(node, fn, local_names, names)
+    node, dependencies, rules = transform(node, fn, local_names, names, preaccumulate)
     function_ast = gast.gast_to_ast(node)
     ast.fix_missing_locations(function_ast)
-    rev = _compile(function_ast, fn, parsed.filename, names)
+    compiled_rules = _compile_rules(rules, parsed.filename)
+    rev = _compile(function_ast, fn, parsed.filename, names, compiled_rules)
     source = render(function_ast, parsed.filename)
+    for name, rule in rules:
+        line = linecache.getline(parsed.filename, rule.lineno).strip()
+        source += (f"\n\n# line {rule.lineno}, preaccumulated: {line}\n"
+                   f"# one tape entry with the partials of the whole expression\n"
+                   + ast.unparse(rule) + "\n")
     return Transformed(rev, source, dependencies)
 
 
-def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names):
+def _compile_rules(rules: list, filename: str) -> dict:
+    """Compile the fused rules (fuse.py) with astad's rule namespace as their globals."""
+    if not rules:
+        return {}
+    namespace = rule_namespace()
+    module = ast.Module(body=[rule for _, rule in rules], type_ignores=[])
+    code = compile(module, filename, "exec", dont_inherit=True)
+    exec(code, namespace)  # astad's own templates; no user text
+    compiled = {name: namespace[name] for name, _ in rules}
+    for function in compiled.values():
+        _remember(function.__code__)
+    return compiled
+
+
+def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
+             rules: dict):
     user_freevars = list(fn.__code__.co_freevars)
     # Inside the factory the def gets a name of astad's own, so that a recursive call by
     # the user's name still reaches the global (or the user's closure cell), not this def.
@@ -98,7 +120,7 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names):
     function_ast = copy.copy(function_ast)
     function_ast.name = names.factory_def
     prelude = [ast.Assign(targets=[ast.Name(n, ast.Store())], value=ast.Constant(None))
-               for n in [names.ad] + user_freevars]
+               for n in [names.ad] + list(rules) + user_freevars]
     factory = ast.FunctionDef(
         name="_astad_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None,
                                                   kwonlyargs=[], kw_defaults=[], kwarg=None,
@@ -121,6 +143,8 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names):
     for name in inner.co_freevars:
         if name == names.ad:
             cells.append(types.CellType(ad))
+        elif name in rules:
+            cells.append(types.CellType(rules[name]))
         else:
             cells.append(fn.__closure__[user_freevars.index(name)])
     rev = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,

@@ -26,6 +26,13 @@ ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code"
 
 # callable object -> name of its rule in ``ad`` (math.sin -> "sin")
 PRIMITIVES: dict = {}
+# rule name -> (primal expression, partial expression(s)) in terms of x, y and result r;
+# statement-level preaccumulation (fuse.py) reuses them to differentiate whole expressions.
+UNARY_RULES: dict = {}
+BINARY_RULES: dict = {}
+# rules that never raise on floats (they give inf or nan instead)
+TOTAL_RULES = {"add", "sub", "mul", "neg", "pos", "abs", "fabs", "sin", "cos", "tan", "atan",
+               "tanh", "asinh", "erf", "erfc", "degrees", "radians"}
 
 _INF = math.inf
 
@@ -85,6 +92,12 @@ _NAMESPACE = {
     "RAD": math.pi / 180.0, "operator": operator, "builtins": builtins,
 }
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
+_NAMESPACE.update({"ad": ad, "NUMBER": (int, float)})
+
+
+def rule_namespace() -> dict:
+    """Globals for generated rules: math, Dual, the helpers, and ``ad`` itself."""
+    return dict(_NAMESPACE)
 
 _UNARY_TEMPLATE = '''
 def rule_{name}(tape, a):
@@ -149,6 +162,7 @@ def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = No
     impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx,
                     fallback=fallback or f"math.{name}")
     _register(name, impl, *originals)
+    UNARY_RULES[name] = (primal, dx)
 
 
 def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
@@ -156,6 +170,7 @@ def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
     impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy,
                     sym=sym or name, fallback=fallback or f"math.{name}(a, b)")
     _register(name, impl, *originals)
+    BINARY_RULES[name] = (primal, dx, dy)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
         setattr(ad, "i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
                                          dx=dx, dy=dy, sym=sym, fallback=inplace))
@@ -311,19 +326,46 @@ _register("hypot", hypot, math.hypot)
 
 
 def _entry(tape, r, args, partials):
-    """Append one entry with a parent per dual argument; a plain float if none is a dual."""
-    entry = []
+    """Append one entry with a parent per dual argument; a plain number if none is a dual."""
+    pairs = []
     for a, p in zip(args, partials):
+        pairs += (a, p)
+    return record(tape, float(r), *pairs)
+
+
+def primals(*args):
+    """Primal values of a fused rule's leaves when each is a dual or a number, else None."""
+    values = []
+    for a in args:
+        t = type(a)
+        if t is Dual:
+            values.append(a.v)
+        elif t is float or t is int:
+            values.append(a)
+        else:
+            return None
+    return values
+
+
+def record(tape, r, *pairs):
+    """One entry for result ``r`` with a (parent, partial) pair per dual among ``pairs``."""
+    entry = []
+    for k in range(0, len(pairs), 2):
+        a = pairs[k]
         if type(a) is Dual:
             entry.append(a.i)
-            entry.append(p)
+            entry.append(pairs[k + 1])
     if not entry:
         return r
     d = new_dual(Dual)
-    d.v = float(r)
+    d.v = r
     d.i = len(tape)
     tape.append(tuple(entry))
     return d
+
+
+ad.primals = primals
+ad.record = record
 
 
 def sum(tape, iterable, start=0):  # noqa: A001 - the rule for builtins.sum

@@ -125,6 +125,11 @@ def sweep(tape: list, adjoint: list, first: int) -> None:
                 i, a, j, b = e
                 adjoint[i] += a * g
                 adjoint[j] += b * g
+            elif n == 6:
+                i, a, j, b, l, c = e
+                adjoint[i] += a * g
+                adjoint[j] += b * g
+                adjoint[l] += c * g
             else:
                 for m in range(0, n, 2):
                     adjoint[e[m]] += e[m + 1] * g

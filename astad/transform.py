@@ -24,6 +24,7 @@ import types
 import gast
 
 from .activity import Activity, bound_names
+from .fuse import Fuser
 from .normalize import INPLACE
 from .primitives import PRIMITIVES, TAPELESS_BUILTINS
 
@@ -41,6 +42,7 @@ class Names:
         self.tape = self._fresh("_tape", exact=True)
         self.ad = self._fresh("ad", exact=True)
         self.temp = self._fresh("_tmp", exact=False)  # a prefix: _tmp0, _tmp1, ...
+        self.rule = self._fresh("_line", exact=False)  # fused rules: _line12, _line12_1
         self.factory_def = self._fresh("_astad_generated", exact=True)
 
     def _fresh(self, base: str, exact: bool) -> str:
@@ -55,7 +57,8 @@ class Names:
 
 
 class ReverseTransform(gast.NodeTransformer):
-    def __init__(self, root, fn, names: Names, activity: Activity, local_names: set):
+    def __init__(self, root, fn, names: Names, activity: Activity, local_names: set,
+                 preaccumulate: bool):
         self.root = root
         self.globals = fn.__globals__
         self.closure_names = set(fn.__code__.co_freevars)
@@ -64,10 +67,24 @@ class ReverseTransform(gast.NodeTransformer):
         self.local_names = local_names
         # Global bindings this code was specialised on: (globals dict, name, value).
         self.dependencies: list = []
+        self.fuser = Fuser(self, names.rule) if preaccumulate else None
 
     # -- helpers -----------------------------------------------------------------------
     def _tape(self):
         return gast.Name(self.names.tape, gast.Load(), None, None)
+
+    tape_name = _tape
+
+    def static_rule_name(self, func):
+        """The name of the registered rule ``func`` resolves to now, or None."""
+        callee = self._static_callee(func)
+        try:
+            return PRIMITIVES.get(callee) if callee is not MISSING else None
+        except TypeError:
+            return None
+
+    def _fused(self, node):
+        return self.fuser.try_fuse(node) if self.fuser is not None else None
 
     def _rule(self, rule: str, like):
         attr = gast.Attribute(gast.Name(self.names.ad, gast.Load(), None, None), rule,
@@ -102,6 +119,9 @@ class ReverseTransform(gast.NodeTransformer):
 
     # -- the rules ---------------------------------------------------------------------
     def visit_BinOp(self, node):
+        fused = self._fused(node)
+        if fused is not None:
+            return fused
         self.generic_visit(node)
         rule = _BINOP_RULES.get(type(node.op))
         if rule is None or not (self.activity.active(node.left)
@@ -113,6 +133,9 @@ class ReverseTransform(gast.NodeTransformer):
                           node)
 
     def visit_UnaryOp(self, node):
+        fused = self._fused(node)
+        if fused is not None:
+            return fused
         self.generic_visit(node)
         rule = _UNARY_RULES.get(type(node.op))
         if rule is None or not self.activity.active(node.operand):
@@ -120,6 +143,9 @@ class ReverseTransform(gast.NodeTransformer):
         return self._call(self._rule(rule, node), [self._tape(), node.operand], [], node)
 
     def visit_Call(self, node):
+        fused = self._fused(node)
+        if fused is not None:
+            return fused
         self.generic_visit(node)
         callee = self._static_callee(node.func)
         if callee is not MISSING:
@@ -158,10 +184,14 @@ class ReverseTransform(gast.NodeTransformer):
         return self._defs
 
 
-def transform(root, fn, local_names: set, names: Names) -> tuple:
-    """Apply D to ``root`` (a normalized gast.FunctionDef); return it and its dependencies."""
+def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = True) -> tuple:
+    """Apply D to ``root`` (a normalized gast.FunctionDef).
+
+    Return the new tree, the global bindings it was specialised on, and the fused rules
+    written for it (statement-level preaccumulation, fuse.py, unless turned off).
+    """
     activity = Activity(root, local_names)
-    rewriter = ReverseTransform(root, fn, names, activity, local_names)
+    rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate)
     root.decorator_list = []
     root.args.defaults = []
     root.args.kw_defaults = [None] * len(root.args.kwonlyargs)
@@ -176,7 +206,8 @@ def transform(root, fn, local_names: set, names: Names) -> tuple:
     else:
         root.args.args.insert(0, tape)
     gast.fix_missing_locations(root)
-    return root, rewriter.dependencies
+    rules = rewriter.fuser.rules if rewriter.fuser is not None else []
+    return root, rewriter.dependencies, rules
 
 
 __all__ = ["transform", "Names", "bound_names"]

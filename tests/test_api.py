@@ -57,10 +57,15 @@ def test_value_and_grad_and_vjp():
     assert value == 22.0
     assert pullback(2.0) == (6.0, 4.0, 16.0)
     assert pullback(2.0) == (6.0, 4.0, 16.0)  # twice: same answer
+    assert pullback.tape_length == 1  # one preaccumulated entry for x * y + z ** 2
+    unfused = astad.reverse_diff(poly.__wrapped__, preaccumulate=False)
+    value, pullback = unfused.vjp(2.0, 3.0, 4.0)
+    assert pullback(2.0) == (6.0, 4.0, 16.0)
     assert pullback.tape_length == 3  # x*y, z**2, + and nothing else
 
-def test_tape_length_counts_float_operations_only():
-    @astad.reverse_diff
+@pytest.mark.parametrize("preaccumulate, per_iteration", [(False, 2), (True, 1)])
+def test_tape_length_counts_float_operations_only(preaccumulate, per_iteration):
+    @astad.reverse_diff(preaccumulate=preaccumulate)
     def f(x, n):
         total = 0.0
         for i in range(n):      # int counter: no entries
@@ -68,7 +73,8 @@ def test_tape_length_counts_float_operations_only():
                 total = total + x * i   # two float operations
         return total
     _, pullback = f.vjp(1.5, 10)
-    assert pullback.tape_length == 2 * 5
+    assert pullback.tape_length == per_iteration * 5
+    assert pullback(1.0) == (0.0 + 2 + 4 + 6 + 8, 10)
 
 
 def test_int_argument_gives_its_own_value_in_the_gradient():

@@ -82,8 +82,50 @@ SNAPSHOTS = {
 
 
 @pytest.mark.parametrize("fn", list(SNAPSHOTS), ids=lambda f: f.__name__)
-def test_generated_source_snapshot(fn):
-    assert codegen.build(fn).source == textwrap.dedent(SNAPSHOTS[fn]).lstrip()
+def test_generated_source_snapshot_one_entry_per_operation(fn):
+    source = codegen.build(fn, preaccumulate=False).source
+    assert source == textwrap.dedent(SNAPSHOTS[fn]).lstrip()
+
+
+DOT_PREACCUMULATED = '''
+    def dot(_tape, xs, ys):
+        # s = 0.0
+        s = 0.0
+        # for i in range(len(xs)):
+        for i in range(len(xs)):
+            # s += xs[i] * ys[i]
+            s = _line20(_tape, s, xs[i], ys[i])
+        # return s
+        return s
+
+
+    # line 20, preaccumulated: s += xs[i] * ys[i]
+    # one tape entry with the partials of the whole expression
+    def _line20(tape, a0, a1, a2):
+        if type(a0) is Dual and type(a1) is Dual and (type(a2) is Dual):
+            x0 = a0.v
+            x1 = a1.v
+            x2 = a2.v
+            t0 = x1 * x2
+            t1 = x0 + t0
+            d = new(Dual)
+            d.v = t1
+            d.i = len(tape)
+            tape.append((a0.i, 1.0, a1.i, x2, a2.i, x1))
+            return d
+        x = ad.primals(a0, a1, a2)
+        if x is None:
+            return ad.iadd(tape, a0, ad.mul(tape, a1, a2))
+        x0, x1, x2 = x
+        t0 = x1 * x2
+        t1 = x0 + t0
+        return ad.record(tape, t1, a0, 1.0, a1, x2, a2, x1)
+'''
+
+
+def test_generated_source_snapshot_preaccumulated():
+    assert dot.__code__.co_firstlineno + 3 == 20  # the snapshot names the rule by line
+    assert codegen.build(dot).source == textwrap.dedent(DOT_PREACCUMULATED).lstrip()
 
 
 def test_generated_source_is_deterministic():
@@ -97,7 +139,7 @@ def test_names_that_clash_with_astads_still_differentiate():
 
 
 def test_int_loop_counter_and_constants_stay_plain_python():
-    source = codegen.build(branchy).source
+    source = codegen.build(branchy, preaccumulate=False).source
     assert "k = k + 1" in source and "while k < n" in source
 
 
