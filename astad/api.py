@@ -14,8 +14,8 @@ import types
 
 from . import codegen
 from .errors import AstadError, InputError
-from .runtime import Dual, contains_dual, contains_float, interleave, primal, rebuild, \
-    seed, sweep
+from .runtime import Dual, contains_dual, contains_float, interleave, primal, \
+    rebuild_arguments, seed, sweep
 
 
 class _Running(threading.local):
@@ -35,12 +35,11 @@ class Pullback:
     per executed float expression, however many operations it holds.
     """
 
-    def __init__(self, tape, n_inputs, result, args, dual_args, positions, single):
+    def __init__(self, tape, n_inputs, result, args, positions, single):
         self._tape = tape
         self._n_inputs = n_inputs
         self._result = result
         self._args = args
-        self._dual_args = dual_args
         self._positions = positions
         self._single = single
         self.tape_length = len(tape) - n_inputs
@@ -49,9 +48,8 @@ class Pullback:
         adjoint = [0.0] * len(self._tape)
         seed(self._result, cotangent, adjoint)
         sweep(self._tape, adjoint, self._n_inputs)
-        grads = tuple(rebuild(self._args[k], self._dual_args[k], adjoint)
-                      for k in self._positions)
-        return grads[0] if self._single else grads
+        grads = rebuild_arguments(self._args, self._positions, adjoint)
+        return grads[0] if self._single else tuple(grads)
 
 
 class DiffFunction:
@@ -177,17 +175,16 @@ class DiffFunction:
             result = rev(tape, *dual_args, **kwargs)
         finally:
             _running.depth -= 1
-        return tape, n_inputs, result, args, dual_args, positions, single
+        return tape, n_inputs, result, args, positions, single
 
     def vjp(self, *args, **kwargs):
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
-        tape, n_inputs, result, args, dual_args, positions, single = self._forward(args, kwargs)
-        return primal(result), Pullback(tape, n_inputs, result, args, dual_args, positions,
-                                        single)
+        tape, n_inputs, result, args, positions, single = self._forward(args, kwargs)
+        return primal(result), Pullback(tape, n_inputs, result, args, positions, single)
 
     def value_and_grad(self, *args, **kwargs):
         """Return ``(value, gradient)`` of a float-valued function."""
-        tape, n_inputs, result, args, dual_args, positions, single = self._forward(args, kwargs)
+        tape, n_inputs, result, args, positions, single = self._forward(args, kwargs)
         if type(result) is not Dual and (isinstance(result, bool) or
                                          not isinstance(result, float)):
             raise InputError(
@@ -199,10 +196,8 @@ class DiffFunction:
         if type(result) is Dual:
             adjoint[result.i] = 1.0
             sweep(tape, adjoint, n_inputs)
-        if single:
-            k = positions[0]
-            return primal(result), rebuild(args[k], dual_args[k], adjoint)
-        return primal(result), tuple(rebuild(args[k], dual_args[k], adjoint) for k in positions)
+        grads = rebuild_arguments(args, positions, adjoint)
+        return primal(result), (grads[0] if single else tuple(grads))
 
     def grad(self, *args, **kwargs):
         """The gradient of a float-valued function with respect to ``argnums``."""

@@ -198,7 +198,9 @@ def _add_comments(node: ast.AST, filename: str, seen: set) -> None:
         new_block = []
         for stmt in block:
             lineno = getattr(stmt, "lineno", None)
-            if lineno is not None and lineno not in seen:
+            docstring = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+                and isinstance(stmt.value.value, str)
+            if lineno is not None and lineno not in seen and not docstring:
                 seen.add(lineno)
                 text = linecache.getline(filename, lineno).strip()
                 compound = any(isinstance(getattr(stmt, f, None), list) and

@@ -84,6 +84,25 @@ class Dual:
     def __round__(self, ndigits=None):
         return round(self.v, ndigits)
 
+    # float's own attributes: the real part of a real number is itself
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        return 0.0
+
+    def conjugate(self):
+        return self
+
+    def is_integer(self):
+        return self.v.is_integer()
+
+    def __getattr__(self, name):
+        raise AstadError(
+            f"float attribute {name!r} of a differentiated value is not supported by astad")
+
     def __float__(self):
         raise AstadError(
             "a differentiated value was converted to a plain float by code astad did not "
@@ -202,19 +221,47 @@ def contains_dual(value, _depth: int = 0) -> bool:
     return False
 
 
-def rebuild(original, dual_value, adjoint: list):
-    """The gradient of ``original``: its structure, with adjoints at the float leaves."""
-    t = type(dual_value)
-    if t is Dual:
-        g = adjoint[dual_value.i]
-        return g if type(original) is float else type(original)(g)
+def _is_float(value) -> bool:
+    return type(value) is float or (isinstance(value, float) and type(value) is not bool)
+
+
+def rebuild(original, adjoint: list, position: int):
+    """The gradient of argument ``original``, whose float leaves were given the input
+    slots ``position, position + 1, ...`` by ``interleave`` (same traversal order).
+
+    It reads the caller's argument, never the duals the function ran on, so a function
+    that mutates its (copied) argument cannot disturb the gradient. Returns the gradient
+    and the next unused position.
+    """
+    t = type(original)
+    if _is_float(original):
+        g = adjoint[position]
+        return (g if t is float else t(g)), position + 1
     if t is list or t is tuple:
-        out = [adjoint[d.i] if type(d) is Dual and type(o) is float
-               else rebuild(o, d, adjoint) for o, d in zip(original, dual_value)]
-        return out if t is list else tuple(out)
+        out = []
+        for x in original:
+            if type(x) is float:  # the common case, inline
+                out.append(adjoint[position])
+                position += 1
+            else:
+                g, position = rebuild(x, adjoint, position)
+                out.append(g)
+        return (out if t is list else tuple(out)), position
     if t is dict:
-        return {k: rebuild(original[k], d, adjoint) for k, d in dual_value.items()}
-    return original
+        out = {}
+        for key, x in original.items():
+            out[key], position = rebuild(x, adjoint, position)
+        return out, position
+    return original, position
+
+
+def rebuild_arguments(args, positions, adjoint: list) -> list:
+    """Gradients of ``args[k]`` for each k in ``positions`` (interleaved in that order)."""
+    grads, position = [], 0
+    for k in positions:
+        g, position = rebuild(args[k], adjoint, position)
+        grads.append(g)
+    return grads
 
 
 def primal(value):

@@ -197,3 +197,17 @@ def test_float_isinstance_and_type_see_through_duals():
             return float(x) * 3.0
         return x
     assert f.grad(2.0) == 3.0
+
+
+def test_function_that_mutates_its_argument_list():
+    # regression: the gradient was read from the list the function had overwritten
+    @astad.reverse_diff
+    def g(xs):
+        xs[0] = xs[0] * 2.0
+        xs.append(xs[0] * xs[1])
+        return xs[0] + xs[2]
+    caller = [1.0, 3.0]
+    assert g.grad(caller) == [2.0 + 2.0 * 3.0, 2.0]
+    value, pullback = g.vjp(caller)
+    assert pullback(1.0) == [8.0, 2.0]
+    assert caller == [1.0, 3.0]

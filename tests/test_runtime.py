@@ -5,7 +5,7 @@ import pytest
 
 import astad
 from astad.primitives import ad
-from astad.runtime import Dual, interleave, primal, rebuild, seed, sweep
+from astad.runtime import Dual, interleave, primal, rebuild_arguments, seed, sweep
 
 
 def test_sweep_visits_each_entry_once_in_descending_order():
@@ -70,7 +70,7 @@ def test_interleave_and_rebuild_mirror_structure():
     dual = interleave(arg, tape, "arg")
     assert len(tape) == 3 and type(dual[1]) is tuple and dual[2] == "tag"
     adjoint = [10.0, 20.0, 30.0]
-    g = rebuild(arg, dual, adjoint)
+    (g,) = rebuild_arguments([arg], [0], adjoint)
     assert g == [10.0, (20.0, 3), "tag", None, True, {"a": 30.0}]
     assert type(g[1]) is tuple
     assert primal(dual) == arg
@@ -107,3 +107,19 @@ def test_pow_partials_at_special_points():
     assert r.v == -8.0 and tape[-1] == (y.i, 12.0)
     with pytest.raises(astad.NotDifferentiableError, match="complex"):
         ad.pow(tape, y, 0.5)
+
+
+def test_float_attributes_of_a_dual():
+    @astad.reverse_diff
+    def f(x):
+        """Uses float's own attributes."""
+        if (x * 2.0).is_integer():
+            return x.real * x.conjugate() + x.imag
+        return x
+    assert f.grad(1.5) == 3.0
+    assert "# Uses float" not in f.source
+    @astad.reverse_diff
+    def g(x):
+        return x.hex()
+    with pytest.raises(astad.AstadError, match="'hex'"):
+        g.grad(1.5)
