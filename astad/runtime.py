@@ -133,17 +133,16 @@ def sweep(tape: list, adjoint: list, first: int) -> None:
     only when its adjoint is non-zero (a zero cotangent contributes nothing, so it is
     skipped even where a partial is infinite; documented in docs/design.md).
     """
-    for k in range(len(tape) - 1, first - 1, -1):
+    for k, e in zip(range(len(tape) - 1, first - 1, -1), reversed(tape)):
         g = adjoint[k]
         if g:
-            e = tape[k]
             n = len(e)
-            if n == 2:
-                adjoint[e[0]] += e[1] * g
-            elif n == 4:
+            if n == 4:
                 i, a, j, b = e
                 adjoint[i] += a * g
                 adjoint[j] += b * g
+            elif n == 2:
+                adjoint[e[0]] += e[1] * g
             elif n == 6:
                 i, a, j, b, l, c = e
                 adjoint[i] += a * g
