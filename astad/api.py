@@ -14,8 +14,9 @@ import types
 
 from . import codegen
 from .errors import AstadError, InputError
-from .runtime import Dual, contains_dual, contains_float, interleave, primal, \
-    rebuild_arguments, seed, sweep
+from .runtime import Dual, sweep
+from .structure import Interleaving, build_gradient, contains_dual, contains_float, primal, \
+    seed
 
 
 class _Running(threading.local):
@@ -35,21 +36,35 @@ class Pullback:
     per executed float expression, however many operations it holds.
     """
 
-    def __init__(self, tape, n_inputs, result, args, positions, single):
-        self._tape = tape
-        self._n_inputs = n_inputs
-        self._result = result
-        self._args = args
-        self._positions = positions
-        self._single = single
-        self.tape_length = len(tape) - n_inputs
+    def __init__(self, forward):
+        self._forward = forward
+        self.tape_length = len(forward.tape) - forward.n_inputs
 
     def __call__(self, cotangent):
-        adjoint = [0.0] * len(self._tape)
-        seed(self._result, cotangent, adjoint)
-        sweep(self._tape, adjoint, self._n_inputs)
-        grads = rebuild_arguments(self._args, self._positions, adjoint)
-        return grads[0] if self._single else tuple(grads)
+        forward = self._forward
+        adjoint = [0.0] * len(forward.tape)
+        seed(forward.result, cotangent, adjoint)
+        return forward.gradients(adjoint)
+
+
+class _Forward:
+    """What one forward pass leaves for the backward pass."""
+
+    __slots__ = ("tape", "n_inputs", "result", "plans", "single", "originals")
+
+    def __init__(self, tape, n_inputs, result, plans, single, originals):
+        self.tape, self.n_inputs, self.result = tape, n_inputs, result
+        self.plans, self.single, self.originals = plans, single, originals
+
+    def value(self):
+        return primal(self.result, self.originals)
+
+    def gradients(self, adjoint):
+        """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A)."""
+        sweep(self.tape, adjoint, self.n_inputs)
+        if self.single:
+            return build_gradient(self.plans[0], adjoint)
+        return tuple(build_gradient(plan, adjoint) for plan in self.plans)
 
 
 class DiffFunction:
@@ -157,47 +172,57 @@ class DiffFunction:
             f"(got {shown or 'no positional arguments'}); astad differentiates with "
             f"respect to float values passed positionally{hint}")
 
-    def _forward(self, args, kwargs):
+    def _forward(self, args, kwargs) -> _Forward:
         self._check_call(args, kwargs)
         positions, others, single = self._positions(len(args))
         if _running.depth:  # inside another gradient's forward pass: its duals may be here
             self._refuse_enclosing_duals(args, others, kwargs)
         tape: list = []
+        state = Interleaving(tape)
         dual_args = list(args)
+        plans = []
         for k in positions:
-            dual_args[k] = interleave(args[k], tape, _ARG_PATHS[k] if k < 8 else f"args[{k}]")
+            dual_args[k], plan = state.interleave(args[k], _ARG_PATHS[k] if k < 8
+                                                  else f"args[{k}]")
+            plans.append(plan)
         n_inputs = len(tape)
         if not n_inputs and not any(contains_float(args[k]) for k in positions):
             raise self._no_float_error(args, positions)
+        for k in others:  # the function may store duals into them: it gets copies
+            dual_args[k] = state.copy_constant(args[k])
+        if kwargs:
+            kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
         rev = codegen.transformed(self._fn, self._preaccumulate).rev
         _running.depth += 1
         try:
             result = rev(tape, *dual_args, **kwargs)
         finally:
             _running.depth -= 1
-        return tape, n_inputs, result, args, positions, single
+            if state.copies:
+                state.write_back()
+        return _Forward(tape, n_inputs, result, plans, single,
+                        state.originals() if state.copies else None)
 
     def vjp(self, *args, **kwargs):
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
-        tape, n_inputs, result, args, positions, single = self._forward(args, kwargs)
-        return primal(result), Pullback(tape, n_inputs, result, args, positions, single)
+        forward = self._forward(args, kwargs)
+        return forward.value(), Pullback(forward)
 
     def value_and_grad(self, *args, **kwargs):
         """Return ``(value, gradient)`` of a float-valued function."""
-        tape, n_inputs, result, args, positions, single = self._forward(args, kwargs)
+        forward = self._forward(args, kwargs)
+        result = forward.result
         if type(result) is not Dual and (isinstance(result, bool) or
                                          not isinstance(result, float)):
             raise InputError(
                 f"{self.__name__} returned {type(result).__name__} "
-                f"{_short(primal(result))}; .grad needs a float result. Use "
+                f"{_short(forward.value())}; .grad needs a float result. Use "
                 f"{self.__name__}.vjp(...) and call the pullback with a cotangent shaped "
                 "like the result")
-        adjoint = [0.0] * len(tape)
+        adjoint = [0.0] * len(forward.tape)
         if type(result) is Dual:
             adjoint[result.i] = 1.0
-            sweep(tape, adjoint, n_inputs)
-        grads = rebuild_arguments(args, positions, adjoint)
-        return primal(result), (grads[0] if single else tuple(grads))
+        return forward.value(), forward.gradients(adjoint)
 
     def grad(self, *args, **kwargs):
         """The gradient of a float-valued function with respect to ``argnums``."""

@@ -14,11 +14,14 @@ D[a] -> D[b]). ``ad.rev(f)`` returns a callable taking the tape first:
 from __future__ import annotations
 
 import builtins
+import copy
+import dataclasses
+import inspect
 import types
 
 from .errors import AstadError, NotDifferentiableError, SourceUnavailableError
 from .primitives import PRIMITIVES, _caller_location, ad
-from .runtime import contains_dual
+from .structure import contains_dual
 
 # Code objects astad generated: their functions already take part in the transform.
 GENERATED_CODE: set = set()
@@ -33,7 +36,8 @@ _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.map, builtins.filter, builtins.bool, builtins.str, builtins.repr,
                builtins.format, builtins.hash, builtins.id, builtins.int, builtins.round,
                builtins.getattr, builtins.setattr, builtins.hasattr, builtins.callable,
-               builtins.issubclass, builtins.divmod}
+               builtins.issubclass, builtins.divmod, dataclasses.replace,
+               dataclasses.astuple, dataclasses.asdict, copy.copy, copy.deepcopy}
 
 
 def _with_tape(f):
@@ -58,6 +62,52 @@ def _guarded(f, reason: str = ""):
 
 
 _WRAPPERS: dict = {}
+
+
+def _generated_init(cls) -> bool:
+    """Is ``cls.__init__`` the one ``dataclass`` wrote (not user code)?"""
+    code = getattr(cls.__init__, "__code__", None)
+    return code is not None and code.co_filename.startswith("<")
+
+
+def _dataclass_constructor(cls):
+    """Build a dataclass as its generated ``__init__`` would, then run the transformed
+    ``__post_init__``: a ``__post_init__`` that computes (normalises, derives a field) is
+    differentiated like any other method, on the same tape."""
+    signature = inspect.signature(cls)
+    fields = dataclasses.fields(cls)
+    field_names = {f.name for f in fields}
+    initvars = [name for name in signature.parameters if name not in field_names]
+    post_init = _transformed_or_raise(cls.__post_init__)
+
+    def construct(tape, *args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = bound.arguments
+        obj = object.__new__(cls)
+        for f in fields:
+            if f.init:
+                value = values[f.name]
+            elif f.default is not dataclasses.MISSING:
+                value = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+            else:
+                continue
+            object.__setattr__(obj, f.name, value)
+        post_init(tape, obj, *[values[name] for name in initvars])
+        return obj
+    return construct
+
+
+def _is_structural_class(f) -> bool:
+    """Classes whose construction only stores its arguments: dataclasses (their
+    ``__init__`` is generated, not user code) and named tuples."""
+    if not isinstance(f, type):
+        return False
+    if dataclasses.is_dataclass(f):
+        return True
+    return issubclass(f, tuple) and hasattr(f, "_fields")
 
 
 def _transformed_or_raise(fn):
@@ -108,7 +158,16 @@ def rev(f):
     except TypeError:
         return _guarded(f)
     if wrapper is None:
-        wrapper = _with_tape(f) if f in _STRUCTURAL else _guarded(f)
+        if isinstance(f, type) and dataclasses.is_dataclass(f) and _generated_init(f) \
+                and hasattr(f, "__post_init__"):
+            try:
+                wrapper = _dataclass_constructor(f)
+            except AstadError as exc:
+                wrapper = _guarded(f, _reason(exc))
+        elif f in _STRUCTURAL or _is_structural_class(f):
+            wrapper = _with_tape(f)
+        else:
+            wrapper = _guarded(f)
         _WRAPPERS[f] = wrapper
     return wrapper
 

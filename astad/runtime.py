@@ -1,4 +1,4 @@
-"""Phase 6, runtime: duals, the tape, the backward sweep, interleave and rebuild.
+"""Phase 6, runtime: duals, the tape and the backward sweep.
 
 The representation (paper sections 7, 8.1, 8.2, Figure 12):
 - a dual is a ``Dual`` object holding the primal float ``v`` and its tape index ``i``;
@@ -11,12 +11,13 @@ The representation (paper sections 7, 8.1, 8.2, Figure 12):
   section 4), so each entry runs at most once and the sweep is linear in the tape.
 Every gradient call owns its tape (it is passed explicitly as the first argument of
 every transformed function), so threads and nested gradient calls never share state.
+Interleave, rebuild and seed, which walk the user's data, are in structure.py.
 """
 from __future__ import annotations
 
 import math
 
-from .errors import AstadError, InputError
+from .errors import AstadError
 
 
 class Dual:
@@ -151,164 +152,3 @@ def sweep(tape: list, adjoint: list, first: int) -> None:
             else:
                 for m in range(0, n, 2):
                     adjoint[e[m]] += e[m + 1] * g
-
-
-# ---------------------------------------------------------------------------
-# Interleave (Figure 7 / Appendix A): give every float leaf of an argument a fresh
-# input index; rebuild: turn the input indices' adjoints into a gradient shaped like
-# the argument.
-
-_NO_ENTRY = ()
-
-
-def interleave(value, tape: list, path: str):
-    """Return ``value`` with each float leaf replaced by a Dual with a fresh input slot.
-
-    ``path`` names the argument in error messages (``args[0]``).
-    """
-    t = type(value)
-    if t is float or (isinstance(value, float) and t is not bool):
-        d = new_dual(Dual)
-        d.v = float(value)
-        d.i = len(tape)
-        tape.append(_NO_ENTRY)
-        return d
-    if t is list or t is tuple:
-        out = []
-        for k, x in enumerate(value):
-            if type(x) is float:  # the common case, inline: no call per element
-                d = new_dual(Dual)
-                d.v = x
-                d.i = len(tape)
-                tape.append(_NO_ENTRY)
-                out.append(d)
-            else:
-                out.append(interleave(x, tape, f"{path}[{k}]"))
-        return out if t is list else tuple(out)
-    if t is dict:
-        return {key: interleave(x, tape, f"{path}[{key!r}]") for key, x in value.items()}
-    if t is Dual:
-        raise InputError(
-            f"{path} is already being differentiated by an enclosing gradient call; astad "
-            "does not compute higher-order derivatives (a gradient of a gradient)")
-    if t is complex:
-        raise InputError(f"{path} is a complex number; astad differentiates real floats only")
-    return value
-
-
-def contains_float(value) -> bool:
-    t = type(value)
-    if t is Dual:
-        return True  # (interleave then refuses it: it belongs to an enclosing gradient)
-    if t is float or (isinstance(value, float) and t is not bool):
-        return True
-    if t in (list, tuple):
-        return any(contains_float(x) for x in value)
-    if t is dict:
-        return any(contains_float(x) for x in value.values())
-    return False
-
-
-def contains_dual(value, _depth: int = 0) -> bool:
-    t = type(value)
-    if t is Dual:
-        return True
-    if t in (list, tuple, set, frozenset):
-        return any(contains_dual(x) for x in value)
-    if t is dict:
-        return any(contains_dual(x) for x in value.values())
-    return False
-
-
-def _is_float(value) -> bool:
-    return type(value) is float or (isinstance(value, float) and type(value) is not bool)
-
-
-def rebuild(original, adjoint: list, position: int):
-    """The gradient of argument ``original``, whose float leaves were given the input
-    slots ``position, position + 1, ...`` by ``interleave`` (same traversal order).
-
-    It reads the caller's argument, never the duals the function ran on, so a function
-    that mutates its (copied) argument cannot disturb the gradient. Returns the gradient
-    and the next unused position.
-    """
-    t = type(original)
-    if _is_float(original):
-        g = adjoint[position]
-        return (g if t is float else t(g)), position + 1
-    if t is list or t is tuple:
-        out = []
-        for x in original:
-            if type(x) is float:  # the common case, inline
-                out.append(adjoint[position])
-                position += 1
-            else:
-                g, position = rebuild(x, adjoint, position)
-                out.append(g)
-        return (out if t is list else tuple(out)), position
-    if t is dict:
-        out = {}
-        for key, x in original.items():
-            out[key], position = rebuild(x, adjoint, position)
-        return out, position
-    return original, position
-
-
-def rebuild_arguments(args, positions, adjoint: list) -> list:
-    """Gradients of ``args[k]`` for each k in ``positions`` (interleaved in that order)."""
-    grads, position = [], 0
-    for k in positions:
-        g, position = rebuild(args[k], adjoint, position)
-        grads.append(g)
-    return grads
-
-
-def primal(value):
-    """The result with every Dual replaced by its primal float."""
-    t = type(value)
-    if t is Dual:
-        return value.v
-    if t is list:
-        return [primal(x) for x in value]
-    if t is tuple:
-        return tuple(primal(x) for x in value)
-    if t is dict:
-        return {k: primal(x) for k, x in value.items()}
-    return value
-
-
-def seed(result, cotangent, adjoint: list, path: str = "result") -> None:
-    """Deinterleave: add the cotangent of each Dual in ``result`` into its adjoint slot."""
-    t = type(result)
-    if t is Dual:
-        if cotangent is None:
-            return
-        if isinstance(cotangent, bool) or not isinstance(cotangent, (int, float)):
-            raise InputError(f"the cotangent at {path} should be a float, got "
-                             f"{type(cotangent).__name__} {cotangent!r}")
-        adjoint[result.i] += float(cotangent)
-        return
-    if t in (list, tuple):
-        if cotangent is None:
-            return
-        if type(cotangent) not in (list, tuple) or len(cotangent) != len(result):
-            raise InputError(
-                f"the cotangent at {path} should be a {t.__name__} of length {len(result)} "
-                f"like the result, got {type(cotangent).__name__} {_short(cotangent)}")
-        for k, (r, c) in enumerate(zip(result, cotangent)):
-            seed(r, c, adjoint, f"{path}[{k}]")
-        return
-    if t is dict:
-        if cotangent is None:
-            return
-        if type(cotangent) is not dict or cotangent.keys() != result.keys():
-            raise InputError(f"the cotangent at {path} should be a dict with keys "
-                             f"{sorted(map(repr, result))}, got {_short(cotangent)}")
-        for k, r in result.items():
-            seed(r, cotangent[k], adjoint, f"{path}[{k!r}]")
-        return
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

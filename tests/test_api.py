@@ -208,6 +208,10 @@ def test_function_that_mutates_its_argument_list():
         return xs[0] + xs[2]
     caller = [1.0, 3.0]
     assert g.grad(caller) == [2.0 + 2.0 * 3.0, 2.0]
-    value, pullback = g.vjp(caller)
-    assert pullback(1.0) == [8.0, 2.0]
-    assert caller == [1.0, 3.0]
+    # the caller's list is left as the original function leaves it, with no dual in it
+    after_original = [1.0, 3.0]
+    g(after_original)
+    assert caller == after_original == [2.0, 3.0, 6.0]
+    assert all(type(x) is float for x in caller)
+    value, pullback = g.vjp([1.0, 3.0])
+    assert value == 8.0 and pullback(1.0) == [8.0, 2.0]

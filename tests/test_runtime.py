@@ -5,7 +5,12 @@ import pytest
 
 import astad
 from astad.primitives import ad
-from astad.runtime import Dual, interleave, primal, rebuild_arguments, seed, sweep
+from astad.runtime import Dual, sweep
+from astad.structure import Interleaving, build_gradient, primal, seed
+
+
+def interleave(value, tape, path="x"):
+    return Interleaving(tape).interleave(value, path)[0]
 
 
 def test_sweep_visits_each_entry_once_in_descending_order():
@@ -67,10 +72,10 @@ def test_dual_refuses_to_lose_its_derivative_outside_the_transform():
 def test_interleave_and_rebuild_mirror_structure():
     tape = []
     arg = [1.0, (2.0, 3), "tag", None, True, {"a": 4.0}]
-    dual = interleave(arg, tape, "arg")
+    dual, plan = Interleaving(tape).interleave(arg, "arg")
     assert len(tape) == 3 and type(dual[1]) is tuple and dual[2] == "tag"
     adjoint = [10.0, 20.0, 30.0]
-    (g,) = rebuild_arguments([arg], [0], adjoint)
+    g = build_gradient(plan, adjoint)
     assert g == [10.0, (20.0, 3), "tag", None, True, {"a": 30.0}]
     assert type(g[1]) is tuple
     assert primal(dual) == arg

@@ -1,0 +1,492 @@
+"""Walking the user's data: interleave, rebuild, seed, primal, and write-back.
+
+D maps every data type homomorphically (paper section 9): a list of floats becomes a list
+of duals, a dataclass holding floats the same dataclass holding duals, a value of a union
+keeps its variant. This module is that map at the boundary of a gradient call (Figure 7,
+Appendix A):
+
+- ``Interleaving.interleave`` copies an argument, giving every float leaf a fresh input
+  slot, and records a *plan* of the argument's shape;
+- ``build_gradient`` turns the plan and the adjoints into a gradient shaped exactly like
+  the argument (same container types, dataclass types, variants, non-float leaves),
+  creating objects without running user code (no ``__init__``/``__post_init__``);
+- ``seed`` adds a cotangent shaped like the result into the adjoints of its duals;
+- ``primal`` turns a result holding duals into plain values;
+- ``Interleaving.write_back`` makes the caller's mutable arguments look as the original
+  function would have left them (the function ran on copies).
+
+Walks are written as recursive generators driven by ``_run``, which keeps its own stack:
+a linked list of 10^5 cells does not need Python's recursion limit raised.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import operator
+import types
+
+from .errors import InputError
+from .runtime import Dual, new_dual
+
+_NO_ENTRY = ()
+_setattr = object.__setattr__
+
+
+def _run(walk):
+    """Drive a recursive generator: ``yield sub_walk`` calls it and receives its result."""
+    stack, value = [walk], None
+    while stack:
+        try:
+            child = stack[-1].send(value)
+        except StopIteration as stop:
+            stack.pop()
+            value = stop.value
+            continue
+        stack.append(child)
+        value = None
+    return value
+
+
+def _is_float(value) -> bool:
+    return type(value) is float or (isinstance(value, float) and type(value) is not bool)
+
+
+def _is_namedtuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def _is_record(value) -> bool:
+    """A dataclass instance: walked field by field, rebuilt without running its code."""
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def record_attributes(obj) -> list:
+    """All instance attributes of ``obj``: its ``__dict__`` and every filled slot."""
+    names = list(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and name not in names \
+                    and hasattr(obj, name):
+                names.append(name)
+    return [(name, getattr(obj, name)) for name in names]
+
+
+def _new_record(cls, attributes) -> object:
+    """An instance of ``cls`` with these attributes, made without calling ``__init__``
+    (so validating, frozen and slotted dataclasses are rebuilt as they are)."""
+    obj = object.__new__(cls)
+    for name, value in attributes:
+        _setattr(obj, name, value)
+    return obj
+
+
+def _holds_float(obj) -> bool:
+    return any(_is_float(v) for v in getattr(obj, "__dict__", {}).values())
+
+
+def _unsupported_argument(value, path: str):
+    kind = type(value)
+    if kind is complex:
+        return InputError(f"{path} is a complex number; astad differentiates real floats only")
+    if kind.__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") in "fc":
+        return InputError(f"{path} is a float numpy array, which astad does not differentiate "
+                          "yet; pass a list of floats")
+    if kind is Dual:
+        return InputError(
+            f"{path} is already being differentiated by an enclosing gradient call; astad "
+            "does not compute higher-order derivatives (a gradient of a gradient)")
+    if kind in (set, frozenset) and any(_is_float(v) for v in value):
+        return InputError(f"{path} is a set of floats; a set has no stable order for a "
+                          "gradient to follow: pass a list or a tuple")
+    if not isinstance(value, (type, types.ModuleType, types.FunctionType, enum.Enum)) and \
+            _holds_float(value):
+        return InputError(
+            f"{path} is a {kind.__qualname__} instance holding floats; astad walks "
+            "dataclasses, named tuples, lists, tuples and dicts: make it a dataclass, or "
+            "leave it out of argnums")
+    return None
+
+
+# Plan nodes: what interleave saw, so that the gradient can be rebuilt later even if the
+# function mutated its arguments. A plain int is a float leaf's input slot.
+class _Run:          # a list or tuple of exactly-float elements: slots start..start+n
+    __slots__ = ("start", "n", "kind")
+
+    def __init__(self, start, n, kind):
+        self.start, self.n, self.kind = start, n, kind
+
+
+class _Node:         # a container: kind in "seq", "namedtuple", "map", "record"
+    __slots__ = ("kind", "cls", "children", "original")
+
+    def __init__(self, kind, cls, children, original):
+        self.kind, self.cls, self.children, self.original = kind, cls, children, original
+
+
+class _Const:        # a non-float leaf: the gradient holds the argument's own value
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _FloatLeaf:    # a float subclass (numpy.float64): rebuilt with its own type
+    __slots__ = ("slot", "cls")
+
+    def __init__(self, slot, cls):
+        self.slot, self.cls = slot, cls
+
+
+class Interleaving:
+    """One gradient call's copies of its arguments (paper: interleave / Figure 7)."""
+
+    def __init__(self, tape: list):
+        self.tape = tape
+        self.copies: dict = {}   # id(original) -> (original, copy, plan, snapshot or None)
+
+    # -- interleave --------------------------------------------------------------------
+    def interleave(self, value, path: str):
+        """Return (copy of ``value`` holding duals, plan of its shape)."""
+        if type(value) is float:
+            return self._dual(value), len(self.tape) - 1
+        return _run(self._walk(value, path, True))
+
+    def copy_constant(self, value):
+        """A copy of a mutable argument that is not differentiated (floats stay floats),
+        so that duals the function stores into it never reach the caller's object."""
+        if type(value) in (float, int, str, bool) or value is None:
+            return value
+        return _run(self._walk(value, "", False))[0]
+
+    def _dual(self, x: float) -> Dual:
+        d = new_dual(Dual)
+        d.v = x
+        d.i = len(self.tape)
+        self.tape.append(_NO_ENTRY)
+        return d
+
+    def _float_run(self, value):
+        """A list/tuple whose elements are all floats: inline, no walk per element."""
+        tape = self.tape
+        start = len(tape)
+        out = []
+        for x in value:
+            d = new_dual(Dual)
+            d.v = x
+            d.i = len(tape)
+            tape.append(_NO_ENTRY)
+            out.append(d)
+        return out, _Run(start, len(value), type(value))
+
+    def _walk(self, value, path, active):
+        t = type(value)
+        if not active and (t is int or t is str or value is None or _is_float(value)):
+            return value, None
+        if _is_float(value):
+            d = self._dual(float(value))
+            return (d, d.i if t is float else _FloatLeaf(d.i, t))
+        seen = self.copies.get(id(value))
+        if seen is not None:  # the same mutable object twice: one copy, aliasing kept
+            return seen[1], seen[2]
+        if t is list or t is tuple:
+            if all(type(x) is float for x in value):
+                out, plan = self._float_run(value) if active else (list(value), None)
+            else:
+                out, children = [], []
+                plan = _Node("seq", t, children, None)
+                if t is list:
+                    self._remember(value, out, plan)  # before the elements: cycles
+                for k, x in enumerate(value):
+                    copy, child = yield self._walk(x, f"{path}[{k}]", active)
+                    out.append(copy)
+                    children.append(child)
+            if t is tuple:
+                return tuple(out), plan
+            self._remember(value, out, plan, list(out))
+            return out, plan
+        if _is_namedtuple(value):
+            out, children = [], []
+            for name, x in zip(t._fields, value):
+                copy, child = yield self._walk(x, f"{path}.{name}", active)
+                out.append(copy)
+                children.append(child)
+            return tuple.__new__(t, out), _Node("namedtuple", t, children, None)
+        if isinstance(value, dict):
+            copy = value.copy()  # keeps the mapping type (OrderedDict, defaultdict, ...)
+            plan = _Node("map", t, [], value)
+            self._remember(value, copy, plan)
+            for key, x in value.items():
+                copy[key], child = yield self._walk(x, f"{path}[{key!r}]", active)
+                plan.children.append((key, child))
+            self._remember(value, copy, plan, list(copy.items()))
+            return copy, plan
+        if _is_record(value):
+            copy = object.__new__(t)
+            plan = _Node("record", t, [], None)
+            frozen = getattr(getattr(t, "__dataclass_params__", None), "frozen", False)
+            self._remember(value, copy, plan)
+            attributes = []
+            for name, x in record_attributes(value):
+                y, child = yield self._walk(x, f"{path}.{name}", active)
+                _setattr(copy, name, y)
+                plan.children.append((name, child))
+                attributes.append((name, y))
+            if not frozen:  # a frozen record cannot be mutated: nothing to write back
+                self._remember(value, copy, plan, attributes)
+            return copy, plan
+        if active:
+            error = _unsupported_argument(value, path)
+            if error is not None:
+                raise error
+        return value, _Const(value)
+
+    def _remember(self, original, copy, plan, snapshot=None) -> None:
+        """Note the copy of a mutable argument; ``snapshot`` (its contents as copied)
+        lets write-back tell whether the function changed it."""
+        self.copies[id(original)] = (original, copy, plan, snapshot)
+
+    # -- write-back --------------------------------------------------------------------
+    def write_back(self) -> None:
+        """Give each mutable argument the state the original function would have left:
+        the primal of its copy, with copies of other arguments mapped back to them."""
+        originals = {id(copy): original for original, copy, _, _ in self.copies.values()}
+        for original, copy, _, snapshot in list(self.copies.values()):
+            if snapshot is None:
+                continue  # frozen, or only reached as part of a cycle
+            if type(copy) is list:
+                if len(copy) == len(snapshot) and all(map(operator.is_, copy, snapshot)):
+                    continue  # untouched: nothing to do (the common case, at C speed)
+                original[:] = [primal(x, originals) for x in copy]
+            elif isinstance(copy, dict):
+                items = list(copy.items())
+                if len(items) == len(snapshot) and all(
+                        a[0] is b[0] and a[1] is b[1] for a, b in zip(items, snapshot)):
+                    continue
+                original.clear()
+                original.update((k, primal(v, originals)) for k, v in items)
+            else:  # a (non-frozen) dataclass record
+                attributes = record_attributes(copy)
+                if len(attributes) == len(snapshot) and all(
+                        a[0] == b[0] and a[1] is b[1] for a, b in zip(attributes, snapshot)):
+                    continue
+                for name, value in attributes:
+                    _setattr(original, name, primal(value, originals))
+                for name in [n for n, _ in record_attributes(original)
+                             if n not in dict(attributes)]:
+                    object.__delattr__(original, name)
+
+    def originals(self) -> dict:
+        return {id(copy): original for original, copy, _, _ in self.copies.values()}
+
+
+# -- rebuild ------------------------------------------------------------------------------
+def build_gradient(plan, adjoint: list):
+    """The gradient described by ``plan``: adjoints at float leaves, the argument's own
+    values elsewhere, the same types throughout, no user code run."""
+    if type(plan) is int:
+        return adjoint[plan]
+    return _run(_build(plan, adjoint, {}))
+
+
+def _build(plan, adjoint, memo):
+    t = type(plan)
+    if t is int:
+        return adjoint[plan]
+    if t is _Run:
+        values = adjoint[plan.start:plan.start + plan.n]
+        return values if plan.kind is list else tuple(values)
+    if t is _Const:
+        return plan.value
+    if t is _FloatLeaf:
+        return plan.cls(adjoint[plan.slot])
+    built = memo.get(id(plan))
+    if built is not None:  # an aliased argument: the same gradient object
+        return built
+    kind = plan.kind
+    if kind == "seq":
+        out = []
+        if plan.cls is list:
+            memo[id(plan)] = out
+        for child in plan.children:
+            out.append((yield _build(child, adjoint, memo)))
+        return out if plan.cls is list else tuple(out)
+    if kind == "namedtuple":
+        out = []
+        for child in plan.children:
+            out.append((yield _build(child, adjoint, memo)))
+        return tuple.__new__(plan.cls, out)
+    if kind == "map":
+        out = plan.original.copy()
+        out.clear()
+        memo[id(plan)] = out
+        for key, child in plan.children:
+            out[key] = yield _build(child, adjoint, memo)
+        return out
+    obj = object.__new__(plan.cls)  # record
+    memo[id(plan)] = obj
+    for name, child in plan.children:
+        _setattr(obj, name, (yield _build(child, adjoint, memo)))
+    return obj
+
+
+# -- primal -------------------------------------------------------------------------------
+def primal(value, originals: dict | None = None):
+    """``value`` with every dual replaced by its primal float. Copies of the caller's
+    arguments (``originals``: id(copy) -> original) become the originals again."""
+    t = type(value)
+    if t is Dual:
+        return value.v
+    if t is float or t is int or value is None:
+        return value
+    return _run(_primal(value, originals or {}, {}))
+
+
+def _primal(value, originals, memo):
+    t = type(value)
+    if t is Dual:
+        return value.v
+    original = originals.get(id(value))
+    if original is not None:
+        return original
+    done = memo.get(id(value))
+    if done is not None:
+        return done
+    if t is list:
+        out = []
+        memo[id(value)] = out
+        for x in value:
+            out.append((yield _primal(x, originals, memo)))
+        return out
+    if t is tuple or _is_namedtuple(value):
+        out = []
+        for x in value:
+            out.append((yield _primal(x, originals, memo)))
+        return tuple(out) if t is tuple else tuple.__new__(t, out)
+    if isinstance(value, dict):
+        out = value.copy()
+        memo[id(value)] = out
+        for key, x in value.items():
+            out[key] = yield _primal(x, originals, memo)
+        return out
+    if _is_record(value):
+        attributes = record_attributes(value)
+        if not any(type(x) is Dual or not isinstance(x, (int, float, str, type(None)))
+                   for _, x in attributes):
+            return value  # nothing to strip: keep the object itself
+        obj = object.__new__(t)
+        memo[id(value)] = obj
+        for name, x in attributes:
+            _setattr(obj, name, (yield _primal(x, originals, memo)))
+        return obj
+    if t in (set, frozenset):
+        return t(x.v if type(x) is Dual else x for x in value)
+    return value
+
+
+# -- seed ---------------------------------------------------------------------------------
+def seed(result, cotangent, adjoint: list, path: str = "result") -> None:
+    """Deinterleave: add the cotangent of each dual in ``result`` into its adjoint slot.
+
+    ``cotangent`` has the result's shape; ``None`` for a leaf or a whole subtree means
+    zero. A mismatch (wrong variant, wrong length, missing key) says where it is.
+    """
+    _run(_seed(result, cotangent, adjoint, path, set()))
+
+
+def _seed(result, cotangent, adjoint, path, seen):
+    if cotangent is None:
+        return
+    t = type(result)
+    if t is Dual:
+        if isinstance(cotangent, bool) or not isinstance(cotangent, (int, float)):
+            raise InputError(f"the cotangent at {path} should be a float, got "
+                             f"{type(cotangent).__name__} {_short(cotangent)}")
+        adjoint[result.i] += float(cotangent)
+        return
+    key = (id(result), id(cotangent))
+    if key in seen:  # a cyclic structure: each (value, cotangent) pair once
+        return
+    if t is list or t is tuple or _is_namedtuple(result):
+        seen.add(key)
+        if not isinstance(cotangent, (list, tuple)) or len(cotangent) != len(result):
+            raise InputError(
+                f"the cotangent at {path} should be a {t.__name__} of length {len(result)} "
+                f"like the result, got {type(cotangent).__name__} {_short(cotangent)}")
+        for k, (r, c) in enumerate(zip(result, cotangent)):
+            yield _seed(r, c, adjoint, f"{path}[{k}]", seen)
+        return
+    if isinstance(result, dict):
+        seen.add(key)
+        if not isinstance(cotangent, dict) or cotangent.keys() != result.keys():
+            missing = [k for k in result if not isinstance(cotangent, dict) or k not in cotangent]
+            raise InputError(
+                f"the cotangent at {path} should be a dict with the result's keys "
+                f"{list(result)!r}" + (f" (missing {missing!r})" if missing else "")
+                + f", got {_short(cotangent)}")
+        for k, r in result.items():
+            yield _seed(r, cotangent[k], adjoint, f"{path}[{k!r}]", seen)
+        return
+    if _is_record(result):
+        seen.add(key)
+        if type(cotangent) is not t:
+            raise InputError(
+                f"the cotangent at {path} should be a {t.__qualname__} like the result "
+                f"(the same variant), got {type(cotangent).__qualname__} {_short(cotangent)}")
+        for name, r in record_attributes(result):
+            yield _seed(r, getattr(cotangent, name, None), adjoint, f"{path}.{name}", seen)
+        return
+    if _is_float(result) or result is None or isinstance(result, (int, str, bytes, enum.Enum)):
+        return  # not differentiated (a constant float, an int, a tag): nothing to seed
+    if any(type(v) is Dual for v in getattr(result, "__dict__", {}).values()):
+        raise InputError(
+            f"{path} is a {t.__qualname__} instance holding differentiated values; astad "
+            "follows them through dataclasses, named tuples, lists, tuples and dicts only")
+
+
+def contains_float(value) -> bool:
+    t = type(value)
+    if t is Dual:
+        return True  # (interleave then refuses it: it belongs to an enclosing gradient)
+    if _is_float(value):
+        return True
+    if t in (list, tuple) or _is_namedtuple(value):
+        return any(contains_float(x) for x in value)
+    if isinstance(value, dict):
+        return any(contains_float(x) for x in value.values())
+    if _is_record(value):
+        return any(contains_float(x) for _, x in record_attributes(value))
+    return False
+
+
+def contains_dual(value) -> bool:
+    """Does ``value`` hold a dual anywhere (through containers and dataclasses)?"""
+    return _run(_contains_dual(value, set()))
+
+
+def _contains_dual(value, seen):
+    t = type(value)
+    if t is Dual:
+        return True
+    if t in (float, int, str, bool, type(None)):
+        return False
+    if id(value) in seen:
+        return False
+    seen.add(id(value))
+    if t in (list, tuple, set, frozenset) or _is_namedtuple(value):
+        items = value
+    elif isinstance(value, dict):
+        items = value.values()
+    elif _is_record(value):
+        items = [x for _, x in record_attributes(value)]
+    else:
+        return False
+    for x in items:
+        if type(x) is Dual or ((yield _contains_dual(x, seen))):
+            return True
+    return False
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
