@@ -14,7 +14,7 @@ import types
 
 from . import codegen
 from .errors import AstadError, InputError
-from .runtime import Dual, sweep
+from .runtime import Dual, current, sweep
 from .structure import Interleaving, build_gradient, contains_dual, contains_float, primal, \
     seed
 
@@ -194,9 +194,11 @@ class DiffFunction:
             kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
         rev = codegen.transformed(self._fn, self._preaccumulate).rev
         _running.depth += 1
+        outer_tape, current.tape = current.tape, tape  # for operator overloading on duals
         try:
             result = rev(tape, *dual_args, **kwargs)
         finally:
+            current.tape = outer_tape
             _running.depth -= 1
             if state.copies:
                 state.write_back()

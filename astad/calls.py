@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import builtins
 import copy
+import functools
+import itertools
 import dataclasses
 import inspect
 import types
@@ -100,6 +102,21 @@ def _dataclass_constructor(cls):
     return construct
 
 
+def _plain_constructor(cls) -> bool:
+    """A user class built by ``object.__new__`` and a Python ``__init__``."""
+    return (type(cls) is type and cls.__new__ is object.__new__
+            and type(cls.__init__) is types.FunctionType and not _generated_init(cls))
+
+
+def _construct(cls):
+    """D of ``cls(args)``: a new instance, then the transformed ``__init__`` on it."""
+    def construct(tape, *args, **kwargs):
+        obj = object.__new__(cls)
+        rev(cls.__init__)(tape, obj, *args, **kwargs)
+        return obj
+    return construct
+
+
 def _is_structural_class(f) -> bool:
     """Classes whose construction only stores its arguments: dataclasses (their
     ``__init__`` is generated, not user code) and named tuples."""
@@ -135,7 +152,7 @@ def rev(f):
         return getattr(ad, name)
     t = type(f)
     if t in (types.FunctionType, types.MethodType) and \
-            getattr(f, "__module__", "").startswith("astad."):
+            (getattr(f, "__module__", None) or "").startswith("astad."):
         return _with_tape(f)  # astad's own API (a gradient inside differentiated code)
     if t is types.FunctionType:
         if f.__code__ in GENERATED_CODE:
@@ -153,6 +170,17 @@ def rev(f):
         return lambda tape, *args, **kwargs: inner(tape, obj, *args, **kwargs)
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) in _CONTAINER_TYPES:
         return _with_tape(f)
+    if t is TapeBound:
+        return _with_tape(f)  # already runs on the tape it was bound to
+    if t is functools.partial:  # D of a partial application: partial application of D
+        inner, bound_args, bound_kwargs = rev(f.func), f.args, f.keywords
+        return lambda tape, *args, **kwargs: inner(tape, *bound_args, *args,
+                                                   **{**bound_kwargs, **kwargs})
+    if isinstance(t, type) and t.__module__ != "builtins" and not isinstance(f, type):
+        call = _python_method(t, "__call__")  # a callable object of a user class
+        if call is not None:
+            inner = rev(call)
+            return lambda tape, *args, **kwargs: inner(tape, f, *args, **kwargs)
     try:
         wrapper = _WRAPPERS.get(f)
     except TypeError:
@@ -166,6 +194,8 @@ def rev(f):
                 wrapper = _guarded(f, _reason(exc))
         elif f in _STRUCTURAL or _is_structural_class(f):
             wrapper = _with_tape(f)
+        elif isinstance(f, type) and _plain_constructor(f):
+            wrapper = _construct(f)
         else:
             wrapper = _guarded(f)
         _WRAPPERS[f] = wrapper
@@ -173,3 +203,101 @@ def rev(f):
 
 
 ad.rev = rev
+
+
+# -- user classes: dunder operators and properties, transformed -----------------------
+_METHODS: dict = {}
+
+
+def _python_method(cls, name):
+    """``cls``'s own Python method ``name`` (from its MRO), or None for builtins."""
+    key = (cls, name)
+    try:
+        return _METHODS[key]
+    except KeyError:
+        pass
+    method = None
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            method = found if type(found) is types.FunctionType else None
+            break
+    _METHODS[key] = method
+    return method
+
+
+def user_binary(tape, a, b, name, reflected, op):
+    """``a op b`` for a user class: its ``__op__`` (or ``b``'s ``__rop__``) transformed,
+    as Python would choose them; anything else by Python's own operator."""
+    method = _python_method(type(a), name)
+    if method is not None:
+        result = rev(method)(tape, a, b)
+        if result is not NotImplemented:
+            return result
+    method = _python_method(type(b), reflected)
+    if method is not None and type(b) is not type(a):
+        result = rev(method)(tape, b, a)
+        if result is not NotImplemented:
+            return result
+    return op(a, b)
+
+
+def user_unary(tape, a, name, op):
+    method = _python_method(type(a), name)
+    return rev(method)(tape, a) if method is not None else op(a)
+
+
+def getattr_(tape, obj, name):
+    """``obj.name`` where ``name`` may be a property: its getter runs transformed."""
+    prop = None
+    for klass in type(obj).__mro__:
+        if name in klass.__dict__:
+            prop = klass.__dict__[name]
+            break
+    if type(prop) is property and type(prop.fget) is types.FunctionType:
+        return rev(prop.fget)(tape, obj)
+    return getattr(obj, name)
+
+
+ad.user_binary = user_binary
+ad.user_unary = user_unary
+ad.getattr = getattr_
+
+
+# -- builtins that call functions: they call the transformed versions ------------------
+class TapeBound(functools.partial):
+    """A transformed function with its tape bound: callable as the original is."""
+
+
+def bind(tape, fn):
+    """``fn`` as a plain callable that runs its transformed version on this tape."""
+    if type(fn) is types.FunctionType and fn.__code__ in GENERATED_CODE:
+        return fn  # a lambda or def of differentiated code: already on this tape
+    if not callable(fn) or type(fn) is TapeBound:
+        return fn
+    bound = TapeBound(rev(fn), tape)
+    bound.tape_bound = True  # an instance dict: functools.partial(bound, ...) won't flatten it
+    return bound
+
+
+def _calls_functions(name, original, positions, keywords=("key",)):
+    def rule(tape, *args, **kwargs):
+        args = [bind(tape, a) if k in positions else a for k, a in enumerate(args)]
+        for key in keywords:
+            if kwargs.get(key) is not None:
+                kwargs[key] = bind(tape, kwargs[key])
+        return original(*args, **kwargs)
+    rule.__name__ = name
+    setattr(ad, name, rule)
+    PRIMITIVES[original] = name
+
+
+_calls_functions("map", builtins.map, {0})
+_calls_functions("filter", builtins.filter, {0})
+_calls_functions("sorted", builtins.sorted, set())
+_calls_functions("min", builtins.min, set())
+_calls_functions("max", builtins.max, set())
+_calls_functions("reduce", functools.reduce, {0})
+_calls_functions("partial", functools.partial, {0})
+_calls_functions("accumulate", itertools.accumulate, {1}, ("func",))
+_calls_functions("starmap", itertools.starmap, {0})

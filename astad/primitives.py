@@ -19,7 +19,7 @@ import operator
 import types
 
 from .errors import AstadError, NotDifferentiableError
-from .runtime import Dual, new_dual
+from .runtime import Dual, current as _current, new_dual
 
 # The namespace generated code calls into, as ``ad.<name>``.
 ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")
@@ -90,6 +90,7 @@ _NAMESPACE = {
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
     "RAD": math.pi / 180.0, "operator": operator, "builtins": builtins,
+    "PLAIN": frozenset({int, float, bool, complex, str, bytes, list, tuple, type(None)}),
 }
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
 _NAMESPACE.update({"ad": ad, "NUMBER": (int, float)})
@@ -109,7 +110,7 @@ def rule_{name}(tape, a):
         d.i = len(tape)
         tape.append((a.i, {dx}))
         return d
-    return {fallback}(a)
+    return {fallback}
 '''
 
 _BINARY_TEMPLATE = '''
@@ -160,7 +161,7 @@ def _register(name: str, impl, *originals) -> None:
 
 def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = None):
     impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx,
-                    fallback=fallback or f"math.{name}")
+                    fallback=fallback or f"math.{name}(a)")
     _register(name, impl, *originals)
     UNARY_RULES[name] = (primal, dx)
 
@@ -176,21 +177,31 @@ def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
                                          dx=dx, dy=dy, sym=sym, fallback=inplace))
 
 
+def _user_fallback(plain: str, dunder: str, rdunder: str, op: str) -> str:
+    """The no-dual case of an operator: Python's own operator on numbers, lists and other
+    builtins; for a user class (``Vec.__add__``), its method, transformed (calls.py)."""
+    return (f"{plain} if type(a) in PLAIN and type(b) in PLAIN else "
+            f"ad.user_binary(tape, a, b, {dunder!r}, {rdunder!r}, {op})")
+
+
 # --- Operators (section 8.2's primitive operations) --------------------------------
-binary("add", "x + y", "1.0", "1.0", operator.add, sym="+", fallback="a + b",
+binary("add", "x + y", "1.0", "1.0", operator.add, sym="+", fallback=_user_fallback("a + b", "__add__", "__radd__", "operator.add"),
        inplace="operator.iadd(a, b)")
-binary("sub", "x - y", "1.0", "-1.0", operator.sub, sym="-", fallback="a - b",
+binary("sub", "x - y", "1.0", "-1.0", operator.sub, sym="-", fallback=_user_fallback("a - b", "__sub__", "__rsub__", "operator.sub"),
        inplace="operator.isub(a, b)")
-binary("mul", "x * y", "y", "x", operator.mul, sym="*", fallback="a * b",
+binary("mul", "x * y", "y", "x", operator.mul, sym="*", fallback=_user_fallback("a * b", "__mul__", "__rmul__", "operator.mul"),
        inplace="operator.imul(a, b)")
-binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/", fallback="a / b",
+binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/", fallback=_user_fallback("a / b", "__truediv__", "__rtruediv__", "operator.truediv"),
        inplace="operator.itruediv(a, b)")
 # x % y == x - y * floor(x / y): d/dx = 1, d/dy = -floor(x / y) = -(x // y)
-binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%", fallback="a % b",
+binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%", fallback=_user_fallback("a % b", "__mod__", "__rmod__", "operator.mod"),
        inplace="operator.imod(a, b)")
-unary("neg", "-x", "-1.0", operator.neg, fallback="operator.neg")
-unary("pos", "+x", "1.0", operator.pos, fallback="operator.pos")
-unary("abs", "abs(x)", "_sign(x)", builtins.abs, operator.abs, fallback="builtins.abs")
+unary("neg", "-x", "-1.0", operator.neg,
+      fallback="-a if type(a) in PLAIN else ad.user_unary(tape, a, '__neg__', operator.neg)")
+unary("pos", "+x", "1.0", operator.pos,
+      fallback="+a if type(a) in PLAIN else ad.user_unary(tape, a, '__pos__', operator.pos)")
+unary("abs", "abs(x)", "_sign(x)", builtins.abs, operator.abs,
+      fallback="abs(a) if type(a) in PLAIN else ad.user_unary(tape, a, '__abs__', abs)")
 
 
 def floordiv(tape, a, b):
@@ -301,7 +312,7 @@ binary("hypot2", "hypot(x, y)", "x / r if r else 0.0", "y / r if r else 0.0",
 binary("copysign", "copysign(x, y)", "copysign(1.0, x) * copysign(1.0, y)", "0.0",
        math.copysign)
 binary("fmod", "fmod(x, y)", "1.0", "-float(math.trunc(x / y))", math.fmod)
-unary("log1", "log(x)", "1.0 / x", fallback="math.log")
+unary("log1", "log(x)", "1.0 / x", fallback="math.log(a)")
 binary("log_base", "log(x, y)", "1.0 / x / log(y)", "-r / y / log(y)",
        fallback="math.log(a, b)")
 
@@ -457,6 +468,35 @@ ad.type = type_
 # builtins rewritten without a tape argument
 TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
                      builtins.type: "type"}
+
+
+# --- Operator overloading on Dual, for code astad did not transform -------------------
+def _running_tape():
+    tape = _current.tape
+    if tape is None:
+        raise AstadError(
+            "arithmetic on a differentiated value outside a gradient call: a dual escaped "
+            "from the call that created it (stored in a global or an object kept after "
+            "the call?)")
+    return tape
+
+
+def _overload(rule, swap: bool = False):
+    if swap:
+        return lambda self, other: rule(_running_tape(), other, self)
+    return lambda self, other: rule(_running_tape(), self, other)
+
+
+for _rule_name, _forward_name, _reflected_name in (
+        ("add", "__add__", "__radd__"), ("sub", "__sub__", "__rsub__"),
+        ("mul", "__mul__", "__rmul__"), ("truediv", "__truediv__", "__rtruediv__"),
+        ("floordiv", "__floordiv__", "__rfloordiv__"), ("mod", "__mod__", "__rmod__"),
+        ("pow", "__pow__", "__rpow__")):
+    setattr(Dual, _forward_name, _overload(getattr(ad, _rule_name)))
+    setattr(Dual, _reflected_name, _overload(getattr(ad, _rule_name), swap=True))
+Dual.__neg__ = lambda self: ad.neg(_running_tape(), self)
+Dual.__pos__ = lambda self: ad.pos(_running_tape(), self)
+Dual.__abs__ = lambda self: ad.abs(_running_tape(), self)
 
 
 def register_scalar(fn, *partials, name: str | None = None):

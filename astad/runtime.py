@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+import threading
+
 from .errors import AstadError
 
 
@@ -25,9 +27,11 @@ class Dual:
 
     Comparisons, truth tests, hashing and formatting use the primal value, so control
     flow follows the primal (paper section 3) and untransformed code that only compares,
-    sorts, prints or hashes values keeps working. Anything that would silently drop the
-    derivative (``float(dual)`` inside untransformed code, arithmetic outside the
-    transform) raises instead.
+    sorts, prints or hashes values keeps working. Arithmetic reached from code astad did
+    not transform (a property getter, a user class's ``__add__``, ``operator.mul`` passed
+    to ``functools.reduce``) is recorded on the tape of the gradient call running in this
+    thread, by operator overloading (primitives.py installs those operators). Anything
+    that would silently drop the derivative (``float(dual)`` in a C function) raises.
     """
 
     __slots__ = ("v", "i")
@@ -107,18 +111,33 @@ class Dual:
     def __float__(self):
         raise AstadError(
             "a differentiated value was converted to a plain float by code astad did not "
-            "transform (a builtin or C function), which would lose its derivative. "
-            "Call that function on inactive values only, or register a derivative for it.")
+            f"transform, which would lose its derivative{_where_outside()}. Call that "
+            "function on values that are not differentiated, or register a derivative for "
+            "it with astad.register_scalar.")
 
-    def _outside(self, *_):
-        raise AstadError(
-            "arithmetic on a differentiated value happened in code astad did not transform "
-            "(for example through operator.add or a C function); its derivative would be lost")
+    def __complex__(self):
+        raise AstadError(f"complex() of a differentiated value{_where_outside()}: astad "
+                         "differentiates real floats only")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _outside
-    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _outside
-    __mod__ = __rmod__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = _outside
-    __matmul__ = __rmatmul__ = __complex__ = _outside
+
+def _where_outside() -> str:
+    """`` (at file:line)`` of the innermost frame outside astad, for error messages."""
+    import sys
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_ASTAD_DIR):
+        frame = frame.f_back
+    return "" if frame is None else f" (at {frame.f_code.co_filename}:{frame.f_lineno})"
+
+
+_ASTAD_DIR = __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0]
+
+
+class _Current(threading.local):
+    """The tape of the forward pass running in this thread (a stack, for nesting)."""
+    tape = None
+
+
+current = _Current()
 
 
 new_dual = object.__new__  # Dual creation without __init__: measurably faster in hot paths

@@ -74,10 +74,18 @@ def parse_function(fn) -> ParsedFunction:
 def _find_definition(module: gast.Module, fn, filename: str) -> gast.AST:
     name = fn.__name__
     if name == "<lambda>":
-        lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)]
-        argnames = list(fn.__code__.co_varnames[: fn.__code__.co_argcount])
-        matching = [lam for lam in lambdas
-                    if [a.id for a in lam.args.args] == argnames]
+        code = fn.__code__
+        argnames = list(code.co_varnames[: code.co_argcount])
+        matching = [lam for lam in gast.walk(module) if isinstance(lam, gast.Lambda)
+                    and [a.id for a in lam.args.args] == argnames
+                    and lam.lineno == code.co_firstlineno]
+        if len(matching) > 1 and hasattr(code, "co_positions"):
+            # several alike lambdas on one line: the one whose body starts where the
+            # code object's first instruction does
+            starts = {(line, col) for line, _, col, _ in code.co_positions()
+                      if line is not None}
+            matching = [lam for lam in matching
+                        if (lam.body.lineno, lam.body.col_offset) in starts]
         if len(matching) != 1:
             raise SourceUnavailableError(
                 f"cannot tell which lambda on {filename}:{fn.__code__.co_firstlineno} is meant; "

@@ -68,6 +68,7 @@ class ReverseTransform(gast.NodeTransformer):
         # Global bindings this code was specialised on: (globals dict, name, value).
         self.dependencies: list = []
         self.fuser = Fuser(self, names.rule) if preaccumulate else None
+        self.property_names = _property_names(fn)
 
     # -- helpers -----------------------------------------------------------------------
     def _tape(self):
@@ -172,6 +173,16 @@ class ReverseTransform(gast.NodeTransformer):
         node.args.insert(0, self._tape())
         return node
 
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, gast.Load) and node.attr in self.property_names \
+                and self.activity.active(node.value):
+            # a property of a user class: its getter must run transformed (calls.getattr_)
+            return self._call(self._rule("getattr", node),
+                              [self._tape(), node.value, gast.Constant(node.attr, None)], [],
+                              node)
+        return node
+
     def _local_defs(self) -> set:
         if not hasattr(self, "_defs"):
             assigned = {}
@@ -182,6 +193,26 @@ class ReverseTransform(gast.NodeTransformer):
                      and isinstance(n.ctx, (gast.Store, gast.Param, gast.Del))}
             self._defs = {name for name in assigned if name not in other}
         return self._defs
+
+
+def _property_names(fn) -> set:
+    """Names of properties with Python getters on the classes ``fn`` can see (its globals
+    and closure). Reading one of these attributes from a possibly-active value goes
+    through ``ad.getattr``; any other attribute read stays a plain attribute read."""
+    values = list(fn.__globals__.values())
+    for cell in fn.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:
+            pass
+    names = set()
+    for value in values:
+        if isinstance(value, type) and value.__module__ != "builtins":
+            for klass in value.__mro__:
+                for name, attr in vars(klass).items():
+                    if type(attr) is property and type(attr.fget) is types.FunctionType:
+                        names.add(name)
+    return names
 
 
 def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = True) -> tuple:

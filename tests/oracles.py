@@ -20,6 +20,8 @@ function or the astad-decorated one (calling a decorated function runs the origi
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 
 __all__ = [
@@ -40,6 +42,32 @@ def is_float_leaf(value) -> bool:
 
 def _is_namedtuple(value) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+class Attr:
+    """A path step into a dataclass field (other steps are indices and keys)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f".{self.name}"
+
+
+def _is_record(value) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _record_items(value):
+    return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+
+
+def _record_like(original, items):
+    """A copy of dataclass ``original`` with these field values, no user code run."""
+    obj = copy.copy(original)
+    for name, item in items:
+        object.__setattr__(obj, name, item)
+    return obj
 
 
 def _rebuild_like(original, items):
@@ -65,11 +93,14 @@ def float_paths(value, prefix=()):
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from float_paths(item, prefix + (key,))
+    elif _is_record(value):
+        for name, item in _record_items(value):
+            yield from float_paths(item, prefix + (Attr(name),))
 
 
 def get_path(value, path):
     for key in path:
-        value = value[key]
+        value = getattr(value, key.name) if isinstance(key, Attr) else value[key]
     return value
 
 
@@ -81,6 +112,8 @@ def replace_at(value, path, new):
     if not path:
         return new
     key, rest = path[0], path[1:]
+    if isinstance(key, Attr):
+        return _record_like(value, [(key.name, replace_at(getattr(value, key.name), rest, new))])
     if isinstance(value, dict):
         items = dict(value)
         items[key] = replace_at(value[key], rest, new)
@@ -100,6 +133,9 @@ def _map_leaves(value, fn, prefix=()):
     if isinstance(value, dict):
         return _rebuild_like(value, {k: _map_leaves(v, fn, prefix + (k,))
                                      for k, v in value.items()})
+    if _is_record(value):
+        return _record_like(value, [(name, _map_leaves(v, fn, prefix + (Attr(name),)))
+                                    for name, v in _record_items(value)])
     return value
 
 
@@ -164,7 +200,7 @@ def _kind(value) -> str:
 
 
 def _fmt_path(path) -> str:
-    return "".join(f"[{k!r}]" for k in path) or "<root>"
+    return "".join(repr(k) if isinstance(k, Attr) else f"[{k!r}]" for k in path) or "<root>"
 
 
 def _compare(actual, expected, rtol, atol, path, problems):
@@ -206,6 +242,14 @@ def _compare(actual, expected, rtol, atol, path, problems):
             return
         for k, (a, e) in enumerate(zip(actual, expected)):
             _compare(a, e, rtol, atol, path + (k,), problems)
+        return
+    if _is_record(expected):
+        if type(actual) is not type(expected):
+            problems.append(f"{_fmt_path(path)}: expected a {type(expected).__name__}, "
+                            f"got {type(actual).__name__} {actual!r}")
+            return
+        for name, e in _record_items(expected):
+            _compare(getattr(actual, name), e, rtol, atol, path + (Attr(name),), problems)
         return
     # A non-differentiated leaf: the argument's own value, same type.
     if type(actual) is not type(expected) or actual != expected:
