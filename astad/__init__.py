@@ -11,10 +11,12 @@ from .api import DiffFunction, Pullback, reverse_diff
 from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnavailableError,
                      UnsupportedSyntaxError)
 from .primitives import register_scalar
+from .array_rules import register_elementwise, register_vjp
 from . import calls as _calls  # noqa: F401  (installs ad.rev)
 
 __version__ = "0.1.0"
 
-__all__ = ["reverse_diff", "DiffFunction", "Pullback", "register_scalar", "AstadError",
+__all__ = ["reverse_diff", "DiffFunction", "Pullback", "register_scalar", "register_vjp",
+           "register_elementwise", "AstadError",
            "InputError", "NotDifferentiableError", "SourceUnavailableError",
            "UnsupportedSyntaxError", "__version__"]

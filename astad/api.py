@@ -42,9 +42,9 @@ class Pullback:
 
     def __call__(self, cotangent):
         forward = self._forward
-        adjoint = [0.0] * len(forward.tape)
-        seed(forward.result, cotangent, adjoint)
-        return forward.gradients(adjoint)
+        adjoint, arrays = [0.0] * len(forward.tape), {}
+        seed(forward.result, cotangent, adjoint, arrays)
+        return forward.gradients(adjoint, arrays)
 
 
 class _Forward:
@@ -59,12 +59,12 @@ class _Forward:
     def value(self):
         return primal(self.result, self.originals)
 
-    def gradients(self, adjoint):
+    def gradients(self, adjoint, arrays):
         """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A)."""
-        sweep(self.tape, adjoint, self.n_inputs)
+        sweep(self.tape, adjoint, self.n_inputs, arrays)
         if self.single:
-            return build_gradient(self.plans[0], adjoint)
-        return tuple(build_gradient(plan, adjoint) for plan in self.plans)
+            return build_gradient(self.plans[0], adjoint, arrays)
+        return tuple(build_gradient(plan, adjoint, arrays) for plan in self.plans)
 
 
 class DiffFunction:
@@ -224,7 +224,7 @@ class DiffFunction:
         adjoint = [0.0] * len(forward.tape)
         if type(result) is Dual:
             adjoint[result.i] = 1.0
-        return forward.value(), forward.gradients(adjoint)
+        return forward.value(), forward.gradients(adjoint, {})
 
     def grad(self, *args, **kwargs):
         """The gradient of a float-valued function with respect to ``argnums``."""

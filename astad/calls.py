@@ -23,6 +23,10 @@ import types
 
 from .errors import AstadError, NotDifferentiableError, SourceUnavailableError
 from .primitives import PRIMITIVES, _caller_location, ad
+import numpy as np
+
+from .array_rules import array_from
+from .arrays import ArrayDual
 from .structure import contains_dual
 
 # Code objects astad generated: their functions already take part in the transform.
@@ -39,7 +43,9 @@ _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.format, builtins.hash, builtins.id, builtins.int, builtins.round,
                builtins.getattr, builtins.setattr, builtins.hasattr, builtins.callable,
                builtins.issubclass, builtins.divmod, dataclasses.replace,
-               dataclasses.astuple, dataclasses.asdict, copy.copy, copy.deepcopy}
+               dataclasses.astuple, dataclasses.asdict, copy.copy, copy.deepcopy,
+               object.__setattr__, object.__delattr__, object.__getattribute__, builtins.vars,
+               builtins.isinstance, builtins.type, builtins.iter}
 
 
 def _with_tape(f):
@@ -127,9 +133,9 @@ def _is_structural_class(f) -> bool:
     return issubclass(f, tuple) and hasattr(f, "_fields")
 
 
-def _transformed_or_raise(fn):
+def _transformed_or_raise(fn, as_method: bool = False):
     from .codegen import transformed_function
-    return transformed_function(fn)
+    return transformed_function(fn, as_method)
 
 
 def _reason(exc: AstadError) -> str:
@@ -142,7 +148,7 @@ def _reason(exc: AstadError) -> str:
 def rev(f):
     """The transformed version of callable ``f``, taking the tape as first argument."""
     transformed = getattr(f, "_astad_transformed", None)  # an astad-decorated function
-    if transformed is not None:
+    if transformed is not None and type(f) is not types.MethodType:
         return transformed()
     try:
         name = PRIMITIVES.get(f)
@@ -162,16 +168,25 @@ def rev(f):
         except AstadError as exc:
             return _guarded(f, _reason(exc))
     if t is types.MethodType and type(f.__func__) is types.FunctionType:
+        code = f.__func__.__code__
+        if code in GENERATED_CODE:
+            return _with_tape(f)
+        if code.co_argcount == 0:  # def m(*args): the tape cannot follow self
+            inner, obj = rev(f.__func__), f.__self__
+            return lambda tape, *args, **kwargs: inner(tape, obj, *args, **kwargs)
         try:
-            inner = _transformed_or_raise(f.__func__)
+            # the method's transformed version takes the tape after self, so binding it
+            # to the object gives a C-level bound method: no extra frame per recursion
+            return types.MethodType(_transformed_or_raise(f.__func__, as_method=True),
+                                    f.__self__)
         except AstadError as exc:
             return _guarded(f, _reason(exc))
-        obj = f.__self__
-        return lambda tape, *args, **kwargs: inner(tape, obj, *args, **kwargs)
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) in _CONTAINER_TYPES:
         return _with_tape(f)
     if t is TapeBound:
         return _with_tape(f)  # already runs on the tape it was bound to
+    if is_numpy_callable(f):
+        return _with_tape(f)  # numpy's dispatch protocols find the array rules
     if t is functools.partial:  # D of a partial application: partial application of D
         inner, bound_args, bound_kwargs = rev(f.func), f.args, f.keywords
         return lambda tape, *args, **kwargs: inner(tape, *bound_args, *args,
@@ -229,6 +244,8 @@ def _python_method(cls, name):
 def user_binary(tape, a, b, name, reflected, op):
     """``a op b`` for a user class: its ``__op__`` (or ``b``'s ``__rop__``) transformed,
     as Python would choose them; anything else by Python's own operator."""
+    if type(a) is ArrayDual or type(b) is ArrayDual or type(a) is np.ndarray:
+        return op(a, b)  # numpy's dispatch finds the array rule (arrays.py)
     method = _python_method(type(a), name)
     if method is not None:
         result = rev(method)(tape, a, b)
@@ -262,6 +279,18 @@ def getattr_(tape, obj, name):
 ad.user_binary = user_binary
 ad.user_unary = user_unary
 ad.getattr = getattr_
+
+
+def is_numpy_callable(f) -> bool:
+    return type(f) is np.ufunc or (getattr(f, "__module__", None) or "").startswith("numpy")
+
+
+# np.array / np.asarray of lists holding duals: numpy cannot dispatch on a list
+_register_rule = PRIMITIVES.__setitem__
+ad.np_array = array_from
+ad.np_asarray = array_from
+_register_rule(np.array, "np_array")
+_register_rule(np.asarray, "np_asarray")
 
 
 # -- builtins that call functions: they call the transformed versions ------------------

@@ -51,25 +51,27 @@ _cache: dict = {}
 _lock = threading.RLock()
 
 
-def transformed(fn, preaccumulate: bool = True) -> Transformed:
-    """The cached transformation of ``fn``, rebuilt if a global it resolved has changed."""
-    key = (fn, preaccumulate)
+def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Transformed:
+    """The cached transformation of ``fn``, rebuilt if a global it resolved has changed.
+
+    ``as_method``: the tape is the second parameter, after ``self`` (calls.rev)."""
+    key = (fn, preaccumulate, as_method)
     entry = _cache.get(key)
     if entry is not None and entry.still_valid():
         return entry
     with _lock:
         entry = _cache.get(key)
         if entry is None or not entry.still_valid():
-            entry = build(fn, preaccumulate)
+            entry = build(fn, preaccumulate, as_method)
             _cache[key] = entry
     return entry
 
 
-def transformed_function(fn):
-    return transformed(fn).rev
+def transformed_function(fn, as_method: bool = False):
+    return transformed(fn, as_method=as_method).rev
 
 
-def build(fn, preaccumulate: bool = True) -> Transformed:
+def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transformed:
     parsed = parse_function(fn)
     node = parsed.node
     if isinstance(node, gast.Lambda):
@@ -83,7 +85,8 @@ def build(fn, preaccumulate: bool = True) -> Transformed:
     names = Names(all_names | local_names | set(fn.__code__.co_names))
     normalize(node, names.temp)
     local_names = bound_names(node)
-    node, dependencies, rules = transform(node, fn, local_names, names, preaccumulate)
+    node, dependencies, rules = transform(node, fn, local_names, names, preaccumulate,
+                                          as_method)
     function_ast = gast.gast_to_ast(node)
     ast.fix_missing_locations(function_ast)
     compiled_rules = _compile_rules(rules, parsed.filename)

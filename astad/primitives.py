@@ -18,7 +18,10 @@ import numbers
 import operator
 import types
 
+import numpy as np
+
 from .errors import AstadError, NotDifferentiableError
+from .arrays import ArrayDual
 from .runtime import Dual, current as _current, new_dual
 
 # The namespace generated code calls into, as ``ad.<name>``.
@@ -47,8 +50,13 @@ def _sign(x):
     return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
 
 
+ARRAY = object()  # _number's answer for an array operand: numpy's dispatch takes over
+
+
 def _number(value, op: str, other_is_first: bool, dual_primal):
     """Coerce the non-dual operand of a mixed operation to a number, or fail as Python would."""
+    if (type(value) is ArrayDual or type(value) is np.ndarray) and op in OPERATORS:
+        return ARRAY
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return value if type(value) is int else float(value)
     if isinstance(value, bool):
@@ -87,6 +95,7 @@ OPERATORS = {
 
 _NAMESPACE = {
     "Dual": Dual, "new": new_dual, "_inv": _inv, "_sign": _sign, "_number": _number,
+    "ARRAY": ARRAY, "OPERATORS": OPERATORS,
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
     "RAD": math.pi / 180.0, "operator": operator, "builtins": builtins,
@@ -126,6 +135,8 @@ def rule_{name}(tape, a, b):
             tape.append((a.i, {dx}, b.i, {dy}))
             return d
         y = b if type(b) is float else _number(b, {sym!r}, False, x)
+        if y is ARRAY:
+            return OPERATORS[{sym!r}](a, b)
         r = {primal}
         d = new(Dual)
         d.v = r
@@ -134,6 +145,8 @@ def rule_{name}(tape, a, b):
         return d
     if type(b) is Dual:
         x = a if type(a) is float else _number(a, {sym!r}, True, b.v)
+        if x is ARRAY:
+            return OPERATORS[{sym!r}](a, b)
         y = b.v
         r = {primal}
         d = new(Dual)
@@ -448,8 +461,13 @@ for _fn in (math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfi
 
 # --- Builtins that astad rewrites (they need to see through a dual) ------------------
 def float_(x=0.0):
-    """float(dual) is the dual itself: converting a float to float changes nothing."""
-    return x if type(x) is Dual else builtins.float(x)
+    """float(dual) is the dual itself: converting a float to float changes nothing; of a
+    one-element differentiated array, its element."""
+    if type(x) is Dual:
+        return x
+    if type(x) is ArrayDual:
+        return x.item()
+    return builtins.float(x)
 
 
 def isinstance_(obj, classinfo):

@@ -146,12 +146,14 @@ new_dual = object.__new__  # Dual creation without __init__: measurably faster i
 # ---------------------------------------------------------------------------
 # The backward sweep (section 4 "resolve order", section 8.2)
 
-def sweep(tape: list, adjoint: list, first: int) -> None:
+def sweep(tape: list, adjoint: list, first: int, arrays: dict) -> None:
     """Propagate ``adjoint`` from the last tape entry down to index ``first``.
 
     Entry ``k`` holds flat (parent, partial) pairs; it runs once, in descending order, and
     only when its adjoint is non-zero (a zero cotangent contributes nothing, so it is
-    skipped even where a partial is infinite; documented in docs/design.md).
+    skipped even where a partial is infinite; documented in docs/design.md). An array
+    entry is a triple ``(backward, parents, context)`` (arrays.py); its cotangent may be
+    an array in ``arrays`` rather than a float in ``adjoint``.
     """
     for k, e in zip(range(len(tape) - 1, first - 1, -1), reversed(tape)):
         g = adjoint[k]
@@ -168,6 +170,10 @@ def sweep(tape: list, adjoint: list, first: int) -> None:
                 adjoint[i] += a * g
                 adjoint[j] += b * g
                 adjoint[l] += c * g
+            elif n == 3:
+                e[0](adjoint, arrays, k, e[1], e[2])
             else:
                 for m in range(0, n, 2):
                     adjoint[e[m]] += e[m + 1] * g
+        elif k in arrays:
+            e[0](adjoint, arrays, k, e[1], e[2])

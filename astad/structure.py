@@ -25,6 +25,9 @@ import enum
 import operator
 import types
 
+import numpy as np
+
+from .arrays import ArrayDual, interleave_array, is_float_array
 from .errors import InputError
 from .runtime import Dual, new_dual
 
@@ -89,10 +92,10 @@ def _unsupported_argument(value, path: str):
     kind = type(value)
     if kind is complex:
         return InputError(f"{path} is a complex number; astad differentiates real floats only")
-    if kind.__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") in "fc":
-        return InputError(f"{path} is a float numpy array, which astad does not differentiate "
-                          "yet; pass a list of floats")
-    if kind is Dual:
+    if kind.__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") == "c":
+        return InputError(f"{path} is a complex numpy array; astad differentiates real floats "
+                          "only")
+    if kind is Dual or kind is ArrayDual:
         return InputError(
             f"{path} is already being differentiated by an enclosing gradient call; astad "
             "does not compute higher-order derivatives (a gradient of a gradient)")
@@ -129,6 +132,13 @@ class _Const:        # a non-float leaf: the gradient holds the argument's own v
 
     def __init__(self, value):
         self.value = value
+
+
+class _ArrayLeaf:    # a float numpy array: one input slot, its cotangent in ``arrays``
+    __slots__ = ("slot", "shape", "dtype")
+
+    def __init__(self, slot, shape, dtype):
+        self.slot, self.shape, self.dtype = slot, shape, dtype
 
 
 class _FloatLeaf:    # a float subclass (numpy.float64): rebuilt with its own type
@@ -186,6 +196,11 @@ class Interleaving:
         if _is_float(value):
             d = self._dual(float(value))
             return (d, d.i if t is float else _FloatLeaf(d.i, t))
+        if is_float_array(value):
+            if not active:
+                return value, None
+            d = interleave_array(value, self.tape)
+            return d, _ArrayLeaf(d.i, value.shape, value.dtype)
         seen = self.copies.get(id(value))
         if seen is not None:  # the same mutable object twice: one copy, aliasing kept
             return seen[1], seen[2]
@@ -281,18 +296,22 @@ class Interleaving:
 
 
 # -- rebuild ------------------------------------------------------------------------------
-def build_gradient(plan, adjoint: list):
+def build_gradient(plan, adjoint: list, arrays: dict):
     """The gradient described by ``plan``: adjoints at float leaves, the argument's own
     values elsewhere, the same types throughout, no user code run."""
     if type(plan) is int:
         return adjoint[plan]
-    return _run(_build(plan, adjoint, {}))
+    return _run(_build(plan, adjoint, arrays, {}))
 
 
-def _build(plan, adjoint, memo):
+def _build(plan, adjoint, arrays, memo):
     t = type(plan)
     if t is int:
         return adjoint[plan]
+    if t is _ArrayLeaf:
+        g = arrays.get(plan.slot)
+        return np.zeros(plan.shape, plan.dtype) if g is None else g.astype(plan.dtype,
+                                                                          copy=False)
     if t is _Run:
         values = adjoint[plan.start:plan.start + plan.n]
         return values if plan.kind is list else tuple(values)
@@ -309,24 +328,24 @@ def _build(plan, adjoint, memo):
         if plan.cls is list:
             memo[id(plan)] = out
         for child in plan.children:
-            out.append((yield _build(child, adjoint, memo)))
+            out.append((yield _build(child, adjoint, arrays, memo)))
         return out if plan.cls is list else tuple(out)
     if kind == "namedtuple":
         out = []
         for child in plan.children:
-            out.append((yield _build(child, adjoint, memo)))
+            out.append((yield _build(child, adjoint, arrays, memo)))
         return tuple.__new__(plan.cls, out)
     if kind == "map":
         out = plan.original.copy()
         out.clear()
         memo[id(plan)] = out
         for key, child in plan.children:
-            out[key] = yield _build(child, adjoint, memo)
+            out[key] = yield _build(child, adjoint, arrays, memo)
         return out
     obj = object.__new__(plan.cls)  # record
     memo[id(plan)] = obj
     for name, child in plan.children:
-        _setattr(obj, name, (yield _build(child, adjoint, memo)))
+        _setattr(obj, name, (yield _build(child, adjoint, arrays, memo)))
     return obj
 
 
@@ -335,7 +354,7 @@ def primal(value, originals: dict | None = None):
     """``value`` with every dual replaced by its primal float. Copies of the caller's
     arguments (``originals``: id(copy) -> original) become the originals again."""
     t = type(value)
-    if t is Dual:
+    if t is Dual or t is ArrayDual:
         return value.v
     if t is float or t is int or value is None:
         return value
@@ -344,7 +363,7 @@ def primal(value, originals: dict | None = None):
 
 def _primal(value, originals, memo):
     t = type(value)
-    if t is Dual:
+    if t is Dual or t is ArrayDual:
         return value.v
     original = originals.get(id(value))
     if original is not None:
@@ -385,19 +404,30 @@ def _primal(value, originals, memo):
 
 
 # -- seed ---------------------------------------------------------------------------------
-def seed(result, cotangent, adjoint: list, path: str = "result") -> None:
+def seed(result, cotangent, adjoint: list, arrays: dict, path: str = "result") -> None:
     """Deinterleave: add the cotangent of each dual in ``result`` into its adjoint slot.
 
     ``cotangent`` has the result's shape; ``None`` for a leaf or a whole subtree means
     zero. A mismatch (wrong variant, wrong length, missing key) says where it is.
     """
-    _run(_seed(result, cotangent, adjoint, path, set()))
+    _run(_seed(result, cotangent, adjoint, arrays, path, set()))
 
 
-def _seed(result, cotangent, adjoint, path, seen):
+def _seed(result, cotangent, adjoint, arrays, path, seen):
     if cotangent is None:
         return
     t = type(result)
+    if t is ArrayDual:
+        shape = result.v.shape
+        if np.shape(cotangent) != shape:
+            raise InputError(f"the cotangent at {path} should be an array of shape {shape} "
+                             f"like the result, got {_short(cotangent)}")
+        g = np.array(cotangent, dtype=result.v.dtype)  # an owned copy
+        if result.i in arrays:
+            arrays[result.i] += g
+        else:
+            arrays[result.i] = g
+        return
     if t is Dual:
         if isinstance(cotangent, bool) or not isinstance(cotangent, (int, float)):
             raise InputError(f"the cotangent at {path} should be a float, got "
@@ -414,7 +444,7 @@ def _seed(result, cotangent, adjoint, path, seen):
                 f"the cotangent at {path} should be a {t.__name__} of length {len(result)} "
                 f"like the result, got {type(cotangent).__name__} {_short(cotangent)}")
         for k, (r, c) in enumerate(zip(result, cotangent)):
-            yield _seed(r, c, adjoint, f"{path}[{k}]", seen)
+            yield _seed(r, c, adjoint, arrays, f"{path}[{k}]", seen)
         return
     if isinstance(result, dict):
         seen.add(key)
@@ -425,7 +455,7 @@ def _seed(result, cotangent, adjoint, path, seen):
                 f"{list(result)!r}" + (f" (missing {missing!r})" if missing else "")
                 + f", got {_short(cotangent)}")
         for k, r in result.items():
-            yield _seed(r, cotangent[k], adjoint, f"{path}[{k!r}]", seen)
+            yield _seed(r, cotangent[k], adjoint, arrays, f"{path}[{k!r}]", seen)
         return
     if _is_record(result):
         seen.add(key)
@@ -434,9 +464,11 @@ def _seed(result, cotangent, adjoint, path, seen):
                 f"the cotangent at {path} should be a {t.__qualname__} like the result "
                 f"(the same variant), got {type(cotangent).__qualname__} {_short(cotangent)}")
         for name, r in record_attributes(result):
-            yield _seed(r, getattr(cotangent, name, None), adjoint, f"{path}.{name}", seen)
+            yield _seed(r, getattr(cotangent, name, None), adjoint, arrays, f"{path}.{name}",
+                        seen)
         return
-    if _is_float(result) or result is None or isinstance(result, (int, str, bytes, enum.Enum)):
+    if _is_float(result) or result is None or isinstance(result, (int, str, bytes, enum.Enum,
+                                                                  np.ndarray)):
         return  # not differentiated (a constant float, an int, a tag): nothing to seed
     if any(type(v) is Dual for v in getattr(result, "__dict__", {}).values()):
         raise InputError(
@@ -446,7 +478,7 @@ def _seed(result, cotangent, adjoint, path, seen):
 
 def contains_float(value) -> bool:
     t = type(value)
-    if t is Dual:
+    if t is Dual or is_float_array(value):
         return True  # (interleave then refuses it: it belongs to an enclosing gradient)
     if _is_float(value):
         return True
@@ -466,7 +498,7 @@ def contains_dual(value) -> bool:
 
 def _contains_dual(value, seen):
     t = type(value)
-    if t is Dual:
+    if t is Dual or t is ArrayDual:
         return True
     if t in (float, int, str, bool, type(None)):
         return False

@@ -24,6 +24,7 @@ import types
 import gast
 
 from .activity import Activity, bound_names
+from .calls import is_numpy_callable
 from .fuse import Fuser
 from .normalize import INPLACE
 from .primitives import PRIMITIVES, TAPELESS_BUILTINS
@@ -162,6 +163,8 @@ class ReverseTransform(gast.NodeTransformer):
                 node.func = self._rule(rule, node.func)
                 node.args.insert(0, self._tape())
                 return node
+            if is_numpy_callable(callee):
+                return node  # numpy dispatches to the array rules itself (arrays.py)
             if getattr(builtins, getattr(callee, "__name__", ""), None) is callee:
                 # Other builtins only move, compare or format values; a dual that reaches
                 # one that computes on floats raises (runtime.Dual), never passes silently.
@@ -215,7 +218,8 @@ def _property_names(fn) -> set:
     return names
 
 
-def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = True) -> tuple:
+def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = True,
+              as_method: bool = False) -> tuple:
     """Apply D to ``root`` (a normalized gast.FunctionDef).
 
     Return the new tree, the global bindings it was specialised on, and the fused rules
@@ -232,10 +236,13 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
         body.extend(new if isinstance(new, list) else [new])
     root.body = body
     tape = gast.Name(names.tape, gast.Param(), None, None)
-    if root.args.posonlyargs:
-        root.args.posonlyargs.insert(0, tape)
+    # The tape comes first; for a method called through a bound method it comes second,
+    # after self, so that ``MethodType(rev, obj)(tape, ...)`` needs no extra Python frame.
+    position = 1 if as_method else 0
+    if len(root.args.posonlyargs) >= position and root.args.posonlyargs:
+        root.args.posonlyargs.insert(position, tape)
     else:
-        root.args.args.insert(0, tape)
+        root.args.args.insert(position - len(root.args.posonlyargs), tape)
     gast.fix_missing_locations(root)
     rules = rewriter.fuser.rules if rewriter.fuser is not None else []
     return root, rewriter.dependencies, rules

@@ -17,7 +17,7 @@ def test_sweep_visits_each_entry_once_in_descending_order():
     # x0, x1 inputs; t2 = x0 * x1; t3 = t2 + x0 ; adjoint of t3 = 1
     tape = [(), (), (0, 3.0, 1, 2.0), (2, 1.0, 0, 1.0)]
     adjoint = [0.0, 0.0, 0.0, 1.0]
-    sweep(tape, adjoint, 2)
+    sweep(tape, adjoint, 2, {})
     assert adjoint[:2] == [3.0 + 1.0, 2.0]
 
 
@@ -75,7 +75,7 @@ def test_interleave_and_rebuild_mirror_structure():
     dual, plan = Interleaving(tape).interleave(arg, "arg")
     assert len(tape) == 3 and type(dual[1]) is tuple and dual[2] == "tag"
     adjoint = [10.0, 20.0, 30.0]
-    g = build_gradient(plan, adjoint)
+    g = build_gradient(plan, adjoint, {})
     assert g == [10.0, (20.0, 3), "tag", None, True, {"a": 30.0}]
     assert type(g[1]) is tuple
     assert primal(dual) == arg
@@ -92,12 +92,12 @@ def test_seed_checks_cotangent_shape():
     tape = []
     result = interleave([1.0, 2.0], tape, "r")
     adjoint = [0.0, 0.0]
-    seed(result, [1.0, None], adjoint)
+    seed(result, [1.0, None], adjoint, {})
     assert adjoint == [1.0, 0.0]
     with pytest.raises(astad.InputError, match=r"result.*length 2"):
-        seed(result, [1.0], adjoint)
+        seed(result, [1.0], adjoint, {})
     with pytest.raises(astad.InputError, match=r"result\[0\].*float"):
-        seed(result, ["a", 1.0], adjoint)
+        seed(result, ["a", 1.0], adjoint, {})
 
 
 def test_pow_partials_at_special_points():

@@ -40,7 +40,7 @@ def test_plan_rebuilds_types_without_running_user_code():
     copy, plan = Interleaving(tape).interleave(arg, "args[0]")
     assert type(copy["c"]) is Checked and type(copy["c"].weight) is Dual
     adjoint = [-1.0, 10.0, 20.0, 30.0, 40.0]  # a negative weight gradient is allowed
-    g = build_gradient(plan, adjoint)
+    g = build_gradient(plan, adjoint, {})
     assert type(g["c"]) is Checked and g["c"].weight == -1.0 and g["c"].label == "w"
     assert type(g["p"]) is Pair and g["p"] == (10.0, 7)
     assert g["xs"] == (20.0, 30.0) and type(g["od"]) is OrderedDict and g["od"]["k"] == 40.0
@@ -50,7 +50,7 @@ def test_defaultdict_keeps_its_factory():
     tape = []
     arg = defaultdict(float, {"a": 1.0})
     copy, plan = Interleaving(tape).interleave(arg, "x")
-    g = build_gradient(plan, [5.0])
+    g = build_gradient(plan, [5.0], {})
     assert type(g) is defaultdict and g.default_factory is float and g["a"] == 5.0
 
 
@@ -62,7 +62,7 @@ def test_long_linked_list_needs_no_recursion_limit():
     state = Interleaving(tape)
     copy, plan = state.interleave(head, "x")
     assert len(tape) == 20000
-    g = build_gradient(plan, [1.0] * 20000)
+    g = build_gradient(plan, [1.0] * 20000, {})
     assert type(g) is Cell and g.tail.tail.head == 1.0
     assert primal(copy, state.originals()) is head
     assert contains_dual(copy)
@@ -141,8 +141,8 @@ def test_unsupported_arguments_are_errors_not_constants():
     f = astad.reverse_diff(lambda a: 1.0)
     with pytest.raises(astad.InputError, match="Plain instance holding floats"):
         f.grad(Plain())
-    with pytest.raises(astad.InputError, match="numpy array"):
-        f.grad(np.ones(3))
+    with pytest.raises(astad.InputError, match="complex numpy array"):
+        f.grad(np.ones(3, dtype=complex))
     with pytest.raises(astad.InputError, match="set of floats"):
         f.grad({1.0, 2.0})
     with pytest.raises(astad.InputError, match="complex"):
@@ -154,15 +154,15 @@ def test_seed_reports_where_the_cotangent_mismatches():
     result, _ = Interleaving(tape).interleave({"k": [Cell(1.0)]}, "r")
     adjoint = [0.0]
     with pytest.raises(astad.InputError, match=r"result\['k'\]\[0\] should be a Cell"):
-        seed(result, {"k": [Pair(1.0, 2.0)]}, adjoint)
+        seed(result, {"k": [Pair(1.0, 2.0)]}, adjoint, {})
     with pytest.raises(astad.InputError, match=r"missing \['k'\]"):
-        seed(result, {"j": 1.0}, adjoint)
+        seed(result, {"j": 1.0}, adjoint, {})
     with pytest.raises(astad.InputError, match=r"result\['k'\] .*length 1"):
-        seed(result, {"k": []}, adjoint)
-    seed(result, {"k": None}, adjoint)  # None: a zero subtree
-    seed(result, {"k": [Cell(None)]}, adjoint)
+        seed(result, {"k": []}, adjoint, {})
+    seed(result, {"k": None}, adjoint, {})  # None: a zero subtree
+    seed(result, {"k": [Cell(None)]}, adjoint, {})
     assert adjoint == [0.0]
-    seed(result, {"k": [Cell(2.5)]}, adjoint)
+    seed(result, {"k": [Cell(2.5)]}, adjoint, {})
     assert adjoint == [2.5]
 
 

@@ -1,0 +1,514 @@
+"""The derivative rules of numpy functions, registered with the same two functions users
+call (``register_elementwise`` and ``register_vjp`` in the style of autograd's defvjp).
+
+- element-wise functions give their partial derivatives as arrays (``np.cos(x)`` for
+  ``np.sin``); broadcasting is undone in the backward step;
+- every other function gives one vector-Jacobian product per differentiable argument:
+  ``vjp(g, result, *args, **kwargs)`` returns the cotangent of that argument, given the
+  cotangent ``g`` of the result (args are primal values).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
+                     new_scalar, parent_of, primal_of, unbroadcast)
+from .errors import NotDifferentiableError
+from .runtime import Dual
+
+
+# -- the two ways to give a rule ----------------------------------------------------------
+def _elementwise_backward(adjoint, arrays, k, parents, partials):
+    g = cotangent(adjoint, arrays, k)
+    for parent, partial in zip(parents, partials):
+        accumulate(adjoint, arrays, parent, unbroadcast(g * partial, parent[1]))
+
+
+def register_elementwise(fn, *partials):
+    """Register an element-wise function by its partial derivatives.
+
+    ``partials[k](*args, result)`` gives d result / d args[k] element by element (for
+    arrays or floats). Broadcasting between arguments is handled.
+    """
+    def rule(tape, *args, **kwargs):
+        values = [primal_of(a) for a in args]
+        result = fn(*values, **kwargs)
+        parents, local = [], []
+        for k, a in enumerate(args):
+            if is_active(a):
+                if k >= len(partials) or partials[k] is None:
+                    raise NotDifferentiableError(
+                        f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument "
+                        f"{k}", "<numpy call>", None)
+                parents.append(parent_of(a))
+                local.append(partials[k](*values, result))
+        if np.ndim(result) == 0 and all(p[1] is None for p in parents):
+            # scalars only: an ordinary scalar entry (fast sweep path)
+            entry = []
+            for parent, partial in zip(parents, local):
+                entry += (parent[0], float(partial))
+            if not entry:
+                return result
+            d = Dual.__new__(Dual)
+            d.v, d.i = result, len(tape)
+            tape.append(tuple(entry))
+            return d
+        return new_array(tape, result, _elementwise_backward, tuple(parents), tuple(local))
+    ARRAY_RULES[fn] = rule
+    return fn
+
+
+def _vjp_backward(adjoint, arrays, k, parents, context):
+    vjps, result, values, kwargs = context
+    g = cotangent(adjoint, arrays, k)
+    for position, parent in parents:
+        accumulate(adjoint, arrays, parent, vjps[position](g, result, *values, **kwargs))
+
+
+def register_vjp(fn, *vjps, argnums=None):
+    """Register ``fn`` by one vector-Jacobian product per argument (None where the
+    argument is not differentiable): ``vjps[k](g, result, *args, **kwargs)``."""
+    def rule(tape, *args, **kwargs):
+        values = [primal_of(a) for a in args]
+        result = fn(*values, **kwargs)
+        parents = []
+        for k, a in enumerate(args):
+            if is_active(a):
+                if k >= len(vjps) or vjps[k] is None:
+                    raise NotDifferentiableError(
+                        f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument "
+                        f"{k}", "<numpy call>", None)
+                parents.append((k, parent_of(a)))
+            elif isinstance(a, (list, tuple)) and any(is_active(x) for x in a):
+                raise NotDifferentiableError(
+                    f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
+                    "arrays, not inside a list", "<numpy call>", None)
+        record = new_scalar if np.ndim(result) == 0 and not isinstance(result, np.ndarray) \
+            else new_array
+        return record(tape, result, _vjp_backward, tuple(parents),
+                      (vjps, result, values, kwargs))
+    ARRAY_RULES[fn] = rule
+    return fn
+
+
+# -- element-wise functions ---------------------------------------------------------------
+def _ones(x, *rest):
+    return np.ones_like(x, dtype=float) if np.ndim(x) else 1.0
+
+
+register_elementwise(np.add, lambda x, y, r: 1.0, lambda x, y, r: 1.0)
+register_elementwise(np.subtract, lambda x, y, r: 1.0, lambda x, y, r: -1.0)
+register_elementwise(np.multiply, lambda x, y, r: y, lambda x, y, r: x)
+register_elementwise(np.true_divide, lambda x, y, r: 1.0 / y, lambda x, y, r: -r / y)
+register_elementwise(np.power,
+                     lambda x, y, r: y * np.power(x, y - 1.0),
+                     lambda x, y, r: np.where(r != 0, r * np.log(np.where(x > 0, x, 1.0)), 0.0))
+register_elementwise(np.negative, lambda x, r: -1.0)
+register_elementwise(np.positive, lambda x, r: 1.0)
+register_elementwise(np.absolute, lambda x, r: np.sign(x))
+register_elementwise(np.exp, lambda x, r: r)
+register_elementwise(np.expm1, lambda x, r: r + 1.0)
+register_elementwise(np.log, lambda x, r: 1.0 / x)
+register_elementwise(np.log1p, lambda x, r: 1.0 / (1.0 + x))
+register_elementwise(np.log2, lambda x, r: 1.0 / (x * np.log(2.0)))
+register_elementwise(np.log10, lambda x, r: 1.0 / (x * np.log(10.0)))
+register_elementwise(np.sqrt, lambda x, r: 0.5 / r)
+register_elementwise(np.cbrt, lambda x, r: 1.0 / (3.0 * r * r))
+register_elementwise(np.square, lambda x, r: 2.0 * x)
+register_elementwise(np.reciprocal, lambda x, r: -r * r)
+register_elementwise(np.sin, lambda x, r: np.cos(x))
+register_elementwise(np.cos, lambda x, r: -np.sin(x))
+register_elementwise(np.tan, lambda x, r: 1.0 + r * r)
+register_elementwise(np.arcsin, lambda x, r: 1.0 / np.sqrt(1.0 - x * x))
+register_elementwise(np.arccos, lambda x, r: -1.0 / np.sqrt(1.0 - x * x))
+register_elementwise(np.arctan, lambda x, r: 1.0 / (1.0 + x * x))
+register_elementwise(np.sinh, lambda x, r: np.cosh(x))
+register_elementwise(np.cosh, lambda x, r: np.sinh(x))
+register_elementwise(np.tanh, lambda x, r: 1.0 - r * r)
+register_elementwise(np.arctan2, lambda y, x, r: x / (x * x + y * y),
+                     lambda y, x, r: -y / (x * x + y * y))
+register_elementwise(np.hypot, lambda x, y, r: x / r, lambda x, y, r: y / r)
+# ties: the first argument takes the gradient, as numpy returns it
+register_elementwise(np.maximum, lambda x, y, r: (x >= y) * 1.0, lambda x, y, r: (x < y) * 1.0)
+register_elementwise(np.minimum, lambda x, y, r: (x <= y) * 1.0, lambda x, y, r: (x > y) * 1.0)
+
+
+def _inside(a, lo, hi):
+    mask = np.ones_like(a, dtype=float)
+    if lo is not None:
+        mask = mask * (a >= lo)
+    if hi is not None:
+        mask = mask * (a <= hi)
+    return mask
+
+
+register_vjp(np.clip,
+             lambda g, r, a, a_min=None, a_max=None, **kw: g * _inside(a, a_min, a_max),
+             lambda g, r, a, a_min, a_max=None, **kw: unbroadcast(g * (a < a_min), np.shape(
+                 a_min)),
+             lambda g, r, a, a_min, a_max, **kw: unbroadcast(g * (a > a_max), np.shape(a_max)))
+register_elementwise(np.where, None, lambda c, x, y, r: c * 1.0,
+                     lambda c, x, y, r: (~np.asarray(c, dtype=bool)) * 1.0)
+
+
+# -- reductions ---------------------------------------------------------------------------
+def _expand(g, shape, axis, keepdims):
+    """Bring the cotangent of a reduction back to the reduced array's shape."""
+    g = np.asarray(g)
+    if axis is not None and not keepdims:
+        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+        axes = tuple(a % len(shape) for a in axes)
+        g = np.expand_dims(g, axes)
+    return np.broadcast_to(g, shape)
+
+
+def _count(shape, axis):
+    if axis is None:
+        return int(np.prod(shape))
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    return int(np.prod([shape[a] for a in axes]))
+
+
+def _sum_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    return _expand(g, np.shape(x), axis, keepdims)
+
+
+def _mean_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    return _expand(g, np.shape(x), axis, keepdims) / _count(np.shape(x), axis)
+
+
+def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
+    # the gradient is shared evenly between tied extreme elements
+    r_full = _expand(r, np.shape(x), axis, keepdims)
+    mask = (x == r_full) * 1.0
+    count = _expand(np.sum(mask, axis=axis, keepdims=keepdims), np.shape(x), axis, keepdims)
+    return _expand(g, np.shape(x), axis, keepdims) * mask / count
+
+
+def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    x = np.asarray(x, dtype=float)
+    if axis is None:
+        flat = x.ravel()
+        left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
+        right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
+        return (g * left * right).reshape(x.shape)
+    moved = np.moveaxis(x, axis, -1)
+    ones = np.ones(moved.shape[:-1] + (1,))
+    left = np.concatenate((ones, np.cumprod(moved[..., :-1], axis=-1)), axis=-1)
+    right = np.concatenate((np.cumprod(moved[..., ::-1][..., :-1], axis=-1)[..., ::-1], ones),
+                           axis=-1)
+    others = np.moveaxis(left * right, -1, axis)
+    return _expand(g, x.shape, axis, keepdims) * others
+
+
+def _var_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    n = _count(np.shape(x), axis)
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    return _expand(g, np.shape(x), axis, keepdims) * 2.0 * centred / (n - ddof)
+
+
+def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    r_full = _expand(r, np.shape(x), axis, keepdims)
+    return _var_vjp(g, r, x, axis, ddof=ddof, keepdims=keepdims) / (2.0 * r_full)
+
+
+def _norm_vjp(g, r, x, ord=None, axis=None, keepdims=False):
+    if ord not in (None, 2, "fro") or (ord == 2 and np.ndim(x) == 2 and axis is None):
+        raise NotDifferentiableError(f"astad differentiates linalg.norm for the 2-norm and "
+                                     f"Frobenius norm only, not ord={ord!r}", "<numpy call>",
+                                     None)
+    r_full = _expand(r, np.shape(x), axis, keepdims)
+    return _expand(g, np.shape(x), axis, keepdims) * np.where(r_full != 0, x / np.where(
+        r_full != 0, r_full, 1.0), 0.0)
+
+
+register_vjp(np.sum, _sum_vjp)
+register_vjp(np.mean, _mean_vjp)
+register_vjp(np.max, _extreme_vjp)
+register_vjp(np.min, _extreme_vjp)
+register_vjp(np.amax, _extreme_vjp)
+register_vjp(np.amin, _extreme_vjp)
+register_vjp(np.prod, _prod_vjp)
+register_vjp(np.var, _var_vjp)
+register_vjp(np.std, _std_vjp)
+register_vjp(np.linalg.norm, _norm_vjp)
+register_vjp(np.trace, lambda g, r, a, offset=0, **kw: g * np.eye(*np.shape(a), k=offset))
+
+
+# -- shape --------------------------------------------------------------------------------
+def _inverse_axes(axes, ndim):
+    if axes is None:
+        return None
+    return tuple(np.argsort([a % ndim for a in axes]))
+
+
+register_vjp(np.transpose, lambda g, r, a, axes=None: np.transpose(
+    g, _inverse_axes(axes, np.ndim(a))))
+register_vjp(np.reshape, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+register_vjp(np.ravel, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+register_vjp(np.squeeze, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+register_vjp(np.expand_dims, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+register_vjp(np.broadcast_to, lambda g, r, a, *args, **kw: unbroadcast(g, np.shape(a)))
+register_vjp(np.copy, lambda g, r, a, *args, **kw: g)
+register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
+
+
+def _swap(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def _matmul_vjps():
+    def both(g, a, b):
+        a2 = a[None, :] if np.ndim(a) == 1 else a
+        b2 = b[:, None] if np.ndim(b) == 1 else b
+        g2 = np.asarray(g)
+        if np.ndim(a) == 1:
+            g2 = np.expand_dims(g2, -2)
+        if np.ndim(b) == 1:
+            g2 = np.expand_dims(g2, -1)
+        ga = unbroadcast(g2 @ _swap(b2), np.shape(a2)).reshape(np.shape(a))
+        gb = unbroadcast(_swap(a2) @ g2, np.shape(b2)).reshape(np.shape(b))
+        return ga, gb
+    return (lambda g, r, a, b, **kw: both(g, a, b)[0],
+            lambda g, r, a, b, **kw: both(g, a, b)[1])
+
+
+_MATMUL_A, _MATMUL_B = _matmul_vjps()
+
+
+def _dot_check(a, b):
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        raise NotDifferentiableError("astad differentiates np.dot of 0-, 1- and 2-d arrays; "
+                                     "use np.matmul or np.einsum", "<numpy call>", None)
+
+
+def _dot_a(g, r, a, b, out=None):
+    _dot_check(a, b)
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, np.shape(a))
+    return _MATMUL_A(g, r, a, b)
+
+
+def _dot_b(g, r, a, b, out=None):
+    _dot_check(a, b)
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * a, np.shape(b))
+    return _MATMUL_B(g, r, a, b)
+
+
+register_vjp(np.matmul, _MATMUL_A, _MATMUL_B)
+register_vjp(np.dot, _dot_a, _dot_b)
+register_vjp(np.inner, lambda g, r, a, b: _dot_a(g, r, a, np.transpose(b)) if np.ndim(b) < 2
+             else g @ b, lambda g, r, a, b: _dot_b(g, r, a, b) if np.ndim(a) < 2 and
+             np.ndim(b) < 2 else np.transpose(np.transpose(a) @ g))
+register_vjp(np.outer, lambda g, r, a, b, out=None: (g @ np.ravel(b)).reshape(np.shape(a)),
+             lambda g, r, a, b, out=None: (np.ravel(a) @ g).reshape(np.shape(b)))
+
+
+def _solve_a(g, r, a, b):
+    gb = np.linalg.solve(_swap(a), g)
+    if np.ndim(r) == 1:
+        return -np.outer(gb, r)
+    return -gb @ _swap(r)
+
+
+register_vjp(np.linalg.solve, _solve_a, lambda g, r, a, b: np.linalg.solve(_swap(a), g))
+register_vjp(np.linalg.inv, lambda g, r, a: -_swap(r) @ g @ _swap(r))
+register_vjp(np.linalg.det, lambda g, r, a: (np.asarray(g) * r)[..., None, None]
+             * _swap(np.linalg.inv(a)))
+
+
+# -- einsum, with explicit subscripts -----------------------------------------------------
+def _einsum_partial(k, g, subscripts, operands):
+    """The cotangent of operand ``k``: an einsum of ``g`` with the other operands."""
+    inputs, output = subscripts.replace(" ", "").split("->")
+    inputs = inputs.split(",")
+    target = inputs[k]
+    others = [(s, op) for j, (s, op) in enumerate(zip(inputs, operands)) if j != k]
+    available = set(output).union(*[set(s) for s, _ in others])
+    kept = "".join(c for c in target if c in available)
+    partial = np.einsum(",".join([output] + [s for s, _ in others]) + "->" + kept, g,
+                        *[op for _, op in others])
+    if kept != target:  # an index summed inside this operand alone: broadcast it back
+        shape = [np.shape(operands[k])[target.index(c)] if c in kept else 1 for c in target]
+        partial = np.broadcast_to(partial.reshape(shape), np.shape(operands[k]))
+    return partial
+
+
+def _einsum_backward(adjoint, arrays, k, parents, context):
+    subscripts, values = context
+    g = cotangent(adjoint, arrays, k)
+    for j, parent in parents:
+        accumulate(adjoint, arrays, parent, _einsum_partial(j, g, subscripts, values))
+
+
+def _einsum_rule(tape, subscripts, *operands, **kwargs):
+    if not isinstance(subscripts, str) or "->" not in subscripts or "." in subscripts or any(
+            len(set(s)) != len(s) for s in subscripts.split("->")[0].split(",")):
+        raise NotDifferentiableError(
+            "astad differentiates einsum with explicit '->' subscripts, no '...' and no "
+            "index repeated within one operand", "<numpy call>", None)
+    values = [primal_of(op) for op in operands]
+    result = np.einsum(subscripts, *values, **kwargs)
+    parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op))
+    record = new_scalar if np.ndim(result) == 0 else new_array
+    return record(tape, result, _einsum_backward, parents, (subscripts, values))
+
+
+ARRAY_RULES[np.einsum] = _einsum_rule
+
+
+# -- building arrays from pieces ----------------------------------------------------------
+def _pieces_backward(adjoint, arrays, k, parents, context):
+    split, = context
+    g = cotangent(adjoint, arrays, k)
+    pieces = split(g)
+    for position, parent in parents:
+        accumulate(adjoint, arrays, parent, pieces[position])
+
+
+def _join(tape, join, split, items, *args, **kwargs):
+    items = list(items)
+    values = [primal_of(x) for x in items]
+    result = join(values, *args, **kwargs)
+    parents = tuple((j, parent_of(x)) for j, x in enumerate(items) if is_active(x))
+    return new_array(tape, result, _pieces_backward, parents, (split,))
+
+
+def _concatenate_rule(tape, arrays_, axis=0, **kwargs):
+    items = list(arrays_)
+    sizes = [np.shape(primal_of(x))[axis] for x in items]
+    bounds = np.cumsum(sizes)[:-1]
+    return _join(tape, np.concatenate, lambda g: np.split(g, bounds, axis=axis), items,
+                 axis=axis, **kwargs)
+
+
+def _stack_rule(tape, arrays_, axis=0, **kwargs):
+    items = list(arrays_)
+    return _join(tape, np.stack,
+                 lambda g: [np.take(g, j, axis=axis) for j in range(len(items))], items,
+                 axis=axis, **kwargs)
+
+
+ARRAY_RULES[np.concatenate] = _concatenate_rule
+ARRAY_RULES[np.stack] = _stack_rule
+ARRAY_RULES[np.vstack] = lambda tape, tup, **kw: _concatenate_rule(
+    tape, [np.atleast_2d(primal_of(x)) if not is_active(x) else
+           (x if np.ndim(primal_of(x)) >= 2 else _reshape(tape, x, (1, -1))) for x in tup],
+    axis=0)
+
+
+def _reshape(tape, x, shape):
+    return ARRAY_RULES[np.reshape](tape, x, shape)
+
+
+def array_from(tape, obj, dtype=None, **kwargs):
+    """np.array / np.asarray of (nested lists of) scalar and array duals: one entry that
+    scatters the cotangent back to each piece."""
+    if type(obj) is ArrayDual:
+        return obj if dtype is None else ARRAY_RULES[np.asarray](tape, obj, dtype)
+    if not isinstance(obj, (list, tuple)) or not _holds_dual(obj):
+        return np.array(obj, dtype=dtype, **kwargs)
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise NotDifferentiableError("np.array of differentiated values needs a float dtype",
+                                     "<numpy call>", None)
+    return _stack_rule(tape, [array_from(tape, x, dtype) if isinstance(x, (list, tuple))
+                              else x for x in obj])
+
+
+def _holds_dual(obj) -> bool:
+    return any(is_active(x) or (isinstance(x, (list, tuple)) and _holds_dual(x)) for x in obj)
+
+
+# -- functions whose result carries no derivative: they see primal values ---------------
+def _primal_only(fn):
+    def rule(tape, *args, **kwargs):
+        return fn(*[primal_of(a) for a in args], **{k: primal_of(v) for k, v in kwargs.items()})
+    ARRAY_RULES[fn] = rule
+
+
+for _fn in (np.isnan, np.isinf, np.isfinite, np.argmax, np.argmin, np.argsort, np.shape,
+            np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.allclose,
+            np.isclose, np.any, np.all, np.count_nonzero, np.nonzero, np.greater, np.less,
+            np.greater_equal, np.less_equal, np.equal, np.not_equal, np.sign, np.floor,
+            np.ceil, np.round, np.rint, np.trunc, np.floor_divide):
+    _primal_only(_fn)
+
+
+# -- indexing -----------------------------------------------------------------------------
+def _index_backward(adjoint, arrays, k, parents, context):
+    index, = context
+    g = cotangent(adjoint, arrays, k)
+    (parent,) = parents
+    slot, shape, dtype = parent
+    existing = arrays.get(slot)
+    if existing is None:
+        existing = arrays[slot] = np.zeros(shape, dtype=dtype)
+    np.add.at(existing, index, g)
+
+
+def _scalar_index_backward(adjoint, arrays, k, parents, context):
+    index, = context
+    (parent,) = parents
+    slot, shape, dtype = parent
+    existing = arrays.get(slot)
+    if existing is None:
+        existing = arrays[slot] = np.zeros(shape, dtype=dtype)
+    existing[index] += adjoint[k]  # O(1): no one-hot array
+
+
+def getitem(tape, x, index):
+    if type(index) is ArrayDual or type(index) is Dual:
+        raise NotDifferentiableError("an index must not be a differentiated value",
+                                     "<numpy call>", None)
+    if type(index) is tuple:
+        index = tuple(primal_of(i) for i in index)
+    value = x.v[index]
+    parent = (parent_of(x),)
+    if np.ndim(value) == 0:  # one element: a scalar dual
+        return new_scalar(tape, value, _scalar_index_backward, parent, (index,))
+    return new_array(tape, value, _index_backward, parent, (index,))
+
+
+ArrayDual.__getitem__ = lambda self, index: getitem(_tape(), self, index)
+
+
+def _tape():
+    from .arrays import running_tape
+    return running_tape()
+
+
+# -- operators and methods on ArrayDual ---------------------------------------------------
+def _binary(ufunc, reflected=False):
+    if reflected:
+        return lambda self, other: ARRAY_RULES[ufunc](_tape(), other, self)
+    return lambda self, other: ARRAY_RULES[ufunc](_tape(), self, other)
+
+
+for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                      ("truediv", np.true_divide), ("pow", np.power), ("matmul", np.matmul)):
+    setattr(ArrayDual, f"__{_name}__", _binary(_ufunc))
+    setattr(ArrayDual, f"__r{_name}__", _binary(_ufunc, reflected=True))
+ArrayDual.__neg__ = lambda self: ARRAY_RULES[np.negative](_tape(), self)
+ArrayDual.__pos__ = lambda self: self
+ArrayDual.__abs__ = lambda self: ARRAY_RULES[np.absolute](_tape(), self)
+
+
+def _method(fn):
+    return lambda self, *args, **kwargs: ARRAY_RULES[fn](_tape(), self, *args, **kwargs)
+
+
+for _name, _fn in (("sum", np.sum), ("mean", np.mean), ("prod", np.prod), ("max", np.max),
+                   ("min", np.min), ("var", np.var), ("std", np.std), ("ravel", np.ravel),
+                   ("squeeze", np.squeeze), ("dot", np.dot), ("copy", np.copy),
+                   ("trace", np.trace), ("clip", np.clip)):
+    setattr(ArrayDual, _name, _method(_fn))
+ArrayDual.flatten = _method(np.ravel)
+ArrayDual.reshape = lambda self, *shape, **kw: ARRAY_RULES[np.reshape](
+    _tape(), self, shape[0] if len(shape) == 1 else shape, **kw)
+ArrayDual.transpose = lambda self, *axes: ARRAY_RULES[np.transpose](
+    _tape(), self, (axes[0] if len(axes) == 1 else axes) or None)
+ArrayDual.T = property(lambda self: ARRAY_RULES[np.transpose](_tape(), self))
+ArrayDual.item = lambda self, *index: getitem(_tape(), self, index if index else
+                                              (0,) * self.v.ndim if self.v.size == 1 else None)
+ArrayDual.astype = lambda self, dtype, **kw: ARRAY_RULES[np.asarray](_tape(), self, dtype)

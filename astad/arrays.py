@@ -1,0 +1,223 @@
+"""Float numpy arrays as differentiable values: one dual and one tape entry per array op.
+
+D of a float array is the array plus one tape index (an extension beyond the paper: its
+duals are per scalar). An array operation appends ONE tape entry whose backward step is
+an array operation, ``(backward, parents, context)``; the sweep (runtime.py) calls it
+with the cotangents. Scalar duals and array duals mix freely (``w * x``, ``x[i]``,
+``np.array([a, b])``).
+
+Array cotangents live in a dict beside the scalar adjoint list (``arrays``, slot ->
+ndarray), so the scalar sweep is untouched. An array stored there is owned by the sweep
+(copied when first stored), so rules may add into it in place.
+
+numpy calls need no rewriting: ``ArrayDual`` (and ``Dual``) implement numpy's dispatch
+protocols (``__array_ufunc__``, ``__array_function__``), so ``np.sin(x)``, ``np.sum(x)``,
+``x @ w`` find their rules in ``ARRAY_RULES`` and record on the tape of the gradient call
+running in this thread. A numpy function without a rule raises an error naming it.
+The rules themselves are in ``array_rules.py``; users add their own with
+``astad.register_vjp`` or ``astad.register_scalar``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import AstadError, NotDifferentiableError
+from .runtime import Dual, current, new_dual
+
+# numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
+ARRAY_RULES: dict = {}
+
+
+class ArrayDual:
+    """A differentiated float array: its value ``v`` (an ndarray) and tape index ``i``."""
+
+    __slots__ = ("v", "i")
+    __array_priority__ = 100.0
+
+    def __init__(self, v, i):
+        self.v = v
+        self.i = i
+
+    # shape and friends: from the primal
+    shape = property(lambda self: self.v.shape)
+    ndim = property(lambda self: self.v.ndim)
+    size = property(lambda self: self.v.size)
+    dtype = property(lambda self: self.v.dtype)
+
+    def __len__(self):
+        return len(self.v)
+
+    def __repr__(self):
+        return repr(self.v)
+
+    def __str__(self):
+        return str(self.v)
+
+    def __format__(self, spec):
+        return format(self.v, spec)
+
+    def __bool__(self):
+        return bool(self.v)
+
+    def __iter__(self):
+        for k in range(len(self.v)):
+            yield self[k]
+
+    def __array__(self, dtype=None, copy=None):
+        raise AstadError(
+            "a differentiated array was converted to a plain array by code astad cannot "
+            "follow (np.asarray, or a C function), which would lose its derivative")
+
+    def __float__(self):
+        raise AstadError("float() of a differentiated array in code astad did not transform "
+                         "would lose its derivative; use x.item() or x[()] in your function")
+
+    # numpy's dispatch protocols: every numpy call on an array dual comes here
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return dispatch(ufunc if method == "__call__" else (ufunc, method), inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return dispatch(func, args, kwargs)
+
+    # comparisons give plain bool arrays: control flow and masks follow the primal
+    def __lt__(self, other):
+        return self.v < primal_of(other)
+
+    def __le__(self, other):
+        return self.v <= primal_of(other)
+
+    def __gt__(self, other):
+        return self.v > primal_of(other)
+
+    def __ge__(self, other):
+        return self.v >= primal_of(other)
+
+    def __eq__(self, other):
+        return self.v == primal_of(other)
+
+    def __ne__(self, other):
+        return self.v != primal_of(other)
+
+    __hash__ = None
+
+    def __setitem__(self, index, value):
+        raise AstadError(
+            "assigning into a differentiated array (x[i] = ...) is not supported: build a "
+            "new array instead (np.where, np.concatenate, np.stack or x + mask * value)")
+
+
+def primal_of(value):
+    t = type(value)
+    if t is ArrayDual or t is Dual:
+        return value.v
+    return value
+
+
+def running_tape():
+    tape = current.tape
+    if tape is None:
+        raise AstadError("a differentiated array was used after its gradient call returned")
+    return tape
+
+
+def dispatch(func, args, kwargs):
+    """Run numpy ``func`` on arguments holding duals through its rule."""
+    rule = ARRAY_RULES.get(func)
+    if rule is None:
+        name = getattr(func, "__name__", None) or repr(func)
+        if isinstance(func, tuple):
+            name = f"{func[0].__name__}.{func[1]}"
+        raise NotDifferentiableError(
+            f"astad has no derivative for numpy's {name!r} on differentiated arrays; "
+            "register one with astad.register_vjp", "<numpy call>", None)
+    return rule(running_tape(), *args, **kwargs)
+
+
+def _dual_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return dispatch(ufunc if method == "__call__" else (ufunc, method), inputs, kwargs)
+
+
+def _dual_function(self, func, types, args, kwargs):
+    return dispatch(func, args, kwargs)
+
+
+# scalar duals take part in numpy calls too (np.exp(x) for a float x)
+Dual.__array_ufunc__ = _dual_ufunc
+Dual.__array_function__ = _dual_function
+
+
+# -- recording ----------------------------------------------------------------------------
+def is_active(value) -> bool:
+    t = type(value)
+    return t is ArrayDual or t is Dual
+
+
+def new_array(tape, value, backward, parents, context):
+    """Record an array-valued result: one entry, one new ArrayDual (or a plain value)."""
+    if not parents:
+        return value
+    d = ArrayDual(value, len(tape))
+    tape.append((backward, parents, context))
+    return d
+
+
+def new_scalar(tape, value, backward, parents, context):
+    """Record a scalar result of an array operation (a reduction, an element)."""
+    if not parents:
+        return value
+    d = new_dual(Dual)
+    d.v = value
+    d.i = len(tape)
+    tape.append((backward, parents, context))
+    return d
+
+
+def cotangent(adjoint, arrays, k):
+    """The cotangent of entry ``k``: an array, or a float for a scalar result."""
+    g = arrays.pop(k, None)
+    return adjoint[k] if g is None else g
+
+
+def accumulate(adjoint, arrays, parent, value) -> None:
+    """Add cotangent ``value`` into ``parent``'s slot: a float slot for a scalar dual
+    (summed), an owned array for an array dual (shaped by the caller)."""
+    index, shape, dtype = parent
+    if shape is None:  # a scalar dual
+        adjoint[index] += float(np.sum(value))
+        return
+    existing = arrays.get(index)
+    if existing is None:
+        arrays[index] = np.array(np.broadcast_to(value, shape), dtype=dtype)  # owned copy
+    else:
+        existing += value
+
+
+def parent_of(value):
+    """(slot, shape, dtype) of a dual operand: shape None for a scalar dual."""
+    if type(value) is ArrayDual:
+        return (value.i, value.v.shape, value.v.dtype)
+    return (value.i, None, None)
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` over the axes numpy broadcast to reach it from ``shape``."""
+    if shape is None or np.shape(g) == shape:
+        return g
+    g = np.asarray(g)
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    for axis, size in enumerate(shape):
+        if size == 1 and g.shape[axis] != 1:
+            g = g.sum(axis=axis, keepdims=True)
+    return g
+
+
+def interleave_array(value, tape):
+    """D of a float array argument: an ArrayDual with one input slot."""
+    d = ArrayDual(value, len(tape))
+    tape.append(())
+    return d
+
+
+def is_float_array(value) -> bool:
+    return type(value) is np.ndarray and value.dtype.kind == "f"
