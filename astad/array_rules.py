@@ -13,7 +13,7 @@ import numpy as np
 
 from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
                      new_scalar, parent_of, primal_of, unbroadcast)
-from .errors import NotDifferentiableError
+from .errors import NotDifferentiableError, user_location
 from .runtime import Dual
 
 
@@ -39,7 +39,7 @@ def register_elementwise(fn, *partials):
                 if k >= len(partials) or partials[k] is None:
                     raise NotDifferentiableError(
                         f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument "
-                        f"{k}", "<numpy call>", None)
+                        f"{k}", *user_location())
                 parents.append(parent_of(a))
                 local.append(partials[k](*values, result))
         if np.ndim(result) == 0 and all(p[1] is None for p in parents):
@@ -77,12 +77,12 @@ def register_vjp(fn, *vjps, argnums=None):
                 if k >= len(vjps) or vjps[k] is None:
                     raise NotDifferentiableError(
                         f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument "
-                        f"{k}", "<numpy call>", None)
+                        f"{k}", *user_location())
                 parents.append((k, parent_of(a)))
             elif isinstance(a, (list, tuple)) and any(is_active(x) for x in a):
                 raise NotDifferentiableError(
                     f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
-                    "arrays, not inside a list", "<numpy call>", None)
+                    "arrays, not inside a list", *user_location())
         record = new_scalar if np.ndim(result) == 0 and not isinstance(result, np.ndarray) \
             else new_array
         return record(tape, result, _vjp_backward, tuple(parents),
@@ -215,8 +215,7 @@ def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *
 def _norm_vjp(g, r, x, ord=None, axis=None, keepdims=False):
     if ord not in (None, 2, "fro") or (ord == 2 and np.ndim(x) == 2 and axis is None):
         raise NotDifferentiableError(f"astad differentiates linalg.norm for the 2-norm and "
-                                     f"Frobenius norm only, not ord={ord!r}", "<numpy call>",
-                                     None)
+                                     f"Frobenius norm only, not ord={ord!r}", *user_location())
     r_full = _expand(r, np.shape(x), axis, keepdims)
     return _expand(g, np.shape(x), axis, keepdims) * np.where(r_full != 0, x / np.where(
         r_full != 0, r_full, 1.0), 0.0)
@@ -279,7 +278,7 @@ _MATMUL_A, _MATMUL_B = _matmul_vjps()
 def _dot_check(a, b):
     if np.ndim(a) > 2 or np.ndim(b) > 2:
         raise NotDifferentiableError("astad differentiates np.dot of 0-, 1- and 2-d arrays; "
-                                     "use np.matmul or np.einsum", "<numpy call>", None)
+                                     "use np.matmul or np.einsum", *user_location())
 
 
 def _dot_a(g, r, a, b, out=None):
@@ -347,7 +346,7 @@ def _einsum_rule(tape, subscripts, *operands, **kwargs):
             len(set(s)) != len(s) for s in subscripts.split("->")[0].split(",")):
         raise NotDifferentiableError(
             "astad differentiates einsum with explicit '->' subscripts, no '...' and no "
-            "index repeated within one operand", "<numpy call>", None)
+            "index repeated within one operand", *user_location())
     values = [primal_of(op) for op in operands]
     result = np.einsum(subscripts, *values, **kwargs)
     parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op))
@@ -411,7 +410,7 @@ def array_from(tape, obj, dtype=None, **kwargs):
         return np.array(obj, dtype=dtype, **kwargs)
     if dtype is not None and np.dtype(dtype).kind != "f":
         raise NotDifferentiableError("np.array of differentiated values needs a float dtype",
-                                     "<numpy call>", None)
+                                     *user_location())
     return _stack_rule(tape, [array_from(tape, x, dtype) if isinstance(x, (list, tuple))
                               else x for x in obj])
 
@@ -460,7 +459,7 @@ def _scalar_index_backward(adjoint, arrays, k, parents, context):
 def getitem(tape, x, index):
     if type(index) is ArrayDual or type(index) is Dual:
         raise NotDifferentiableError("an index must not be a differentiated value",
-                                     "<numpy call>", None)
+                                     *user_location())
     if type(index) is tuple:
         index = tuple(primal_of(i) for i in index)
     value = x.v[index]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import AstadError, NotDifferentiableError
+from .errors import AstadError, NotDifferentiableError, user_location
 from .runtime import Dual, current, new_dual
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
@@ -129,7 +129,7 @@ def dispatch(func, args, kwargs):
             name = f"{func[0].__name__}.{func[1]}"
         raise NotDifferentiableError(
             f"astad has no derivative for numpy's {name!r} on differentiated arrays; "
-            "register one with astad.register_vjp", "<numpy call>", None)
+            "register one with astad.register_vjp", *user_location())
     return rule(running_tape(), *args, **kwargs)
 
 

@@ -21,8 +21,9 @@ import dataclasses
 import inspect
 import types
 
-from .errors import AstadError, NotDifferentiableError, SourceUnavailableError
-from .primitives import PRIMITIVES, _caller_location, ad
+from .errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
+    user_location
+from .primitives import PRIMITIVES, ad
 import numpy as np
 
 from .array_rules import array_from
@@ -64,7 +65,7 @@ def _guarded(f, reason: str = ""):
                 f"a differentiated value is passed to {name!r}, which astad cannot "
                 f"differentiate ({why}). Register its derivative with "
                 "astad.register_scalar, or pass it only values that do not depend on the "
-                "differentiated inputs", *_caller_location())
+                "differentiated inputs", *user_location())
         return f(*args, **kwargs)
     return call
 

@@ -6,6 +6,8 @@ offending source line with a caret under the column, like Python's own SyntaxErr
 from __future__ import annotations
 
 import linecache
+import os
+import sys
 
 
 class AstadError(Exception):
@@ -61,3 +63,30 @@ class SourceUnavailableError(AstadError):
 
 class InputError(AstadError):
     """The arguments or cotangents given to ``.grad``/``.vjp`` are not usable."""
+
+
+_ASTAD_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _library_file(filename: str) -> bool:
+    """Frames of astad itself, of its rule templates (``<string>``) and of numpy."""
+    return (filename.startswith(_ASTAD_DIR) or filename == "<string>"
+            or f"{os.sep}numpy{os.sep}" in filename)
+
+
+def user_location() -> tuple:
+    """(file, line, column) of the innermost frame of the user's code calling astad: for
+    generated code that is the user's own line (codegen keeps their line numbers)."""
+    frame = sys._getframe(1)
+    while frame is not None and _library_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return ("<unknown>", None, None)
+    col = None
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is not None and frame.f_lasti >= 0:
+        try:
+            col = list(positions())[frame.f_lasti // 2][2]
+        except (IndexError, TypeError):
+            col = None
+    return (frame.f_code.co_filename, frame.f_lineno, col)

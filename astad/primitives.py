@@ -20,7 +20,7 @@ import types
 
 import numpy as np
 
-from .errors import AstadError, NotDifferentiableError
+from .errors import AstadError, NotDifferentiableError, user_location
 from .arrays import ArrayDual
 from .runtime import Dual, current as _current, new_dual
 
@@ -66,26 +66,7 @@ def _number(value, op: str, other_is_first: bool, dual_primal):
     OPERATORS[op](a, b)  # raises Python's own TypeError where the primal would
     raise NotDifferentiableError(
         f"astad cannot differentiate {op!r} between a float and "
-        f"{type(value).__name__}", *_caller_location())
-
-
-def _caller_location():
-    """File, line and column of the generated code (= the user's line) that called us."""
-    import sys
-    frame = sys._getframe(1)
-    here = frame.f_code.co_filename
-    while frame is not None and frame.f_code.co_filename == here:
-        frame = frame.f_back
-    if frame is None:
-        return ("<unknown>", None, None)
-    col = None
-    positions = getattr(frame.f_code, "co_positions", None)
-    if positions is not None and frame.f_lasti >= 0:
-        try:
-            col = list(positions())[frame.f_lasti // 2][2]
-        except (IndexError, TypeError):
-            col = None
-    return (frame.f_code.co_filename, frame.f_lineno, col)
+        f"{type(value).__name__}", *user_location())
 
 
 OPERATORS = {
@@ -249,7 +230,7 @@ def _pow_partials(x, y, r, need_y: bool):
 def _complex_result(base, exponent):
     raise NotDifferentiableError(
         f"{base!r} ** {exponent!r} is a complex number; astad differentiates real floats only",
-        *_caller_location())
+        *user_location())
 
 
 def pow(tape, a, b, mod=None):  # noqa: A001 - the rule for ** and builtins.pow

@@ -19,7 +19,7 @@ import math
 
 import threading
 
-from .errors import AstadError
+from .errors import AstadError, user_location
 
 
 class Dual:
@@ -122,14 +122,8 @@ class Dual:
 
 def _where_outside() -> str:
     """`` (at file:line)`` of the innermost frame outside astad, for error messages."""
-    import sys
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_ASTAD_DIR):
-        frame = frame.f_back
-    return "" if frame is None else f" (at {frame.f_code.co_filename}:{frame.f_lineno})"
-
-
-_ASTAD_DIR = __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0]
+    filename, lineno, _ = user_location()
+    return f" (at {filename}:{lineno})" if lineno else ""
 
 
 class _Current(threading.local):
