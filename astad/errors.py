@@ -66,11 +66,12 @@ class InputError(AstadError):
 
 
 _ASTAD_DIR = os.path.dirname(os.path.abspath(__file__))
+RULE_FILENAME = "<astad rule>"  # the file name of rules compiled from astad's templates
 
 
 def _library_file(filename: str) -> bool:
-    """Frames of astad itself, of its rule templates (``<string>``) and of numpy."""
-    return (filename.startswith(_ASTAD_DIR) or filename == "<string>"
+    """Frames of astad itself, of its rule templates and of numpy."""
+    return (filename.startswith(_ASTAD_DIR) or filename == RULE_FILENAME
             or f"{os.sep}numpy{os.sep}" in filename)
 
 

@@ -20,7 +20,7 @@ import types
 
 import numpy as np
 
-from .errors import AstadError, NotDifferentiableError, user_location
+from .errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
 from .arrays import ArrayDual
 from .runtime import Dual, current as _current, new_dual
 
@@ -141,7 +141,8 @@ def rule_{name}(tape, a, b):
 
 def _compile(template: str, **fields) -> types.FunctionType:
     namespace = dict(_NAMESPACE)
-    exec(template.format(**fields), namespace)  # astad's own templates, never user data
+    # astad's own templates, never user data
+    exec(compile(template.format(**fields), RULE_FILENAME, "exec"), namespace)
     rule = namespace["rule_" + fields["name"]]
     rule.__name__ = rule.__qualname__ = fields["name"]
     return rule
