@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 import types
 
 from . import codegen
 from .errors import AstadError, InputError
-from .runtime import Dual, current, sweep
+from .runtime import Dual, current, new_dual, sweep
 from .structure import Interleaving, build_gradient, contains_dual, contains_float, primal, \
     seed
 
 
-class _Running(threading.local):
-    depth = 0  # how many forward passes are running in this thread
-
-
-_running = _Running()
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
 
 
@@ -64,7 +58,8 @@ class _Forward:
         sweep(self.tape, adjoint, self.n_inputs, arrays)
         if self.single:
             return build_gradient(self.plans[0], adjoint, arrays)
-        return tuple(build_gradient(plan, adjoint, arrays) for plan in self.plans)
+        return tuple([adjoint[plan] if type(plan) is int else
+                      build_gradient(plan, adjoint, arrays) for plan in self.plans])
 
 
 class DiffFunction:
@@ -91,6 +86,7 @@ class DiffFunction:
         self._min_args = sum(1 for p in self._positional if p.default is p.empty)
         self._max_args = float("inf") if self._has_varargs else len(self._positional)
         self._positions_cache: dict = {}
+        self._entry = None  # the transformed function, revalidated on every call
         if argnums is not None:
             for k in (argnums,) if isinstance(argnums, int) else argnums:
                 if not isinstance(k, int) or isinstance(k, bool):
@@ -173,37 +169,55 @@ class DiffFunction:
             f"respect to float values passed positionally{hint}")
 
     def _forward(self, args, kwargs) -> _Forward:
-        self._check_call(args, kwargs)
-        positions, others, single = self._positions(len(args))
-        if _running.depth:  # inside another gradient's forward pass: its duals may be here
-            self._refuse_enclosing_duals(args, others, kwargs)
+        plan = None if kwargs else self._positions_cache.get(len(args))
+        if plan is None:  # (checked once per argument count, then cached)
+            self._check_call(args, kwargs)
+            plan = self._positions(len(args))
+        positions, others, single = plan
+        outer_tape = current.tape
+        if outer_tape is not None:  # inside another gradient's forward pass: its duals
+            self._refuse_enclosing_duals(args, others, kwargs)  # must not reach this one
         tape: list = []
-        state = Interleaving(tape)
+        state = None
         dual_args = list(args)
         plans = []
         for k in positions:
-            dual_args[k], plan = state.interleave(args[k], _ARG_PATHS[k] if k < 8
-                                                  else f"args[{k}]")
-            plans.append(plan)
+            arg = args[k]
+            if type(arg) is float:  # the common case, inline
+                d = new_dual(Dual)
+                d.v = arg
+                d.i = len(tape)
+                tape.append(())
+                dual_args[k] = d
+                plans.append(d.i)
+            else:
+                if state is None:
+                    state = Interleaving(tape)
+                dual_args[k], plan = state.interleave(arg, _ARG_PATHS[k] if k < 8
+                                                      else f"args[{k}]")
+                plans.append(plan)
         n_inputs = len(tape)
         if not n_inputs and not any(contains_float(args[k]) for k in positions):
             raise self._no_float_error(args, positions)
-        for k in others:  # the function may store duals into them: it gets copies
-            dual_args[k] = state.copy_constant(args[k])
-        if kwargs:
+        if others or kwargs:  # the function may store duals into them: it gets copies
+            if state is None:
+                state = Interleaving(tape)
+            for k in others:
+                dual_args[k] = state.copy_constant(args[k])
             kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
-        rev = codegen.transformed(self._fn, self._preaccumulate).rev
-        _running.depth += 1
-        outer_tape, current.tape = current.tape, tape  # for operator overloading on duals
+        entry = self._entry
+        if entry is None or not entry.still_valid():
+            entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
+        rev = entry.rev
+        current.tape = tape  # for operator overloading and numpy dispatch on duals
         try:
             result = rev(tape, *dual_args, **kwargs)
         finally:
             current.tape = outer_tape
-            _running.depth -= 1
-            if state.copies:
+            if state is not None and state.copies:
                 state.write_back()
         return _Forward(tape, n_inputs, result, plans, single,
-                        state.originals() if state.copies else None)
+                        state.originals() if state is not None and state.copies else None)
 
     def vjp(self, *args, **kwargs):
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
@@ -224,7 +238,10 @@ class DiffFunction:
         adjoint = [0.0] * len(forward.tape)
         if type(result) is Dual:
             adjoint[result.i] = 1.0
-        return forward.value(), forward.gradients(adjoint, {})
+            value = result.v
+        else:
+            value = forward.value()
+        return value, forward.gradients(adjoint, {})
 
     def grad(self, *args, **kwargs):
         """The gradient of a float-valued function with respect to ``argnums``."""
