@@ -177,17 +177,22 @@ class Interleaving:
         return d
 
     def _float_run(self, value):
-        """A list/tuple whose elements are all floats: inline, no walk per element."""
+        """Duals for a list/tuple of floats, inline (no walk per element); None, with the
+        tape as it was, if an element is not a float."""
         tape = self.tape
-        start = len(tape)
+        start = i = len(tape)
         out = []
         for x in value:
+            if type(x) is not float:
+                del tape[start:]
+                return None
             d = new_dual(Dual)
             d.v = x
-            d.i = len(tape)
-            tape.append(_NO_ENTRY)
+            d.i = i
+            i += 1
             out.append(d)
-        return out, _Run(start, len(value), type(value))
+        tape.extend([_NO_ENTRY] * len(out))
+        return out, _Run(start, len(out), type(value))
 
     def _walk(self, value, path, active):
         t = type(value)
@@ -205,8 +210,11 @@ class Interleaving:
         if seen is not None:  # the same mutable object twice: one copy, aliasing kept
             return seen[1], seen[2]
         if t is list or t is tuple:
-            if all(type(x) is float for x in value):
-                out, plan = self._float_run(value) if active else (list(value), None)
+            run = self._float_run(value) if active else None
+            if run is not None:
+                out, plan = run
+            elif not active and all(type(x) is float for x in value):
+                out, plan = list(value), None
             else:
                 out, children = [], []
                 plan = _Node("seq", t, children, None)
