@@ -18,6 +18,15 @@ from .runtime import Dual
 
 
 # -- the two ways to give a rule ----------------------------------------------------------
+def _require(fn, derivatives, k) -> None:
+    """A differentiated value reached argument ``k``: its derivative must be given."""
+    if k >= len(derivatives) or derivatives[k] is None:
+        raise NotDifferentiableError(
+            f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument {k}",
+            *user_location())
+
+
+
 def _elementwise_backward(adjoint, arrays, k, parents, partials):
     g = cotangent(adjoint, arrays, k)
     for parent, partial in zip(parents, partials):
@@ -36,10 +45,7 @@ def register_elementwise(fn, *partials):
         parents, local = [], []
         for k, a in enumerate(args):
             if is_active(a):
-                if k >= len(partials) or partials[k] is None:
-                    raise NotDifferentiableError(
-                        f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument "
-                        f"{k}", *user_location())
+                _require(fn, partials, k)
                 parents.append(parent_of(a))
                 local.append(partials[k](*values, result))
         if np.ndim(result) == 0 and all(p[1] is None for p in parents):
@@ -74,10 +80,7 @@ def register_vjp(fn, *vjps, argnums=None):
         parents = []
         for k, a in enumerate(args):
             if is_active(a):
-                if k >= len(vjps) or vjps[k] is None:
-                    raise NotDifferentiableError(
-                        f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument "
-                        f"{k}", *user_location())
+                _require(fn, vjps, k)
                 parents.append((k, parent_of(a)))
             elif isinstance(a, (list, tuple)) and any(is_active(x) for x in a):
                 raise NotDifferentiableError(

@@ -22,13 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import AstadError, NotDifferentiableError, user_location
-from .runtime import Dual, current, new_dual
+from .runtime import Dual, PrimalView, current, new_dual
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
 ARRAY_RULES: dict = {}
 
 
-class ArrayDual:
+class ArrayDual(PrimalView):
     """A differentiated float array: its value ``v`` (an ndarray) and tape index ``i``."""
 
     __slots__ = ("v", "i")
@@ -46,15 +46,6 @@ class ArrayDual:
 
     def __len__(self):
         return len(self.v)
-
-    def __repr__(self):
-        return repr(self.v)
-
-    def __str__(self):
-        return str(self.v)
-
-    def __format__(self, spec):
-        return format(self.v, spec)
 
     def __bool__(self):
         return bool(self.v)

@@ -22,7 +22,23 @@ import threading
 from .errors import AstadError, user_location
 
 
-class Dual:
+class PrimalView:
+    """What a differentiated value shows of itself: its primal value's text, so output
+    of the user's code reads as it does without astad."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return repr(self.v)
+
+    def __str__(self):
+        return str(self.v)
+
+    def __format__(self, spec):
+        return format(self.v, spec)
+
+
+class Dual(PrimalView):
     """A differentiated float: primal value ``v`` and tape index ``i``.
 
     Comparisons, truth tests, hashing and formatting use the primal value, so control
@@ -63,15 +79,6 @@ class Dual:
 
     def __bool__(self):
         return self.v != 0.0
-
-    def __repr__(self):
-        return repr(self.v)
-
-    def __str__(self):
-        return str(self.v)
-
-    def __format__(self, spec):
-        return format(self.v, spec)
 
     # Not differentiable: these give ints, exactly as for the primal float.
     def __int__(self):
