@@ -11,7 +11,10 @@ import functools
 import inspect
 import types
 
-from . import codegen
+import numpy as np
+
+from . import codegen, display
+from .arrays import ArrayDual
 from .errors import AstadError, InputError
 from .runtime import Dual, current, new_dual, sweep
 from .structure import Interleaving, build_gradient, contains_dual, contains_float, primal, \
@@ -104,6 +107,7 @@ class DiffFunction:
         wrapper.vjp = self.vjp
         wrapper.source = codegen.transformed(fn, self._preaccumulate).source  # transformed now: errors show early
         wrapper._astad_transformed = self._transformed
+        display.attach(wrapper)  # a notebook shows the original and generated code
         return wrapper
 
     # -- what generated code calls (calls.rev) -----------------------------------------
@@ -228,24 +232,33 @@ class DiffFunction:
         """Return ``(value, gradient)`` of a float-valued function."""
         forward = self._forward(args, kwargs)
         result = forward.result
-        if type(result) is not Dual and (isinstance(result, bool) or
-                                         not isinstance(result, float)):
+        if type(result) is not Dual and not _zero_dimensional(result) and (
+                isinstance(result, bool) or not isinstance(result, float)):
             raise InputError(
                 f"{self.__name__} returned {type(result).__name__} "
                 f"{_short(forward.value())}; .grad needs a float result. Use "
                 f"{self.__name__}.vjp(...) and call the pullback with a cotangent shaped "
                 "like the result")
-        adjoint = [0.0] * len(forward.tape)
+        adjoint, arrays = [0.0] * len(forward.tape), {}
         if type(result) is Dual:
             adjoint[result.i] = 1.0
             value = result.v
         else:
             value = forward.value()
-        return value, forward.gradients(adjoint, {})
+            if type(result) is ArrayDual:  # a 0-d float array is float-valued too
+                arrays[result.i] = np.ones((), result.v.dtype)
+        return value, forward.gradients(adjoint, arrays)
 
     def grad(self, *args, **kwargs):
         """The gradient of a float-valued function with respect to ``argnums``."""
         return self.value_and_grad(*args, **kwargs)[1]
+
+
+def _zero_dimensional(result) -> bool:
+    """A 0-d float array (differentiated or not) counts as a float result."""
+    if type(result) is ArrayDual:
+        return result.v.ndim == 0
+    return type(result) is np.ndarray and result.ndim == 0 and result.dtype.kind == "f"
 
 
 def _cell_filled(cell) -> bool:
