@@ -141,6 +141,141 @@ def chain_grad(x, n):
     return (d, None)
 
 
+
+# ---------------------------------------------------------------------------------------
+# 6. fan-out sharing: 12 levels, each using the previous value 8 times.
+#    A dual-numbers AD that duplicated shared work would take 8^12 steps here; astad's
+#    tape keeps it linear (one tape entry per level with preaccumulation).
+
+
+FANOUT_LEVELS = 12
+
+
+def fanout(x):
+    for _ in range(12):
+        x = (0.4 * x + 0.1 * math.sin(x) + 0.1 * math.cos(x) + 0.05 * x * x
+             + 0.1 * math.tanh(x) + 0.05 * math.exp(-x) + 0.1 * math.atan(x))
+    return x
+
+
+def fanout_grad(x):
+    # forward accumulation of the derivative through the 12 levels
+    d = 1.0
+    for _ in range(FANOUT_LEVELS):
+        t = math.tanh(x)
+        d = d * (0.4 + 0.1 * math.cos(x) - 0.1 * math.sin(x) + 0.1 * x
+                 + 0.1 * (1.0 - t * t) - 0.05 * math.exp(-x) + 0.1 / (1.0 + x * x))
+        x = (0.4 * x + 0.1 * math.sin(x) + 0.1 * math.cos(x) + 0.05 * x * x
+             + 0.1 * math.tanh(x) + 0.05 * math.exp(-x) + 0.1 * math.atan(x))
+    return d
+
+
+# ---------------------------------------------------------------------------------------
+# 7. control flow: projectile with quadratic drag, explicit Euler steps in a `while`
+#    loop that stops when the projectile is below the ground; the range (linearly
+#    interpolated to y = 0 between the last two steps) as a function of the launch speed
+#    and angle. The number of loop iterations depends on the inputs.
+
+PROJECTILE_POINT = (30.0, 0.8)      # launch speed (m/s), angle (rad)
+
+
+def projectile(v0, angle):
+    dt = 0.01
+    k = 0.005                       # drag coefficient / mass (1/m)
+    g = 9.81
+    vx = v0 * math.cos(angle)
+    vy = v0 * math.sin(angle)
+    x = 0.0
+    y = 0.0
+    x_prev = 0.0
+    y_prev = 0.0
+    while y >= 0.0:
+        x_prev = x
+        y_prev = y
+        speed = math.sqrt(vx * vx + vy * vy)
+        ax = -k * speed * vx
+        ay = -g - k * speed * vy
+        x = x + vx * dt
+        y = y + vy * dt
+        vx = vx + ax * dt
+        vy = vy + ay * dt
+    return x_prev + (x - x_prev) * y_prev / (y_prev - y)
+
+
+def projectile_grad(v0, angle):
+    # forward accumulation of the tangents w.r.t. (v0, angle) along the Euler steps
+    dt = 0.01
+    k = 0.005
+    g = 9.81
+    c = math.cos(angle)
+    s = math.sin(angle)
+    vx, vy = v0 * c, v0 * s
+    dvx, dvy = (c, -v0 * s), (s, v0 * c)
+    x = y = xp = yp = 0.0
+    dx = dy = dxp = dyp = (0.0, 0.0)
+    while y >= 0.0:
+        xp, yp, dxp, dyp = x, y, dx, dy
+        sp = math.sqrt(vx * vx + vy * vy)
+        dsp = tuple((vx * dvx[i] + vy * dvy[i]) / sp for i in range(2))
+        ax = -k * sp * vx
+        ay = -g - k * sp * vy
+        dax = tuple(-k * (dsp[i] * vx + sp * dvx[i]) for i in range(2))
+        day = tuple(-k * (dsp[i] * vy + sp * dvy[i]) for i in range(2))
+        x, dx = x + vx * dt, tuple(dx[i] + dvx[i] * dt for i in range(2))
+        y, dy = y + vy * dt, tuple(dy[i] + dvy[i] * dt for i in range(2))
+        vx, dvx = vx + ax * dt, tuple(dvx[i] + dax[i] * dt for i in range(2))
+        vy, dvy = vy + ay * dt, tuple(dvy[i] + day[i] * dt for i in range(2))
+    w = yp / (yp - y)
+    return tuple(dxp[i] + (dx[i] - dxp[i]) * w
+                 + (x - xp) * (yp * dy[i] - y * dyp[i]) / ((yp - y) * (yp - y))
+                 for i in range(2))
+
+
+# ---------------------------------------------------------------------------------------
+# 8. control flow: Newton iterations. For each mean anomaly M in ms, solve Kepler's
+#    equation E - e sin E = M by Newton's method (a `while True` loop with a
+#    data-dependent `break`), and sum the x-coordinates cos E - e of the orbit points.
+#    Differentiated with respect to the eccentricity e and every M.
+
+KEPLER_ECCENTRICITY = 0.5
+
+
+def kepler(e, ms):
+    total = 0.0
+    for i in range(len(ms)):
+        m = ms[i]
+        E = m + e * math.sin(m)
+        while True:
+            delta = (E - e * math.sin(E) - m) / (1.0 - e * math.cos(E))
+            E = E - delta
+            if abs(delta) < 1e-12:
+                break
+        total = total + math.cos(E) - e
+    return total
+
+
+def _kepler_solve(e, m):
+    E = m + e * math.sin(m)
+    while True:
+        delta = (E - e * math.sin(E) - m) / (1.0 - e * math.cos(E))
+        E = E - delta
+        if abs(delta) < 1e-12:
+            return E
+
+
+def kepler_grad(e, ms):
+    # implicit function theorem at the converged root: dE/dM = 1 / (1 - e cos E),
+    # dE/de = sin E / (1 - e cos E)
+    ge = 0.0
+    gms = []
+    for m in ms:
+        E = _kepler_solve(e, m)
+        sin_e = math.sin(E)
+        denom = 1.0 - e * math.cos(E)
+        gms.append(-sin_e / denom)
+        ge += -sin_e * sin_e / denom - 1.0
+    return (ge, gms)
+
 def ensure_recursion_limit(depth: int, frames_per_level: int = 8) -> None:
     """Raise the interpreter's recursion limit so depth-``depth`` recursion fits (the
     primal needs one frame per level; the differentiated version may use a few)."""
@@ -158,13 +293,18 @@ class Case:
 
     primal: plain function timed as the baseline; ad: the function handed to astad
     (``astad.reverse_diff`` is applied by run.py unless ``ad_is_decorated``);
-    hand_grad: hand-written gradient or None; wrt: indices of the positional arguments
+    hand_grad: hand-written gradient or None, with astad's result structure (a tuple
+    over the positional arguments; the gradient alone for a one-parameter function);
+    wrt: indices of the positional arguments
     whose gradients are checked (the rest, e.g. an int depth, are not differentiated).
     """
 
     def __init__(self, program, size, primal, ad, args, hand_grad=None, wrt=None,
-                 ad_is_decorated=False, size_label=None, expected_value=None):
+                 ad_is_decorated=False, size_label=None, expected_value=None, work=None):
         self.program = program
+        # work: a number proportional to the operation count (n for dot, n*n for an
+        # n x n matrix), used to extrapolate a peer's cost to the next size
+        self.work = work if work is not None else size
         self.size = size
         self.size_label = size_label if size_label is not None else (
             "" if size is None else str(size))
@@ -189,6 +329,7 @@ QUICK_SIZES = {
     "dot": [10**2, 10**3, 10**4],
     "sum_matvec": [10, 30, 100],
 }
+KEPLER_POINTS = 50      # mean anomalies in the kepler case of make_cases
 
 
 def _floats(rng, n):
@@ -206,11 +347,42 @@ def make_cases(quick: bool = False, seed: int = 12345):
     for n in sizes["sum_matvec"]:
         m = [_floats(rng, n) for _ in range(n)]
         cases.append(Case("sum_matvec", n, sum_matvec, sum_matvec, (m, _floats(rng, n)),
-                          hand_grad=sum_matvec_grad, size_label=f"{n}x{n}"))
+                          hand_grad=sum_matvec_grad, size_label=f"{n}x{n}", work=n * n))
     cases.append(Case("rotate_vec_by_quat", None, rotate_vec_by_quat_x, rotate_vec_by_quat_x,
                       ROTATE_POINT, hand_grad=rotate_vec_by_quat_x_grad,
                       expected_value=ROTATE_EXPECTED_X))
     cases.append(Case("chain", CHAIN_DEPTH, chain_primal, chain, (0.7, CHAIN_DEPTH),
                       hand_grad=chain_grad, wrt=(0,), ad_is_decorated=True,
                       size_label=f"depth={CHAIN_DEPTH}"))
+    # programs added with the peer benchmarks (issue 6); appended so that the inputs
+    # of the programs above do not change
+    cases.append(Case("fanout", FANOUT_LEVELS, fanout, fanout, (0.7,),
+                      hand_grad=fanout_grad, size_label=f"levels={FANOUT_LEVELS}"))
+    cases.append(Case("projectile", None, projectile, projectile, PROJECTILE_POINT,
+                      hand_grad=projectile_grad, size_label="dt=0.01"))
+    cases.append(make_case("kepler", KEPLER_POINTS, rng))
     return cases
+
+
+SCALABLE = ("dot", "sum_matvec", "chain", "kepler")
+
+
+def make_case(program, n, rng=None, seed=12345):
+    """One case of a scalable program at size n (for scaling.py and memory.py):
+    dot (length n), sum_matvec (n x n), chain (depth n), kepler (n mean anomalies)."""
+    rng = rng or random.Random(seed)
+    if program == "dot":
+        return Case("dot", n, dot, dot, (_floats(rng, n), _floats(rng, n)),
+                    hand_grad=dot_grad, size_label=f"n={n}")
+    if program == "sum_matvec":
+        m = [_floats(rng, n) for _ in range(n)]
+        return Case("sum_matvec", n, sum_matvec, sum_matvec, (m, _floats(rng, n)),
+                    hand_grad=sum_matvec_grad, size_label=f"{n}x{n}", work=n * n)
+    if program == "chain":
+        return Case("chain", n, chain_primal, chain, (0.7, n), hand_grad=chain_grad,
+                    wrt=(0,), ad_is_decorated=True, size_label=f"depth={n}")
+    if program == "kepler":
+        ms = [rng.uniform(0.0, 2.0 * math.pi) for _ in range(n)]
+        return Case("kepler", n, kepler, kepler, (KEPLER_ECCENTRICITY, ms),
+                    hand_grad=kepler_grad, size_label=f"n={n}")
+    raise ValueError(f"not a scalable program: {program!r} (one of {SCALABLE})")
