@@ -14,6 +14,7 @@ import numpy as np
 from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
                      new_scalar, parent_of, primal_of, unbroadcast)
 from .errors import NotDifferentiableError, user_location
+from .primitives import PRIMITIVES, ad
 from .runtime import Dual
 
 
@@ -59,7 +60,9 @@ def register_elementwise(fn, *partials):
             d.v, d.i = result, len(tape)
             tape.append(tuple(entry))
             return d
-        return new_array(tape, result, _elementwise_backward, tuple(parents), tuple(local))
+        # numpy gives a scalar for 0-d operands: a scalar dual then, as numpy would
+        record = new_array if type(result) is np.ndarray else new_scalar
+        return record(tape, result, _elementwise_backward, tuple(parents), tuple(local))
     ARRAY_RULES[fn] = rule
     return fn
 
@@ -71,9 +74,13 @@ def _vjp_backward(adjoint, arrays, k, parents, context):
         accumulate(adjoint, arrays, parent, vjps[position](g, result, *values, **kwargs))
 
 
-def register_vjp(fn, *vjps, argnums=None):
+def register_vjp(fn, *vjps):
     """Register ``fn`` by one vector-Jacobian product per argument (None where the
-    argument is not differentiable): ``vjps[k](g, result, *args, **kwargs)``."""
+    argument is not differentiable): ``vjps[k](g, result, *args, **kwargs)``.
+
+    ``fn`` may be a numpy function (numpy's dispatch finds the rule) or the user's own
+    Python function (differentiated code then calls the rule instead of transforming it).
+    """
     def rule(tape, *args, **kwargs):
         values = [primal_of(a) for a in args]
         result = fn(*values, **kwargs)
@@ -86,12 +93,19 @@ def register_vjp(fn, *vjps, argnums=None):
                 raise NotDifferentiableError(
                     f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
                     "arrays, not inside a list", *user_location())
-        record = new_scalar if np.ndim(result) == 0 and not isinstance(result, np.ndarray) \
-            else new_array
+        record = new_array if type(result) is np.ndarray else new_scalar
         return record(tape, result, _vjp_backward, tuple(parents),
                       (vjps, result, values, kwargs))
     ARRAY_RULES[fn] = rule
+    if not _is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev)
+        name = f"vjp_{getattr(fn, '__name__', 'fn')}_{id(fn):x}"
+        setattr(ad, name, rule)
+        PRIMITIVES[fn] = name
     return fn
+
+
+def _is_numpy(fn) -> bool:
+    return type(fn) is np.ufunc or (getattr(fn, "__module__", None) or "").startswith("numpy")
 
 
 # -- element-wise functions ---------------------------------------------------------------
@@ -130,6 +144,9 @@ register_elementwise(np.cosh, lambda x, r: np.sinh(x))
 register_elementwise(np.tanh, lambda x, r: 1.0 - r * r)
 register_elementwise(np.arctan2, lambda y, x, r: x / (x * x + y * y),
                      lambda y, x, r: -y / (x * x + y * y))
+register_elementwise(np.logaddexp, lambda x, y, r: np.exp(x - r), lambda x, y, r: np.exp(y - r))
+register_elementwise(np.logaddexp2, lambda x, y, r: np.exp2(x - r),
+                     lambda x, y, r: np.exp2(y - r))
 register_elementwise(np.hypot, lambda x, y, r: x / r, lambda x, y, r: y / r)
 # ties: the first argument takes the gradient, as numpy returns it
 register_elementwise(np.maximum, lambda x, y, r: (x >= y) * 1.0, lambda x, y, r: (x < y) * 1.0)
@@ -189,18 +206,21 @@ def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
 
 
 def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    x = np.asarray(x, dtype=float)
-    if axis is None:
-        flat = x.ravel()
-        left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
-        right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
-        return (g * left * right).reshape(x.shape)
-    moved = np.moveaxis(x, axis, -1)
-    ones = np.ones(moved.shape[:-1] + (1,))
-    left = np.concatenate((ones, np.cumprod(moved[..., :-1], axis=-1)), axis=-1)
-    right = np.concatenate((np.cumprod(moved[..., ::-1][..., :-1], axis=-1)[..., ::-1], ones),
-                           axis=-1)
-    others = np.moveaxis(left * right, -1, axis)
+    # d prod / d x_j = the product of the others: prefix times suffix products along the
+    # reduced axes (moved last and flattened), so zeros need no special case
+    x = np.asarray(x)
+    ndim = x.ndim
+    if ndim == 0:
+        return g * np.ones_like(x)
+    axes = tuple(range(ndim)) if axis is None else tuple(
+        a % ndim for a in ((axis,) if np.ndim(axis) == 0 else axis))
+    last = tuple(range(ndim - len(axes), ndim))
+    moved = np.moveaxis(x, axes, last)
+    flat = moved.reshape(moved.shape[:ndim - len(axes)] + (-1,))
+    ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype)
+    left = np.concatenate((ones, np.cumprod(flat[..., :-1], axis=-1)), axis=-1)
+    right = np.concatenate((np.cumprod(flat[..., :0:-1], axis=-1)[..., ::-1], ones), axis=-1)
+    others = np.moveaxis((left * right).reshape(moved.shape), last, axes)
     return _expand(g, x.shape, axis, keepdims) * others
 
 
@@ -253,111 +273,6 @@ register_vjp(np.expand_dims, lambda g, r, a, *args, **kw: np.reshape(g, np.shape
 register_vjp(np.broadcast_to, lambda g, r, a, *args, **kw: unbroadcast(g, np.shape(a)))
 register_vjp(np.copy, lambda g, r, a, *args, **kw: g)
 register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
-
-
-def _swap(a):
-    return np.swapaxes(a, -1, -2)
-
-
-def _matmul_vjps():
-    def both(g, a, b):
-        a2 = a[None, :] if np.ndim(a) == 1 else a
-        b2 = b[:, None] if np.ndim(b) == 1 else b
-        g2 = np.asarray(g)
-        if np.ndim(a) == 1:
-            g2 = np.expand_dims(g2, -2)
-        if np.ndim(b) == 1:
-            g2 = np.expand_dims(g2, -1)
-        ga = unbroadcast(g2 @ _swap(b2), np.shape(a2)).reshape(np.shape(a))
-        gb = unbroadcast(_swap(a2) @ g2, np.shape(b2)).reshape(np.shape(b))
-        return ga, gb
-    return (lambda g, r, a, b, **kw: both(g, a, b)[0],
-            lambda g, r, a, b, **kw: both(g, a, b)[1])
-
-
-_MATMUL_A, _MATMUL_B = _matmul_vjps()
-
-
-def _dot_check(a, b):
-    if np.ndim(a) > 2 or np.ndim(b) > 2:
-        raise NotDifferentiableError("astad differentiates np.dot of 0-, 1- and 2-d arrays; "
-                                     "use np.matmul or np.einsum", *user_location())
-
-
-def _dot_a(g, r, a, b, out=None):
-    _dot_check(a, b)
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * b, np.shape(a))
-    return _MATMUL_A(g, r, a, b)
-
-
-def _dot_b(g, r, a, b, out=None):
-    _dot_check(a, b)
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * a, np.shape(b))
-    return _MATMUL_B(g, r, a, b)
-
-
-register_vjp(np.matmul, _MATMUL_A, _MATMUL_B)
-register_vjp(np.dot, _dot_a, _dot_b)
-register_vjp(np.inner, lambda g, r, a, b: _dot_a(g, r, a, np.transpose(b)) if np.ndim(b) < 2
-             else g @ b, lambda g, r, a, b: _dot_b(g, r, a, b) if np.ndim(a) < 2 and
-             np.ndim(b) < 2 else np.transpose(np.transpose(a) @ g))
-register_vjp(np.outer, lambda g, r, a, b, out=None: (g @ np.ravel(b)).reshape(np.shape(a)),
-             lambda g, r, a, b, out=None: (np.ravel(a) @ g).reshape(np.shape(b)))
-
-
-def _solve_a(g, r, a, b):
-    gb = np.linalg.solve(_swap(a), g)
-    if np.ndim(r) == 1:
-        return -np.outer(gb, r)
-    return -gb @ _swap(r)
-
-
-register_vjp(np.linalg.solve, _solve_a, lambda g, r, a, b: np.linalg.solve(_swap(a), g))
-register_vjp(np.linalg.inv, lambda g, r, a: -_swap(r) @ g @ _swap(r))
-register_vjp(np.linalg.det, lambda g, r, a: (np.asarray(g) * r)[..., None, None]
-             * _swap(np.linalg.inv(a)))
-
-
-# -- einsum, with explicit subscripts -----------------------------------------------------
-def _einsum_partial(k, g, subscripts, operands):
-    """The cotangent of operand ``k``: an einsum of ``g`` with the other operands."""
-    inputs, output = subscripts.replace(" ", "").split("->")
-    inputs = inputs.split(",")
-    target = inputs[k]
-    others = [(s, op) for j, (s, op) in enumerate(zip(inputs, operands)) if j != k]
-    available = set(output).union(*[set(s) for s, _ in others])
-    kept = "".join(c for c in target if c in available)
-    partial = np.einsum(",".join([output] + [s for s, _ in others]) + "->" + kept, g,
-                        *[op for _, op in others])
-    if kept != target:  # an index summed inside this operand alone: broadcast it back
-        shape = [np.shape(operands[k])[target.index(c)] if c in kept else 1 for c in target]
-        partial = np.broadcast_to(partial.reshape(shape), np.shape(operands[k]))
-    return partial
-
-
-def _einsum_backward(adjoint, arrays, k, parents, context):
-    subscripts, values = context
-    g = cotangent(adjoint, arrays, k)
-    for j, parent in parents:
-        accumulate(adjoint, arrays, parent, _einsum_partial(j, g, subscripts, values))
-
-
-def _einsum_rule(tape, subscripts, *operands, **kwargs):
-    if not isinstance(subscripts, str) or "->" not in subscripts or "." in subscripts or any(
-            len(set(s)) != len(s) for s in subscripts.split("->")[0].split(",")):
-        raise NotDifferentiableError(
-            "astad differentiates einsum with explicit '->' subscripts, no '...' and no "
-            "index repeated within one operand", *user_location())
-    values = [primal_of(op) for op in operands]
-    result = np.einsum(subscripts, *values, **kwargs)
-    parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op))
-    record = new_scalar if np.ndim(result) == 0 else new_array
-    return record(tape, result, _einsum_backward, parents, (subscripts, values))
-
-
-ARRAY_RULES[np.einsum] = _einsum_rule
 
 
 # -- building arrays from pieces ----------------------------------------------------------
@@ -511,6 +426,51 @@ ArrayDual.reshape = lambda self, *shape, **kw: ARRAY_RULES[np.reshape](
 ArrayDual.transpose = lambda self, *axes: ARRAY_RULES[np.transpose](
     _tape(), self, (axes[0] if len(axes) == 1 else axes) or None)
 ArrayDual.T = property(lambda self: ARRAY_RULES[np.transpose](_tape(), self))
-ArrayDual.item = lambda self, *index: getitem(_tape(), self, index if index else
-                                              (0,) * self.v.ndim if self.v.size == 1 else None)
+
+
+def _item(self, *args):
+    """x.item(), x.item(k) with a flat index, x.item(i, j) or x.item((i, j)): one element
+    as a scalar dual, as numpy gives one element as a Python float."""
+    shape = self.v.shape
+    if not args:
+        if self.v.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        index = (0,) * len(shape)
+    elif len(args) == 1 and isinstance(args[0], tuple):
+        index = args[0]
+    elif len(args) == 1:
+        index = np.unravel_index(args[0] % self.v.size if args[0] < 0 else args[0], shape)
+    else:
+        index = args
+    return getitem(_tape(), self, tuple(int(i) for i in index))
+
+
+ArrayDual.item = _item
+# a scalar dual from a reduction stands for numpy's float64, which has .item() too
+Dual.item = lambda self: self
 ArrayDual.astype = lambda self, dtype, **kw: ARRAY_RULES[np.asarray](_tape(), self, dtype)
+
+
+# -- a constant array's methods given a differentiated argument: c.dot(x) ----------------
+_CONSTANT_ARRAY_METHODS = {"dot": np.dot, "clip": np.clip}
+
+
+def constant_array_method(method):
+    """D of a bound method of a constant ndarray (``c.dot``): numpy's function of the same
+    name when a differentiated value is among the arguments, so its rule runs."""
+    fn = _CONSTANT_ARRAY_METHODS.get(method.__name__)
+    array = method.__self__
+
+    def call(tape, *args, **kwargs):
+        if any(is_active(a) for a in args) or any(is_active(v) for v in kwargs.values()):
+            if fn is None:
+                raise NotDifferentiableError(
+                    f"astad cannot differentiate ndarray.{method.__name__} of a constant "
+                    "array with a differentiated argument; use the numpy function "
+                    f"np.{method.__name__}(array, ...)", *user_location())
+            return fn(array, *args, **kwargs)
+        return method(*args, **kwargs)
+    return call
+
+
+from . import array_linalg  # noqa: E402,F401  (registers the products and linear algebra)

@@ -157,7 +157,7 @@ def new_scalar(tape, value, backward, parents, context):
     if not parents:
         return value
     d = new_dual(Dual)
-    d.v = value
+    d.v = float(value) if type(value) is np.float64 else value  # float arithmetic is faster
     d.i = len(tape)
     tape.append((backward, parents, context))
     return d

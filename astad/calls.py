@@ -26,7 +26,7 @@ from .errors import AstadError, NotDifferentiableError, SourceUnavailableError, 
 from .primitives import PRIMITIVES, ad
 import numpy as np
 
-from .array_rules import array_from
+from .array_rules import array_from, constant_array_method
 from .arrays import ArrayDual
 from .structure import contains_dual
 
@@ -184,6 +184,8 @@ def rev(f):
             return _guarded(f, _reason(exc))
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) in _CONTAINER_TYPES:
         return _with_tape(f)
+    if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ndarray:
+        return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:
         return _with_tape(f)  # already runs on the tape it was bound to
     if is_numpy_callable(f):

@@ -73,10 +73,16 @@ OPERATORS = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "%": operator.mod, "**": operator.pow, "//": operator.floordiv,
 }
+# a float dual with an array: numpy's ufunc (its dispatch finds the array rule; the
+# Python operator would come back to Dual's own operator and recurse)
+ARRAY_OPERATORS = {
+    "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide,
+    "%": np.remainder, "**": np.power, "//": np.floor_divide,
+}
 
 _NAMESPACE = {
     "Dual": Dual, "new": new_dual, "_inv": _inv, "_sign": _sign, "_number": _number,
-    "ARRAY": ARRAY, "OPERATORS": OPERATORS,
+    "ARRAY": ARRAY, "OPERATORS": OPERATORS, "ARRAY_OPERATORS": ARRAY_OPERATORS,
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
     "RAD": math.pi / 180.0, "operator": operator, "builtins": builtins,
@@ -117,7 +123,7 @@ def rule_{name}(tape, a, b):
             return d
         y = b if type(b) is float else _number(b, {sym!r}, False, x)
         if y is ARRAY:
-            return OPERATORS[{sym!r}](a, b)
+            return ARRAY_OPERATORS[{sym!r}](a, b)
         r = {primal}
         d = new(Dual)
         d.v = r
@@ -127,7 +133,7 @@ def rule_{name}(tape, a, b):
     if type(b) is Dual:
         x = a if type(a) is float else _number(a, {sym!r}, True, b.v)
         if x is ARRAY:
-            return OPERATORS[{sym!r}](a, b)
+            return ARRAY_OPERATORS[{sym!r}](a, b)
         y = b.v
         r = {primal}
         d = new(Dual)
@@ -242,6 +248,8 @@ def pow(tape, a, b, mod=None):  # noqa: A001 - the rule for ** and builtins.pow
         return a ** b
     x = a.v if ta else _number(a, "**", True, b.v)
     y = b.v if tb else _number(b, "**", False, a.v)
+    if x is ARRAY or y is ARRAY:
+        return np.power(a, b)
     r = x ** y
     if type(r) is complex:
         _complex_result(x, y)
