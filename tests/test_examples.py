@@ -1,77 +1,132 @@
-"""The examples and notebooks run as users would run them.
+"""The examples run as users run them, print what they claim, and their gradients check.
 
-``examples/quickstart.py`` runs in a subprocess of this interpreter; every notebook under
-``notebooks/`` is executed cell by cell in a fresh ``python3`` kernel with nbclient.
+Each example runs in a subprocess of this interpreter; its printed findings are parsed
+and checked against the known answer (the data are synthetic, so the truth is known).
+``examples/fit_numpy.py`` (the MLP) is run by ``tests/test_numpy.py``.
 """
 import importlib.util
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from astad.testing import check_grads
+
 ROOT = Path(__file__).resolve().parent.parent
-QUICKSTART = ROOT / "examples" / "quickstart.py"
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EXAMPLES = ROOT / "examples"
+TESTED_ELSEWHERE = {"fit_numpy.py"}  # tests/test_numpy.py::test_fit_numpy_example_runs...
+
+
+def run(name: str) -> str:
+    result = subprocess.run([sys.executable, str(EXAMPLES / name)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    return result.stdout
+
+
+def load(name: str):
+    """The example as a module (its main() is not run)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name[:-3]}", EXAMPLES / name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def numbers(line: str) -> list:
+    return [float(x) for x in re.findall(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?", line)]
+
+
+def test_every_example_is_tested():
+    tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py"}
+    assert {p.name for p in EXAMPLES.glob("*.py")} == tested | TESTED_ELSEWHERE
 
 
 def test_quickstart_runs_and_checks_its_gradient():
-    result = subprocess.run([sys.executable, str(QUICKSTART)], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    out = result.stdout
+    out = run("quickstart.py")
     assert "energy = " in out
     assert "finite-d" in out and "largest difference from finite differences" in out
     assert "operations recorded on the tape:" in out
-    # the generated source is printed, exactly as .source gives it
-    spec = importlib.util.spec_from_file_location("quickstart", QUICKSTART)
-    quickstart = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(quickstart)  # defines the functions; main() is not run
+    quickstart = load("quickstart.py")
     assert "def rope_energy(" in quickstart.rope_energy.source
-    assert quickstart.rope_energy.source in out
+    assert quickstart.rope_energy.source in out  # the generated source, as .source gives it
+    check_grads(quickstart.rope_energy, [0.0, 1.1, 1.9, 3.0], [0.0, -0.6, -0.9, -0.7])
+    check_grads(quickstart.spring_lengths, [0.0, 1.1, 1.9], [0.0, -0.6, -0.9])
 
 
-def test_there_are_notebooks():
-    assert NOTEBOOKS, "no notebooks found under notebooks/"
+def test_curve_fit_recovers_the_parameters():
+    out = run("curve_fit.py")
+    assert out.startswith("OK: loss: 4 gradient entries match")
+    errors = [numbers(line) for line in out.splitlines() if "mean squared error" in line]
+    assert errors[-1][0] < errors[0][0] / 50  # from 0.2 down to the noise level (0.05^2)
+    for name in ("a", "tau", "omega", "phase"):
+        true, guess, fitted = numbers(next(line for line in out.splitlines()
+                                           if line.split()[0] == name))
+        assert abs(fitted - true) < 0.1 * max(1.0, abs(true)), name
+    module = load("curve_fit.py")
+    ts, ys = module.measurements(n=12)
+    check_grads(module.loss, {"a": 1.3, "tau": 0.7, "omega": 5.0, "phase": -1.0}, ts, ys)
 
 
-@pytest.fixture
-def python3_kernel_is_this_interpreter(tmp_path, monkeypatch):
-    """Make the ``python3`` kernelspec run ``sys.executable``, whatever else is installed.
-
-    In a fresh virtualenv ``python3`` already resolves to the environment's own ipykernel
-    (its kernelspec is installed under ``sys.prefix``, and jupyter_client runs
-    ``sys.executable`` for a kernelspec whose command is plain ``python``). A kernelspec in
-    the user's or the system's Jupyter paths could still name another interpreter, one
-    without this checkout of astad; a spec first on ``JUPYTER_PATH`` rules that out.
-    """
-    from ipykernel.kernelspec import write_kernel_spec
-    write_kernel_spec(tmp_path / "kernels" / "python3")  # its argv[0] is sys.executable
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_without_errors(path, python3_kernel_is_this_interpreter):
-    import nbclient  # the test extra: pip install -e '.[test]'
-    import nbformat
-    notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=120,
-                                     resources={"metadata": {"path": str(path.parent)}})
-    try:
-        client.execute()
-    except nbclient.exceptions.CellExecutionError as error:
-        pytest.fail(f"{path.name}: a cell raised an error:\n{error}")
-    errors = [output for cell in notebook.cells if cell.cell_type == "code"
-              for output in cell.get("outputs", []) if output.output_type == "error"]
-    assert not errors, f"{path.name}: cells produced errors: {errors}"
+def test_projectile_best_angle():
+    out = run("projectile.py")
+    assert out.startswith("OK: flight_range: 1 gradient entry matches")
+    rows = [numbers(line) for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [row[0] for row in rows] == [0.0, 0.005, 0.02]
+    for drag, angle, distance, grid in rows:
+        assert abs(angle - grid) <= 0.1  # bisection on astad's slope meets the grid search
+    angles = [row[1] for row in rows]
+    assert abs(angles[0] - 45.0) < 0.2  # no drag: 45 degrees, up to the time step
+    assert angles[0] > angles[1] > angles[2]  # drag lowers the best angle
+    distance = rows[0][2]
+    assert abs(distance - 30.0 ** 2 / 9.81) < 0.01 * distance  # v^2 / g without drag
+    module = load("projectile.py")
+    for angle, drag in ((0.3, 0.0), (0.9, 0.05), (1.2, 0.01)):
+        check_grads(module.flight_range, angle, 25.0, drag, argnums=(0, 1, 2))
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_committed_notebook_has_no_outputs(path):
-    import nbformat
-    notebook = nbformat.read(path, as_version=4)
-    nbformat.validate(notebook)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, \
-                f"{path.name}: clear the outputs before committing"
+def test_soft_tree_finds_the_splits():
+    out = run("soft_tree.py")
+    assert out.startswith("OK: loss: 5 gradient entries match")
+    assert "the gradient is a tree too: Split with right child Split splitting on " \
+           "feature 1" in out
+    before = numbers(next(line for line in out.splitlines() if "before" in line))[0]
+    after = numbers(next(line for line in out.splitlines() if "after" in line))[0]
+    assert after < before / 5
+    thresholds = [numbers(line)[0] for line in out.splitlines() if " < " in line]
+    assert abs(thresholds[0] - 0.3) < 0.1 and abs(thresholds[1] + 0.2) < 0.1
+    module = load("soft_tree.py")
+    Leaf, Split = module.Leaf, module.Split
+    deeper = Split(1, 0.1, Split(0, -0.4, Leaf(0.2), Leaf(-1.0)),
+                   Split(0, 0.5, Leaf(2.0), Split(1, 0.6, Leaf(0.0), Leaf(1.5))))
+    xs = [[0.3, -0.1], [-0.5, 0.7], [0.45, 0.65], [0.9, 0.2]]
+    result = check_grads(module.loss, deeper, xs, [1.0, 0.0, 2.0, -1.0], argnums=(0, 1))
+    assert result.checked == 4 + 5 + 8  # thresholds, leaves, the inputs' coordinates
+
+
+def test_gmm_fit():
+    out = run("gmm.py")
+    assert out.startswith("OK: negative_log_likelihood: 9 gradient entries match")
+    lines = out.splitlines()
+    start = numbers(next(line for line in lines if "start" in line))[-1]
+    end = numbers(next(line for line in lines if "after" in line))[-1]
+    assert end < start - 1.0
+    rows = [numbers(line) for line in lines if line.strip().startswith("comp")]
+    assert len(rows) == 3
+    for true_w, w, true_mu, mu, true_sigma, sigma in rows:
+        assert abs(w - true_w) < 0.1 and abs(mu - true_mu) < 0.2
+        assert abs(sigma - true_sigma) < 0.15
+    module = load("gmm.py")
+    rng = np.random.default_rng(1)
+    params = {"logits": rng.normal(size=3), "means": rng.normal(size=3),
+              "log_sigmas": 0.3 * rng.normal(size=3)}
+    check_grads(module.negative_log_likelihood, params, module.samples(40, rng))
+    # the mixture density integrates to one, so its likelihood is a true one
+    grid = np.linspace(-12.0, 12.0, 4001)
+    density = [math.exp(-module.negative_log_likelihood(params, np.array([g])))
+               for g in grid]
+    assert sum(density) * (grid[1] - grid[0]) == pytest.approx(1.0, abs=1e-6)
