@@ -147,10 +147,15 @@ register_elementwise(np.arctan2, lambda y, x, r: x / (x * x + y * y),
 register_elementwise(np.logaddexp, lambda x, y, r: np.exp(x - r), lambda x, y, r: np.exp(y - r))
 register_elementwise(np.logaddexp2, lambda x, y, r: np.exp2(x - r),
                      lambda x, y, r: np.exp2(y - r))
+register_elementwise(np.exp2, lambda x, r: r * np.log(2.0))
+# x % y == x - y * floor(x / y)
+register_elementwise(np.remainder, lambda x, y, r: 1.0, lambda x, y, r: -np.floor_divide(x, y))
 register_elementwise(np.hypot, lambda x, y, r: x / r, lambda x, y, r: y / r)
 # ties: the first argument takes the gradient, as numpy returns it
 register_elementwise(np.maximum, lambda x, y, r: (x >= y) * 1.0, lambda x, y, r: (x < y) * 1.0)
 register_elementwise(np.minimum, lambda x, y, r: (x <= y) * 1.0, lambda x, y, r: (x > y) * 1.0)
+register_elementwise(np.fmax, lambda x, y, r: (x >= y) * 1.0, lambda x, y, r: (x < y) * 1.0)
+register_elementwise(np.fmin, lambda x, y, r: (x <= y) * 1.0, lambda x, y, r: (x > y) * 1.0)
 
 
 def _inside(a, lo, hi):
@@ -272,6 +277,17 @@ register_vjp(np.squeeze, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a))
 register_vjp(np.expand_dims, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
 register_vjp(np.broadcast_to, lambda g, r, a, *args, **kw: unbroadcast(g, np.shape(a)))
 register_vjp(np.copy, lambda g, r, a, *args, **kw: g)
+register_vjp(np.flip, lambda g, r, m, axis=None: np.flip(g, axis))
+
+
+def _cumsum_vjp(g, r, a, axis=None, dtype=None, out=None):
+    # each input reaches every later output: a cumulative sum from the end
+    if axis is None:
+        return np.cumsum(np.ravel(g)[::-1])[::-1].reshape(np.shape(a))
+    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+
+register_vjp(np.cumsum, _cumsum_vjp)
 register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
 
 
@@ -313,6 +329,9 @@ ARRAY_RULES[np.vstack] = lambda tape, tup, **kw: _concatenate_rule(
     tape, [np.atleast_2d(primal_of(x)) if not is_active(x) else
            (x if np.ndim(primal_of(x)) >= 2 else _reshape(tape, x, (1, -1))) for x in tup],
     axis=0)
+
+ARRAY_RULES[np.hstack] = lambda tape, tup, **kw: _concatenate_rule(
+    tape, tup, axis=0 if all(np.ndim(primal_of(x)) == 1 for x in tup) else 1)
 
 
 def _reshape(tape, x, shape):
@@ -403,7 +422,8 @@ def _binary(ufunc, reflected=False):
 
 
 for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
-                      ("truediv", np.true_divide), ("pow", np.power), ("matmul", np.matmul)):
+                      ("truediv", np.true_divide), ("pow", np.power), ("matmul", np.matmul),
+                      ("mod", np.remainder), ("floordiv", np.floor_divide)):
     setattr(ArrayDual, f"__{_name}__", _binary(_ufunc))
     setattr(ArrayDual, f"__r{_name}__", _binary(_ufunc, reflected=True))
 ArrayDual.__neg__ = lambda self: ARRAY_RULES[np.negative](_tape(), self)

@@ -113,6 +113,13 @@ def running_tape():
 
 def dispatch(func, args, kwargs):
     """Run numpy ``func`` on arguments holding duals through its rule."""
+    if kwargs.get("out") is not None:
+        # y += x or np.add(a, x, out=y) writes a differentiated value into an array that
+        # cannot hold its derivative (and that other names may alias): refused, not lost
+        raise NotDifferentiableError(
+            "an in-place numpy operation (y += x, y *= x, or out=) with a differentiated "
+            "operand would write a derivative into a plain array; write y = y + x instead",
+            *user_location())
     rule = ARRAY_RULES.get(func)
     if rule is None:
         name = getattr(func, "__name__", None) or repr(func)
