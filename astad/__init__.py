@@ -13,12 +13,13 @@ from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnava
 from .primitives import register_scalar
 from .array_rules import register_elementwise, register_vjp
 from . import calls as _calls  # noqa: F401  (installs ad.rev)
+from .custom import custom_vjp, stop_gradient
 from . import testing  # noqa: F401  (astad.testing.check_grads)
 from .display import show
 
 __version__ = "0.1.0"
 
 __all__ = ["reverse_diff", "DiffFunction", "Pullback", "register_scalar", "register_vjp",
-           "register_elementwise", "AstadError",
+           "register_elementwise", "custom_vjp", "stop_gradient", "AstadError",
            "InputError", "NotDifferentiableError", "SourceUnavailableError",
            "UnsupportedSyntaxError", "show", "testing", "__version__"]

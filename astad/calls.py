@@ -43,7 +43,7 @@ _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.map, builtins.filter, builtins.bool, builtins.str, builtins.repr,
                builtins.format, builtins.hash, builtins.id, builtins.int, builtins.round,
                builtins.getattr, builtins.setattr, builtins.hasattr, builtins.callable,
-               builtins.issubclass, builtins.divmod, dataclasses.replace,
+               builtins.issubclass, dataclasses.replace,
                dataclasses.astuple, dataclasses.asdict, copy.copy, copy.deepcopy,
                object.__setattr__, object.__delattr__, object.__getattribute__, builtins.vars,
                builtins.isinstance, builtins.type, builtins.iter}
@@ -63,9 +63,11 @@ def _guarded(f, reason: str = ""):
                              "registered primitive")
             raise NotDifferentiableError(
                 f"a differentiated value is passed to {name!r}, which astad cannot "
-                f"differentiate ({why}). Register its derivative with "
-                "astad.register_scalar, or pass it only values that do not depend on the "
-                "differentiated inputs", *user_location())
+                f"differentiate ({why}). Give astad its derivative with "
+                f"astad.register_scalar({name}, d_dx, ...) for a function of floats, or "
+                "astad.register_vjp / @astad.custom_vjp (README: Custom derivatives); or "
+                "pass it only values that do not depend on the differentiated inputs",
+                *user_location())
         return f(*args, **kwargs)
     return call
 
@@ -148,15 +150,15 @@ def _reason(exc: AstadError) -> str:
 
 def rev(f):
     """The transformed version of callable ``f``, taking the tape as first argument."""
-    transformed = getattr(f, "_astad_transformed", None)  # an astad-decorated function
-    if transformed is not None and type(f) is not types.MethodType:
-        return transformed()
-    try:
+    try:  # a registered rule first: a custom derivative wins over the function's source
         name = PRIMITIVES.get(f)
     except TypeError:  # unhashable callable
         name = None
     if name is not None:
         return getattr(ad, name)
+    transformed = getattr(f, "_astad_transformed", None)  # an astad-decorated function
+    if transformed is not None and type(f) is not types.MethodType:
+        return transformed()
     t = type(f)
     if t in (types.FunctionType, types.MethodType) and \
             (getattr(f, "__module__", None) or "").startswith("astad."):

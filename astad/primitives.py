@@ -213,6 +213,16 @@ def floordiv(tape, a, b):
 _register("floordiv", floordiv, operator.floordiv)
 
 
+def divmod_(tape, a, b):
+    """divmod(x, y) is (x // y, x % y): a constant quotient and a differentiable rest."""
+    if type(a) is not Dual and type(b) is not Dual:
+        return builtins.divmod(a, b)
+    return floordiv(tape, a, b), ad.mod(tape, a, b)
+
+
+_register("divmod", divmod_, builtins.divmod)
+
+
 def _pow_partials(x, y, r, need_y: bool):
     """Partials of x ** y. d/dx = y x^(y-1); d/dy = r log x (0 where r == 0)."""
     if x != 0.0:

@@ -1,0 +1,241 @@
+"""Custom derivatives: ``custom_vjp`` (in the style of ``jax.custom_vjp``) and
+``stop_gradient``.
+
+A function with a custom derivative is a primitive like ``math.sin``: it is registered in
+the same table (``primitives.PRIMITIVES``, rules in the ``ad`` namespace), so generated
+code calls its rule directly, and ``calls.rev`` finds it wherever the function is passed
+around. Astad defines some of its own primitives this way (``math.dist`` below).
+
+The rule runs the user's ``fwd`` on primal values (no duals reach user code), gives every
+float leaf of the result a tape slot (interleave, as for a gradient's arguments), and
+records one entry whose backward step rebuilds the result's cotangent, calls the user's
+``bwd`` and adds the cotangents it returns into the arguments' slots (seed). Arguments and
+results may be any structure astad walks: floats, lists, tuples, dicts, named tuples,
+dataclasses, float numpy arrays.
+
+Tape layout for a call at index ``c``: a float result is the entry ``c`` itself. A
+structured result has the entry at ``c`` and one slot per float leaf after it; those
+slots' entries only note (in ``arrays``) that entry ``c`` must run, so the sweep reaches
+it even when the result's cotangents sum to zero. Every consumer of the result comes
+later on the tape, so its cotangents are complete when the sweep reaches ``c``.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import re
+
+from .errors import AstadError, NotDifferentiableError, user_location
+from .primitives import PRIMITIVES, _register, ad
+from .runtime import Dual, current, new_dual
+from .structure import Interleaving, build_gradient, contains_dual, primal, seed
+
+
+class _Trigger:
+    """Marks in ``arrays`` that a custom entry has a non-zero cotangent to pull back."""
+
+    __slots__ = ()
+
+
+_TRIGGER = _Trigger()
+_RULE_NAMES: set = set()
+
+
+def _rule_name(fn) -> str:
+    """A deterministic identifier for the ``ad`` namespace (generated code shows it)."""
+    base = "custom_" + re.sub(r"\W", "_", getattr(fn, "__qualname__", None)
+                              or getattr(fn, "__name__", None) or "fn")
+    name, k = base, 1
+    while name in _RULE_NAMES or hasattr(ad, name):
+        k += 1
+        name = f"{base}_{k}"
+    _RULE_NAMES.add(name)
+    return name
+
+
+def _is_active(value) -> bool:
+    return type(value) is Dual or (type(value) is not float and contains_dual(value))
+
+
+class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp)
+    """Give ``fn`` a derivative of your own: astad calls it instead of transforming ``fn``.
+
+        @astad.custom_vjp
+        def f(x, y): ...
+
+        def f_fwd(x, y):              # same arguments as f
+            return f(x, y), residuals   # the result, and what bwd needs
+
+        def f_bwd(residuals, g):      # g: the cotangent of the result, shaped like it
+            return (g_x, g_y)         # one cotangent per positional argument
+
+        f.defvjp(f_fwd, f_bwd)
+
+    ``fn`` may be any callable, also one without Python source (a C function,
+    ``scipy.special.gammaln``): ``custom_vjp(fn)`` returns a wrapper, and after
+    ``defvjp`` differentiated code that calls ``fn`` itself uses the rule too.
+    ``fwd`` and ``bwd`` see plain values, never astad's duals. Arguments passed by
+    keyword are matched to their parameters first (as JAX does); keyword-only arguments
+    are constants. A cotangent of ``None`` (for an argument, a leaf or a subtree) means
+    zero; cotangents of arguments that hold no float are ignored.
+    """
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise AstadError(f"custom_vjp needs a callable, got {fn!r}")
+        functools.update_wrapper(self, fn, updated=())
+        self.fn = fn
+        self.fwd = self.bwd = None
+        try:
+            self._signature = inspect.signature(fn)
+        except (TypeError, ValueError):  # some C functions have none
+            self._signature = None
+        self._name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+        self._rule = functools.partial(_custom_rule, self)
+        self._rule_name = _rule_name(fn)
+        _register(self._rule_name, self._rule, self)
+
+    def defvjp(self, fwd, bwd):
+        """Set the forward (``fwd(*args) -> (result, residuals)``) and backward
+        (``bwd(residuals, g) -> tuple of cotangents``) halves; returns ``self``."""
+        if not (callable(fwd) and callable(bwd)):
+            raise AstadError(f"{self._name}.defvjp needs two callables (fwd, bwd)")
+        self.fwd, self.bwd = fwd, bwd
+        try:  # the wrapped callable itself, wherever differentiated code calls it
+            _register(self._rule_name, self._rule, self.fn)
+        except TypeError:  # unhashable: only the wrapper is registered
+            pass
+        return self
+
+    def __call__(self, *args, **kwargs):
+        tape = current.tape
+        if tape is not None and (contains_dual(args) or contains_dual(kwargs)):
+            return self._rule(tape, *args, **kwargs)  # reached from untransformed code
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<astad.custom_vjp of {self._name}>"
+
+    # -- the rule's steps --------------------------------------------------------------
+    def _positional(self, args, kwargs):
+        """Keyword arguments moved to their positions (defaults filled in, as in JAX)."""
+        if not kwargs or self._signature is None:
+            return args, kwargs
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return bound.args, {name: value for name, value in bound.kwargs.items()
+                            if name in kwargs}  # keyword-only arguments as given
+
+    def _forward(self, args, kwargs):
+        if self.fwd is None:
+            raise NotDifferentiableError(
+                f"{self._name} is a custom_vjp function without a derivative yet: call "
+                f"{getattr(self.fn, '__name__', 'f')}.defvjp(fwd, bwd) before "
+                "differentiating it", *user_location())
+        out = self.fwd(*args, **kwargs)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise AstadError(f"the fwd of {self._name} must return a pair (result, "
+                             f"residuals), got {type(out).__name__}")
+        result, residuals = out
+        if contains_dual(result) or contains_dual(residuals):
+            raise NotDifferentiableError(
+                f"the fwd of {self._name} computed with a differentiated value that is not "
+                "one of its arguments (read from an enclosing scope?): pass that value as "
+                "an argument so its derivative is accounted for", *user_location())
+        return result, residuals
+
+    def _cotangents(self, residuals, g, n: int):
+        cotangents = self.bwd(residuals, g)
+        if not isinstance(cotangents, tuple) or len(cotangents) != n:
+            got = (f"a tuple of {len(cotangents)}" if isinstance(cotangents, tuple)
+                   else type(cotangents).__name__)
+            raise AstadError(
+                f"the bwd of {self._name} must return a tuple with one cotangent per "
+                f"positional argument ({n}), got {got}")
+        return cotangents
+
+
+def _custom_rule(custom: custom_vjp, tape, *args, **kwargs):
+    """D of a call to a custom_vjp function (see the module docstring)."""
+    args, kwargs = custom._positional(args, kwargs)
+    for name, value in kwargs.items():
+        if contains_dual(value):
+            raise NotDifferentiableError(
+                f"keyword-only argument {name!r} of {custom._name} holds a differentiated "
+                "value; custom derivatives are taken with respect to positional arguments",
+                *user_location())
+    active = [k for k, a in enumerate(args) if _is_active(a)]
+    if not active:
+        return custom.fn(*args, **kwargs)
+    values = [a.v if type(a) is Dual else primal(a) for a in args]
+    result, residuals = custom._forward(values, kwargs)
+    # a snapshot of each structured argument's duals: later mutation of a list the
+    # function was given must not change where the cotangents go
+    snapshot = Interleaving(tape)
+    inputs = tuple(snapshot.copy_constant(a) if k in active and type(a) is not Dual else a
+                   for k, a in enumerate(args))
+    c = len(tape)
+    if isinstance(result, float):
+        d = new_dual(Dual)
+        d.v = float(result)
+        d.i = c
+        tape.append((_backward, tuple(active), (custom, residuals, None, inputs)))
+        return d
+    tape.append(None)  # the entry, filled in once the result's slots are known
+    out, plan = Interleaving(tape).interleave(result, f"the result of {custom._name}")
+    if len(tape) == c + 1:  # no float in the result: nothing to differentiate
+        del tape[c]
+        return result
+    for slot in range(c + 1, len(tape)):
+        tape[slot] = (_note, c, None)
+    tape[c] = (_backward, tuple(active), (custom, residuals, plan, inputs))
+    return out
+
+
+def _note(adjoint, arrays, k, entry, _):
+    """A slot of a structured custom result has a cotangent: entry ``entry`` must run."""
+    arrays[entry] = _TRIGGER
+
+
+def _backward(adjoint, arrays, k, active, context):
+    custom, residuals, plan, inputs = context
+    if plan is None:
+        g = adjoint[k]
+    else:
+        arrays.pop(k, None)
+        g = build_gradient(plan, adjoint, arrays)
+    cotangents = custom._cotangents(residuals, g, len(inputs))
+    for position in active:
+        seed(inputs[position], cotangents[position], adjoint, arrays,
+             f"argument {position} of {custom._name} (as its bwd returned it)")
+
+
+# -- stop_gradient ------------------------------------------------------------------------
+def stop_gradient(x):
+    """``x`` as a constant: its value, with no derivative flowing back through it.
+
+    Works on floats, arrays and any structure astad walks; outside a gradient call (or on
+    values that are not differentiated) it returns ``x`` itself.
+    """
+    return primal(x) if contains_dual(x) else x
+
+
+_register("stop_gradient", lambda tape, x: stop_gradient(x), stop_gradient)
+
+
+# -- astad's own primitives, defined the way users define theirs ---------------------------
+def _dist_fwd(p, q):
+    r = math.dist(p, q)
+    return r, (p, q, r)
+
+
+def _dist_bwd(residuals, g):
+    # d|p - q| / dp = (p - q) / |p - q|; at p == q, 0 (the subgradient abs also picks)
+    p, q, r = residuals
+    scale = g / r if r else 0.0
+    gp = [(a - b) * scale for a, b in zip(p, q)]
+    return gp, [-x for x in gp]
+
+
+custom_vjp(math.dist).defvjp(_dist_fwd, _dist_bwd)
