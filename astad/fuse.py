@@ -215,8 +215,11 @@ class Fuser:
                     child = "-1.0" if g == "1.0" else f"-{g}"
                 elif g == "1.0":
                     child = f"({local})"
-                else:
+                elif g == "-1.0" or re.fullmatch(r"-?[\d.]+", local):
                     child = f"{g} * ({local})"
+                else:  # a zero adjoint is dropped, even before an infinite or NaN partial,
+                    # exactly as the sweep skips a zero adjoint (runtime.sweep)
+                    child = f"({g} * ({local}) if {g} else 0.0)"
                 if isinstance(operand, Op) and child not in ("1.0", "-1.0") \
                         and not re.fullmatch(r"-?[A-Za-z_]\w*", child):
                     var = f"g{counter[0]}"

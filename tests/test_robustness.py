@@ -1,0 +1,509 @@
+"""Robustness: bad input, NaN and infinity, exceptions in user code, cotangents of the
+wrong shape, non-smooth points, threads, gradients inside differentiated code, repeated
+calls, and recursion 10^4 deep.
+
+Every documented choice tested here is listed in docs/supported.md ("Non-smooth points",
+"NaN and infinity"); values are hand-derived, from finite differences or from the
+forward-mode oracle (tests/forward_mode.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import operator
+import os
+import threading
+import traceback
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+import astad
+from astad import runtime
+from forward_mode import Fwd, fmath
+from oracles import assert_grad_close, central_fd
+from test_structured import run_deep
+
+BOTH = pytest.mark.parametrize("preaccumulate", [True, False], ids=["fused", "unfused"])
+
+
+def ad(fn, preaccumulate=True, **options):
+    return astad.reverse_diff(fn, preaccumulate=preaccumulate, **options)
+
+
+def line_of(fn, text: str) -> int:
+    """The line number in this file of the line of ``fn`` that contains ``text``."""
+    import inspect
+    lines, first = inspect.getsourcelines(fn)
+    return next(first + k for k, line in enumerate(lines) if text in line)
+
+
+# ---------------------------------------------------------------------------------------
+# Bad input
+
+def scale(x):
+    return x * 2.0
+
+
+@pytest.mark.parametrize("value", ["abc", None, object(), Fraction(1, 2), Decimal("1.5"),
+                                   True, [], ("a", 1)],
+                         ids=["str", "None", "object", "Fraction", "Decimal", "bool",
+                              "empty list", "tuple without float"])
+def test_no_float_to_differentiate_is_an_input_error_showing_the_value(value):
+    with pytest.raises(astad.InputError) as info:
+        ad(scale).grad(value)
+    message = str(info.value)
+    assert "scale: no argument chosen for differentiation holds a float" in message
+    assert repr(value)[:20] in message
+
+
+def test_an_int_is_refused_with_a_hint_to_pass_a_float():
+    with pytest.raises(astad.InputError, match=r"pass 3\.0 instead of 3"):
+        ad(scale).grad(3)
+
+
+@pytest.mark.parametrize("args, path", [((1 + 2j,), "args[0]"), (([1.0, 2j],), "args[0][1]"),
+                                        (({"k": 1j, "m": 1.0},), "args[0]['k']")])
+def test_complex_numbers_are_refused_naming_where(args, path):
+    def total(x):
+        return x * 2.0 if not isinstance(x, (list, dict)) else 1.0
+    with pytest.raises(astad.InputError) as info:
+        ad(total).grad(*args)
+    assert f"{path} is a complex number" in str(info.value)
+    assert "real floats only" in str(info.value)
+
+
+def mixes_complex(x, c):
+    return x * c
+
+
+def test_a_complex_constant_meeting_a_differentiated_value_is_refused_at_its_line():
+    with pytest.raises(astad.NotDifferentiableError) as info:
+        ad(mixes_complex, argnums=0).grad(1.5, 2j)
+    err = info.value
+    assert "'*' between a float and complex" in str(err)
+    assert (err.filename, err.lineno) == (__file__, line_of(mixes_complex, "x * c"))
+
+
+def adds(x, y):
+    z = x * 3.0
+    return z + y
+
+
+@pytest.mark.parametrize("bad", ["abc", None, object(), [1.0]],
+                         ids=["str", "None", "object", "list"])
+def test_a_non_number_where_a_float_is_expected_raises_pythons_own_error(bad):
+    """The original function's TypeError, unchanged, raised from the user's line (the
+    innermost frame outside astad: generated code keeps the user's file and lines)."""
+    with pytest.raises(TypeError) as expected:
+        adds(1.0, bad)
+    with pytest.raises(TypeError) as info:
+        ad(adds).grad(1.0, bad)
+    assert str(info.value) == str(expected.value)
+    assert innermost_user_frame(info.value) == (__file__, line_of(adds, "return z + y"),
+                                                "return z + y")
+
+
+def innermost_user_frame(exc):
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.sep + "astad" + os.sep not in f.filename and f.filename != "<astad rule>"]
+    return frames[-1].filename, frames[-1].lineno, frames[-1].line
+
+
+# ---------------------------------------------------------------------------------------
+# NaN and infinity: IEEE arithmetic on the primal and on the partials
+
+def product(x, y):
+    return x * y
+
+
+def difference_with_itself(x):
+    return x - x
+
+
+def sign_branch(x):
+    if x > 0.0:
+        return x * 2.0
+    return -x
+
+
+@BOTH
+def test_nan_and_infinity_propagate_as_ieee_arithmetic_says(preaccumulate):
+    f = ad(product, preaccumulate)
+    value, grad = f.value_and_grad(math.nan, 2.0)
+    assert math.isnan(value)
+    assert grad[0] == 2.0 and math.isnan(grad[1])    # d/dx = y, d/dy = x
+    value, grad = f.value_and_grad(math.inf, 2.0)
+    assert value == math.inf and grad == (2.0, math.inf)
+    value, grad = f.value_and_grad(math.inf, 0.0)     # inf * 0 is nan; d/dx = 0
+    assert math.isnan(value) and grad == (0.0, math.inf)
+    value, grad = ad(difference_with_itself, preaccumulate).value_and_grad(math.inf)
+    assert math.isnan(value) and grad == 0.0           # 1 - 1
+    # a comparison with nan is False, as in Python: the else branch
+    assert ad(sign_branch, preaccumulate).grad(math.nan) == -1.0
+
+
+def test_a_nan_cotangent_propagates():
+    _, pullback = ad(product).vjp(1.0, 2.0)
+    gx, gy = pullback(math.nan)
+    assert math.isnan(gx) and math.isnan(gy)
+
+
+def exp_of(x):
+    return math.exp(x) + 1.0
+
+
+def sqrt_of(x):
+    return math.sqrt(x) * 2.0
+
+
+@pytest.mark.parametrize("fn, arg", [(exp_of, 1000.0), (sqrt_of, -1.0)])
+def test_math_errors_are_pythons_own(fn, arg):
+    with pytest.raises((OverflowError, ValueError)) as expected:
+        fn(arg)
+    with pytest.raises(type(expected.value)) as info:
+        ad(fn).grad(arg)
+    assert str(info.value) == str(expected.value)
+
+
+# ---------------------------------------------------------------------------------------
+# Exceptions in user code during the forward pass
+
+def fails_midway(x, log, fail):
+    y = x * 2.0
+    log.append(y)
+    if fail:
+        raise KeyError("no such key")
+    return y * y
+
+
+def test_an_exception_in_user_code_propagates_unchanged_and_leaves_nothing_behind():
+    f = ad(fails_midway, argnums=0)
+    log: list = []
+    with pytest.raises(KeyError) as info:
+        f.grad(1.5, log, True)
+    assert info.value.args == ("no such key",)
+    assert innermost_user_frame(info.value)[:2] == (__file__,
+                                                    line_of(fails_midway, "raise KeyError"))
+    # the caller's list ends as the original leaves it: a plain float, no dual
+    assert log == [3.0] and type(log[0]) is float
+    assert runtime.current.tape is None
+    # the next call is correct: d/dx (2x)^2 = 8x
+    assert f.value_and_grad(1.5, [], False) == (9.0, 12.0)
+
+
+def inner_raises(x):
+    if x > 1.0:
+        raise ValueError(f"too big: {x}")
+    return x * x
+
+
+def catches(x):
+    total = 0.0
+    for k in range(3):
+        try:
+            total += inner_raises(x + k)
+        except ValueError:
+            total += 1.0
+    # operator overloading (code astad did not transform) needs the right tape after
+    return functools.reduce(operator.mul, [total, x], 1.0)
+
+
+def test_an_exception_caught_inside_differentiated_code_leaves_the_gradient_correct():
+    f = ad(catches)
+    x = 0.25   # k = 0 runs, k = 1, 2 raise: total = x^2 + 2, result x^3 + 2x
+    assert f.value_and_grad(x) == pytest.approx((x ** 3 + 2 * x, 3 * x * x + 2.0),
+                                                rel=1e-15)
+
+
+# ---------------------------------------------------------------------------------------
+# Cotangents of the wrong shape: an InputError saying where
+
+@dataclasses.dataclass
+class Pair:
+    left: float
+    right: list
+
+
+def structured(x):
+    return {"a": [x, x * 2.0], "b": Pair(x, [x, 3.0])}
+
+
+@pytest.mark.parametrize("cotangent, where", [
+    ({"a": [1.0], "b": None}, "the cotangent at result['a'] should be a list of length 2"),
+    ({"a": [1.0, 2.0]}, "result"),
+    ({"a": [1.0, "x"], "b": None}, "the cotangent at result['a'][1] should be a float"),
+    ({"a": None, "b": Pair(1.0, [1.0, 2.0, 3.0])}, "result['b'].right"),
+    ({"a": None, "b": [1.0, 2.0]}, "result['b']"),
+    (1.0, "result"),
+])
+def test_a_cotangent_of_the_wrong_shape_names_where(cotangent, where):
+    _, pullback = ad(structured).vjp(2.0)
+    with pytest.raises(astad.InputError) as info:
+        pullback(cotangent)
+    assert where in str(info.value)
+    # and the pullback still works with a good cotangent
+    assert pullback({"a": [1.0, 1.0], "b": Pair(1.0, [1.0, 0.0])}) == 1.0 + 2.0 + 1.0 + 1.0
+
+
+# ---------------------------------------------------------------------------------------
+# Non-smooth points: the documented choices (docs/supported.md)
+
+def relu(x):
+    return max(x, 0.0)
+
+
+def relu_constant_first(x):
+    return max(0.0, x)
+
+
+def max2(x, y):
+    return max(x, y)
+
+
+def min2(x, y):
+    return min(x, y)
+
+
+def max_list(x, y, z):
+    return max([x, y, z])
+
+
+def absolute(x):
+    return abs(x) * 3.0
+
+
+def math_fabs(x):
+    return math.fabs(x) * 3.0
+
+
+def sqrt_plain(x):
+    return math.sqrt(x)
+
+
+def cbrt_plain(x):
+    return math.cbrt(x)
+
+
+def asin_plain(x):
+    return math.asin(x)
+
+
+def acos_plain(x):
+    return math.acos(x)
+
+
+def half_power(x):
+    return x ** 0.5
+
+
+def square(x):
+    return x ** 2
+
+
+def hypot_atan2(x, y):
+    return math.hypot(x, y) + math.atan2(y, x)
+
+
+def power_negative_base(x, y):
+    return x ** y
+
+
+def sqrt_times_zero(x):
+    return math.sqrt(x) * 0.0
+
+
+def scaled_sqrt(x, y):
+    return y * math.sqrt(x) + 1.0
+
+
+def sqrt_of_square(x):
+    return math.sqrt(x * x)
+
+
+NON_SMOOTH = [
+    (absolute, (0.0,), 0.0),                  # abs has derivative 0 at 0
+    (math_fabs, (0.0,), 0.0),
+    (relu, (0.0,), 1.0),                      # max on a tie: Python returns the first
+    (relu_constant_first, (0.0,), 0.0),
+    (max2, (1.0, 1.0), (1.0, 0.0)),
+    (min2, (1.0, 1.0), (1.0, 0.0)),
+    (max_list, (2.0, 2.0, 2.0), (1.0, 0.0, 0.0)),
+    (sqrt_plain, (0.0,), math.inf),           # vertical tangents: an infinite derivative
+    (cbrt_plain, (0.0,), math.inf),
+    (asin_plain, (1.0,), math.inf),
+    (acos_plain, (1.0,), -math.inf),
+    (half_power, (0.0,), math.inf),
+    (square, (0.0,), 0.0),
+    (hypot_atan2, (0.0, 0.0), (0.0, 0.0)),    # 0 at the origin
+    (power_negative_base, (-2.0, 2.0), (-4.0, math.nan)),  # d/dy of x ** y, x < 0
+    (sqrt_times_zero, (0.0,), 0.0),           # a zero cotangent is never propagated,
+    (scaled_sqrt, (0.0, 0.0), (0.0, 0.0)),    # even through an infinite partial
+    (scaled_sqrt, (0.0, 2.0), (math.inf, 0.0)),
+    (sqrt_of_square, (0.0,), math.nan),       # inf * 0: write abs(x) instead
+]
+
+
+@BOTH
+@pytest.mark.parametrize("fn, args, expected", NON_SMOOTH,
+                         ids=[f"{c[0].__name__}{c[1]}" for c in NON_SMOOTH])
+def test_non_smooth_points_follow_the_documented_choice(fn, args, expected, preaccumulate):
+    assert_grad_close(ad(fn, preaccumulate).grad(*args), expected, rtol=0.0, atol=0.0)
+
+
+def test_the_forward_mode_oracle_makes_the_same_choices():
+    """The oracle's conventions at abs and max agree with astad's (so the fuzzer could
+    use them, although it rejects inputs near such points)."""
+    assert abs(Fwd(0.0, 1.0)).t == 0.0
+    assert max(Fwd(1.0, 1.0), Fwd(1.0, 0.0)).t == 1.0
+    assert fmath.hypot(Fwd(0.0, 1.0), 0.0).t == 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# Threads, reentrancy, repeated calls
+
+@dataclasses.dataclass
+class Model:
+    w: float
+    b: float
+
+
+def loss(m, xs):
+    total = 0.0
+    for x in xs:
+        err = math.tanh(m.w * x + m.b) - 0.5
+        total += err * err
+    return total / len(xs)
+
+
+def chain(x, n):
+    if n == 0:
+        return x
+    return math.sin(chain(x, n - 1)) + 0.1 * x
+
+
+def reduce_product(xs):
+    return functools.reduce(operator.mul, xs, 1.0)   # operator overloading on duals
+
+
+def test_gradients_from_8_threads_at_once_are_all_correct():
+    def helper(a, b):          # a new function object: transformed on first use, in
+        return a * math.exp(-b * b)   # the threads, concurrently
+
+    def uses_helper(x, y):
+        return helper(x, y) + helper(y, x)
+
+    jobs = [
+        (ad(loss, argnums=0), lambda k: (Model(0.1 * k, -0.2), [0.5, 1.0 + k, -0.3])),
+        (ad(chain, argnums=0), lambda k: (0.1 + 0.05 * k, 20 + k)),
+        (ad(reduce_product), lambda k: ([1.0 + 0.1 * k, 2.0, -0.5, 0.25 * k],)),
+        (ad(uses_helper), lambda k: (0.3 * k, 0.7 - 0.1 * k)),
+    ]
+    start = threading.Barrier(8)
+    results: dict = {}
+    errors: list = []
+
+    def worker(t):
+        try:
+            start.wait()
+            for round_ in range(25):
+                for j, (f, make) in enumerate(jobs):
+                    k = (t + round_) % 8
+                    results.setdefault((t, j, k), []).append(f.value_and_grad(*make(k)))
+        except BaseException as exc:  # reported in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert runtime.current.tape is None
+    for (t, j, k), got in results.items():
+        f, make = jobs[j]
+        args = make(k)
+        serial = f.value_and_grad(*make(k))
+        for value_and_grad in got:       # every thread's every call: bit-identical
+            assert value_and_grad == serial
+        expected = central_fd(f, args, 0 if j < 3 and len(args) == 2 else None)
+        if j == 2:
+            expected = central_fd(f, args)
+        elif j == 3:
+            expected = central_fd(f, args, (0, 1))
+        assert_grad_close(serial[1], expected, rtol=1e-6, atol=1e-8)
+
+
+def inner_objective(w, c):
+    return (w - c) ** 2 + 0.1 * w ** 4
+
+
+inner = astad.reverse_diff(inner_objective, argnums=0)
+
+
+def outer_objective(x, c):
+    """An inner optimisation loop: gradient descent on ``inner`` with a constant c, then
+    a differentiated use of the minimiser."""
+    w = 0.0
+    for _ in range(60):
+        w = w - 0.1 * inner.grad(w, c)
+    return x * w + math.sin(x) * inner(w, c)
+
+
+def test_a_gradient_computed_inside_a_differentiated_function_is_correct():
+    outer = ad(outer_objective, argnums=0)
+    value, grad = outer.value_and_grad(1.5, 2.0)
+    assert value == outer_objective(1.5, 2.0)
+    assert grad == pytest.approx(central_fd(outer_objective, (1.5, 2.0), 0), rel=1e-7)
+    assert runtime.current.tape is None
+
+
+def outer_uses_x(x):
+    return inner.grad(x, 1.0)
+
+
+def test_a_differentiated_value_reaching_an_inner_gradient_is_refused():
+    """No gradient of a gradient: an error, never a gradient recorded on the wrong tape."""
+    with pytest.raises(astad.AstadError, match="higher-order"):
+        ad(outer_uses_x).grad(1.5)
+    assert runtime.current.tape is None
+
+
+def test_repeated_calls_give_identical_results():
+    f = ad(loss, argnums=(0, 1))
+    args = (Model(0.3, -0.1), [0.5, 1.5, -2.0])
+    first = f.value_and_grad(*args)
+    for _ in range(5):
+        assert f.value_and_grad(*args) == first
+    value, pullback = f.vjp(*args)
+    assert value == first[0]
+    assert pullback(1.0) == first[1] and pullback(1.0) == first[1]
+    assert pullback(2.0)[1] == [2.0 * g for g in first[1][1]]
+
+
+# ---------------------------------------------------------------------------------------
+# Recursion 10^4 deep
+
+DEPTH = 10_000
+
+
+def deep(x, n):
+    if n == 0:
+        return x
+    return 0.5 * math.sin(deep(x, n - 1)) + 0.01 * x
+
+
+def test_a_recursion_10_to_the_4_deep_works_with_the_limit_the_original_needs():
+    # hand-derived: y_0 = x, y_k = 0.5 sin(y_{k-1}) + 0.01 x,
+    # dy_k/dx = 0.5 cos(y_{k-1}) dy_{k-1} + 0.01
+    x, y, dy = 0.7, 0.7, 1.0
+    for _ in range(DEPTH):
+        y, dy = 0.5 * math.sin(y) + 0.01 * x, 0.5 * math.cos(y) * dy + 0.01
+    f = ad(deep, argnums=0)
+    frames = DEPTH + 20
+    assert run_deep(lambda: deep(x, DEPTH), frames) == y   # what the original needs
+    value, grad = run_deep(lambda: f.value_and_grad(x, DEPTH), frames)
+    assert value == y
+    assert grad == pytest.approx(dy, rel=1e-12)
