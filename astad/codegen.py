@@ -34,10 +34,14 @@ _COMMENT_MARK = "@astad-comment@"
 class Transformed:
     """A transformed function: callable as ``rev(tape, *args, **kwargs)``."""
 
-    def __init__(self, rev, source: str, dependencies: list):
+    def __init__(self, rev, source: str, dependencies: list, floats=None, arity: int = -1):
         self.rev = rev
         self.source = source
         self.dependencies = dependencies
+        # straight-line functions: ``floats(*args) -> (value, gradients)`` for a call with
+        # ``arity`` float arguments (straightline.py); None otherwise
+        self.floats = floats
+        self.arity = arity
 
     def still_valid(self) -> bool:
         """False once a global this code was specialised on has been rebound."""
@@ -85,8 +89,8 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
     names = Names(all_names | local_names | set(fn.__code__.co_names))
     normalize(node, names.temp)
     local_names = bound_names(node)
-    node, dependencies, rules = transform(node, fn, local_names, names, preaccumulate,
-                                          as_method)
+    node, dependencies, rules, straight = transform(node, fn, local_names, names,
+                                                    preaccumulate, as_method, parsed.filename)
     function_ast = gast.gast_to_ast(node)
     ast.fix_missing_locations(function_ast)
     compiled_rules = _compile_rules(rules, parsed.filename)
@@ -97,7 +101,16 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
         source += (f"\n\n# line {rule.lineno}, preaccumulated: {line}\n"
                    f"# one tape entry with the partials of the whole expression\n"
                    + ast.unparse(rule) + "\n")
-    return Transformed(rev, source, dependencies)
+    floats, arity = None, -1
+    if straight is not None:
+        function, text = straight
+        floats = _compile_rules([(function.name, function)], parsed.filename)[function.name]
+        # a traceback through it names the user's function, as one through ``rev`` does
+        floats.__code__ = floats.__code__.replace(co_name=fn.__name__)
+        arity = fn.__code__.co_argcount
+        source += ("\n\n# straight-line code: when every argument is a float, value and "
+                   "gradient without a tape\n" + text)
+    return Transformed(rev, source, dependencies, floats, arity)
 
 
 def _compile_rules(rules: list, filename: str) -> dict:

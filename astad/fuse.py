@@ -58,6 +58,89 @@ def _subst(expression: str, names: dict) -> str:
     return _WORD.sub(lambda m: names[m.group(1)], expression)
 
 
+def differentiate(tree, values: dict, counter: list) -> tuple:
+    """Reverse mode over one expression tree, at transform time.
+
+    ``values`` maps each leaf's index to the variable holding its value; ``counter`` numbers
+    the temporaries (``t0``, ``g1``...), shared when several trees go into one function.
+    Return the lines computing the primal (the same operations in Python's order), the
+    variable holding the result, and for each leaf index the expressions whose sum is the
+    partial derivative of the result with respect to that leaf.
+    """
+    lines: list = []
+
+    def primal(n) -> str:
+        """Emit the primal computation of ``n``; return the variable holding it."""
+        if isinstance(n, Const):
+            return repr(n.value)
+        if isinstance(n, Leaf):
+            return values[n.index]
+        operands = [primal(o) for o in n.operands]
+        var = f"t{counter[0]}"
+        counter[0] += 1
+        n.var, n.inputs = var, operands
+        if n.rule == "pow":
+            expression = f"{operands[0]} ** {n.exponent!r}"
+        elif n.rule in BINARY_RULES:
+            expression = _subst(BINARY_RULES[n.rule][0],
+                                {"x": operands[0], "y": operands[1], "r": var})
+        else:
+            expression = _subst(UNARY_RULES[n.rule][0], {"x": operands[0], "r": var})
+        lines.append(f"{var} = {expression}")
+        return var
+
+    result = primal(tree)
+    partials: dict = {}  # leaf index -> list of expressions to add
+
+    def local_partials(n) -> list:
+        if n.rule == "pow":
+            c = n.exponent
+            if c == 0:
+                return ["0.0"]
+            if c == 1:
+                return ["1.0"]
+            if c == 2:
+                return [f"2.0 * {n.inputs[0]}"]
+            return [f"{c!r} * {n.inputs[0]} ** {c - 1!r}"]
+        if n.rule in BINARY_RULES:
+            names = {"x": n.inputs[0], "y": n.inputs[1], "r": n.var}
+            return [_subst(e, names) for e in BINARY_RULES[n.rule][1:]]
+        return [_subst(UNARY_RULES[n.rule][1], {"x": n.inputs[0], "r": n.var})]
+
+    def adjoint(n, g: str) -> None:
+        """Push adjoint expression ``g`` of ``n`` down to the leaves (a tree: no sums
+        except where a leaf is used more than once)."""
+        if isinstance(n, Const):
+            return
+        if isinstance(n, Leaf):
+            partials.setdefault(n.index, []).append(g)
+            return
+        for operand, local in zip(n.operands, local_partials(n)):
+            if isinstance(operand, Const):
+                continue
+            if local == "1.0":
+                child = g
+            elif local == "-1.0":
+                child = "-1.0" if g == "1.0" else f"-{g}"
+            elif g == "1.0":
+                child = f"({local})"
+            elif g == "-1.0" or re.fullmatch(r"-?[\d.]+", local):
+                child = f"{g} * ({local})"
+            else:  # a zero adjoint is dropped, even before an infinite or NaN partial,
+                # exactly as the sweep skips a zero adjoint (runtime.sweep)
+                child = f"({g} * ({local}) if {g} else 0.0)"
+            if isinstance(operand, Op) and child not in ("1.0", "-1.0") \
+                    and not re.fullmatch(r"-?[A-Za-z_]\w*", child):
+                var = f"g{counter[0]}"
+                counter[0] += 1
+                lines.append(f"{var} = {child}")
+                child = var
+            adjoint(operand, child)
+
+    adjoint(tree, "1.0")
+    return lines, result, partials
+
+
 class Fuser:
     """Finds fusible groups for one function and writes their rules."""
 
@@ -157,78 +240,7 @@ class Fuser:
         params = [f"a{leaf.index}" for leaf in leaves]
         values = {leaf.index: f"x{leaf.index}" for leaf in leaves}
         maybe_active = [leaf for leaf in leaves if active(leaf.node)]
-        lines: list = []
-        counter = [0]
-
-        def primal(n) -> str:
-            """Emit the primal computation of ``n``; return the variable holding it."""
-            if isinstance(n, Const):
-                return repr(n.value)
-            if isinstance(n, Leaf):
-                return values[n.index]
-            operands = [primal(o) for o in n.operands]
-            var = f"t{counter[0]}"
-            counter[0] += 1
-            n.var, n.inputs = var, operands
-            if n.rule == "pow":
-                expression = f"{operands[0]} ** {n.exponent!r}"
-            elif n.rule in BINARY_RULES:
-                expression = _subst(BINARY_RULES[n.rule][0],
-                                    {"x": operands[0], "y": operands[1], "r": var})
-            else:
-                expression = _subst(UNARY_RULES[n.rule][0], {"x": operands[0], "r": var})
-            lines.append(f"{var} = {expression}")
-            return var
-
-        result = primal(tree)
-        partials: dict = {}  # leaf index -> list of expressions to add
-
-        def local_partials(n) -> list:
-            if n.rule == "pow":
-                c = n.exponent
-                if c == 0:
-                    return ["0.0"]
-                if c == 1:
-                    return ["1.0"]
-                if c == 2:
-                    return [f"2.0 * {n.inputs[0]}"]
-                return [f"{c!r} * {n.inputs[0]} ** {c - 1!r}"]
-            if n.rule in BINARY_RULES:
-                names = {"x": n.inputs[0], "y": n.inputs[1], "r": n.var}
-                return [_subst(e, names) for e in BINARY_RULES[n.rule][1:]]
-            return [_subst(UNARY_RULES[n.rule][1], {"x": n.inputs[0], "r": n.var})]
-
-        def adjoint(n, g: str) -> None:
-            """Push adjoint expression ``g`` of ``n`` down to the leaves (a tree: no sums
-            except where a leaf is used more than once)."""
-            if isinstance(n, Const):
-                return
-            if isinstance(n, Leaf):
-                partials.setdefault(n.index, []).append(g)
-                return
-            for operand, local in zip(n.operands, local_partials(n)):
-                if isinstance(operand, Const):
-                    continue
-                if local == "1.0":
-                    child = g
-                elif local == "-1.0":
-                    child = "-1.0" if g == "1.0" else f"-{g}"
-                elif g == "1.0":
-                    child = f"({local})"
-                elif g == "-1.0" or re.fullmatch(r"-?[\d.]+", local):
-                    child = f"{g} * ({local})"
-                else:  # a zero adjoint is dropped, even before an infinite or NaN partial,
-                    # exactly as the sweep skips a zero adjoint (runtime.sweep)
-                    child = f"({g} * ({local}) if {g} else 0.0)"
-                if isinstance(operand, Op) and child not in ("1.0", "-1.0") \
-                        and not re.fullmatch(r"-?[A-Za-z_]\w*", child):
-                    var = f"g{counter[0]}"
-                    counter[0] += 1
-                    lines.append(f"{var} = {child}")
-                    child = var
-                adjoint(operand, child)
-
-        adjoint(tree, "1.0")
+        lines, result, partials = differentiate(tree, values, [0])
         checks = [f"type(a{leaf.index}) is Dual" for leaf in maybe_active] + [
             f"type(a{leaf.index}) in NUMBER" for leaf in leaves if leaf not in maybe_active]
         unpack = [f"x{leaf.index} = a{leaf.index}.v" if leaf in maybe_active

@@ -28,6 +28,7 @@ from .calls import is_numpy_callable
 from .fuse import Fuser
 from .normalize import INPLACE
 from .primitives import PRIMITIVES, TAPELESS_BUILTINS
+from .straightline import write_straight_line
 
 _BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
                 gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow"}
@@ -219,14 +220,19 @@ def _property_names(fn) -> set:
 
 
 def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = True,
-              as_method: bool = False) -> tuple:
+              as_method: bool = False, filename: str = "") -> tuple:
     """Apply D to ``root`` (a normalized gast.FunctionDef).
 
-    Return the new tree, the global bindings it was specialised on, and the fused rules
-    written for it (statement-level preaccumulation, fuse.py, unless turned off).
+    Return the new tree, the global bindings it was specialised on, the fused rules
+    written for it (statement-level preaccumulation, fuse.py, unless turned off), and for
+    a straight-line function of floats its tapeless value-and-gradient function
+    (straightline.py; ``(ast.FunctionDef, text)`` or None).
     """
     activity = Activity(root, local_names)
     rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate)
+    straight = None
+    if preaccumulate and not as_method:  # (before the rewriter changes the tree)
+        straight = write_straight_line(root, rewriter.static_rule_name, filename)
     root.decorator_list = []
     root.args.defaults = []
     root.args.kw_defaults = [None] * len(root.args.kwonlyargs)
@@ -245,7 +251,7 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
         root.args.args.insert(position - len(root.args.posonlyargs), tape)
     gast.fix_missing_locations(root)
     rules = rewriter.fuser.rules if rewriter.fuser is not None else []
-    return root, rewriter.dependencies, rules
+    return root, rewriter.dependencies, rules, straight
 
 
 __all__ = ["transform", "Names", "bound_names"]

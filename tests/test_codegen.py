@@ -191,3 +191,156 @@ def test_nested_defs_lambdas_and_comprehensions_share_the_tape():
     # total = x^2 * sum(y^2) = 14 x^2; max term = 3 x
     assert g.grad(x, ys)[0] == pytest.approx(28 * x + 3.0)
     assert g.grad(x, ys)[1] == pytest.approx([2 * x * x * y for y in ys[:2]] + [2 * x * x * 3 + x])
+
+
+# -- straight-line functions of floats: value and gradient without a tape (straightline.py)
+
+def rotate_x(q0, q1, q2, q3, v0, v1, v2):
+    s = q3
+    udotv = q0 * v0 + q1 * v1 + q2 * v2
+    udotu = q0 * q0 + q1 * q1 + q2 * q2
+    cross_x = q1 * v2 - q2 * v1
+    return 2.0 * udotv * q0 + (s * s - udotu) * v0 + 2.0 * s * cross_x
+
+
+def mixed_ops(x, y, z):
+    """A docstring is allowed."""
+    a = math.sin(x) * y - z / 2
+    b = -a ** 3 + math.exp(y * z)
+    a = a + b * math.log(z)  # a reassigned: the earlier value stays in use above
+    k = 2
+    return math.tanh(a) * k + b / x
+
+
+def unused_sqrt(x):
+    y = math.sqrt(x)
+    return 0.0 * y + x
+
+
+STRAIGHT_CASES = [
+    (figure1, (1.5, -2.0)),
+    (rotate_x, (1.1, 2.2, 3.3, 4.4, 5.5, 6.6, 7.7)),
+    (mixed_ops, (0.7, -0.3, 1.9)),
+    (unused_sqrt, (0.0,)),
+]
+
+
+@pytest.mark.parametrize("fn, args", STRAIGHT_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_straight_line_code_agrees_with_the_tape(fn, args):
+    entry = codegen.build(fn)
+    assert entry.floats is not None
+    fast = astad.reverse_diff(fn)
+    taped = astad.reverse_diff(fn, preaccumulate=False)
+    value, grads = fast.value_and_grad(*args)
+    want_value, want_grads = taped.value_and_grad(*args)
+    assert value == want_value
+    want_grads = want_grads if isinstance(want_grads, tuple) else (want_grads,)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    assert grads == pytest.approx(want_grads, rel=1e-13, abs=1e-15)
+    # and the vjp (always the tape) agrees with it
+    _, pullback = fast.vjp(*args)
+    again = pullback(1.0)
+    assert (again if isinstance(again, tuple) else (again,)) == pytest.approx(grads, rel=1e-13)
+
+
+def test_straight_line_rotate_hand_values():
+    value, grads = astad.reverse_diff(rotate_x).value_and_grad(1.1, 2.2, 3.3, 4.4, 5.5, 6.6, 7.7)
+    assert value == pytest.approx(71.874)
+    assert grads == pytest.approx((91.96, 58.08, -77.44, 38.72, 4.84, -24.2, 26.62))
+
+
+def test_straight_line_mixed_ops_against_finite_differences():
+    args = [0.7, -0.3, 1.9]
+    grads = astad.reverse_diff(mixed_ops).grad(*args)
+    for k in range(3):
+        h = 1e-6
+        plus, minus = list(args), list(args)
+        plus[k] += h
+        minus[k] -= h
+        fd = (mixed_ops(*plus) - mixed_ops(*minus)) / (2 * h)
+        assert grads[k] == pytest.approx(fd, rel=1e-6)
+
+
+def test_straight_line_zero_adjoint_skips_an_infinite_partial():
+    # d/dx sqrt(x) is inf at 0, but its adjoint is 0: the sweep contributes nothing
+    assert astad.reverse_diff(unused_sqrt).grad(0.0) == 1.0
+
+
+def test_straight_line_falls_back_for_non_float_arguments():
+    f = astad.reverse_diff(figure1)
+    assert f.grad(2, 3.0) == astad.reverse_diff(figure1, preaccumulate=False).grad(2, 3.0)
+    assert f.grad(np_float := type("F", (float,), {})(2.0), 3.0) == (7.0, 2.0)
+    assert type(np_float) is not float
+
+
+def test_straight_line_argnums_select_gradients():
+    assert astad.reverse_diff(figure1, argnums=1).grad(1.5, -2.0) == 1.5
+    assert astad.reverse_diff(figure1, argnums=(1, 0)).grad(1.5, -2.0) == (1.5, 1.0)
+    assert astad.reverse_diff(figure1, argnums=(0,)).grad(1.5, -2.0) == (1.0,)
+
+
+def test_straight_line_errors_are_the_primals_at_the_users_line():
+    def divides(x, y):
+        z = x * y
+        return x / (z - z)
+    f = astad.reverse_diff(divides)
+    assert codegen.build(divides).floats is not None
+    with pytest.raises(ZeroDivisionError) as info:
+        f.grad(1.0, 2.0)
+    frames = [fr for fr in traceback.extract_tb(info.tb) if fr.filename == __file__]
+    assert frames[-1].line == "return x / (z - z)"
+
+
+def test_only_straight_line_bodies_get_the_tapeless_code():
+    assert codegen.build(dot).floats is None          # a loop
+    assert codegen.build(branchy).floats is None      # control flow
+    assert codegen.build(figure1, preaccumulate=False).floats is None
+
+    def calls_user_code(x):
+        return figure1(x, x) * 2.0
+    assert codegen.build(calls_user_code).floats is None
+
+    def returns_its_argument(x):
+        return x
+    assert astad.reverse_diff(returns_its_argument).grad(3.0) == 1.0
+
+
+def test_straight_line_code_follows_a_rebound_global(tmp_path, monkeypatch):
+    (tmp_path / "straight_rebind.py").write_text(
+        "import math\nsin = math.sin\n\n\ndef h(x):\n    y = sin(x) * 2.0\n    return y * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import straight_rebind
+    h = astad.reverse_diff(straight_rebind.h)
+    assert codegen.build(straight_rebind.h).floats is not None
+    x = 0.5
+    assert h.grad(x) == pytest.approx(2 * math.cos(x) * x + 2 * math.sin(x))
+    straight_rebind.sin = math.cos
+    assert h.grad(x) == pytest.approx(-2 * math.sin(x) * x + 2 * math.cos(x))
+
+
+FIGURE1_STRAIGHT = '''
+    # straight-line code: when every argument is a float, value and gradient without a tape
+    def figure1_floats(a0, a1):
+        # a0 = x, a1 = y
+        if type(a0) is not float or type(a1) is not float:
+            return None  # not all floats: the transformed code runs instead
+        # z = x + y
+        t0 = a0 + a1
+        # return x * z
+        t1 = a0 * t0
+        # backward: the sweep of the entries above, last first
+        da1 = 0.0
+        # return x * z
+        da0 = t0
+        dt0 = a0
+        # z = x + y
+        if dt0:
+            da0 += dt0
+            da1 += dt0
+        return t1, (da0, da1)
+'''
+
+
+def test_straight_line_source_snapshot():
+    source = astad.reverse_diff(figure1).source
+    assert source.endswith(textwrap.dedent(FIGURE1_STRAIGHT))
