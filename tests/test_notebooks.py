@@ -1,0 +1,84 @@
+"""Every notebook under ``notebooks/`` runs cell by cell in a fresh ``python3`` kernel with
+nbclient, so that none goes stale, and is committed without outputs."""
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert {p.name for p in NOTEBOOKS} >= {"tour.ipynb", "sum_types.ipynb",
+                                           "performance.ipynb"}
+
+
+@pytest.fixture
+def python3_kernel_is_this_interpreter(tmp_path, monkeypatch):
+    """Make the ``python3`` kernelspec run ``sys.executable``, whatever else is installed.
+
+    In a fresh virtualenv ``python3`` already resolves to the environment's own ipykernel
+    (its kernelspec is installed under ``sys.prefix``, and jupyter_client runs
+    ``sys.executable`` for a kernelspec whose command is plain ``python``). A kernelspec in
+    the user's or the system's Jupyter paths could still name another interpreter, one
+    without this checkout of astad; a spec first on ``JUPYTER_PATH`` rules that out.
+    """
+    from ipykernel.kernelspec import write_kernel_spec
+    write_kernel_spec(tmp_path / "kernels" / "python3")  # its argv[0] is sys.executable
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+
+
+def execute(path: Path):
+    import nbclient  # the test extra: pip install -e '.[test]'
+    import nbformat
+    notebook = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=120,
+                                     resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as error:
+        pytest.fail(f"{path.name}: a cell raised an error:\n{error}")
+    return notebook
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs_without_errors(path, python3_kernel_is_this_interpreter):
+    notebook = execute(path)
+    errors = [output for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.get("outputs", []) if output.output_type == "error"]
+    assert not errors, f"{path.name}: cells produced errors: {errors}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_committed_notebook_has_no_outputs(path):
+    import nbformat
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, \
+                f"{path.name}: clear the outputs before committing"
+
+
+def test_performance_notebook_without_peers_or_matplotlib(tmp_path, monkeypatch,
+                                                           python3_kernel_is_this_interpreter):
+    # packages that fail to import, first on the kernel's path: as if not installed
+    blocked = tmp_path / "blocked"
+    for name in ("autograd", "jax", "torch", "matplotlib"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(
+            f"raise ImportError('{name} is blocked for this test')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(blocked), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    notebook = execute(ROOT / "notebooks" / "performance.ipynb")
+    text = "".join(output.get("text", "") for cell in notebook.cells
+                   if cell.cell_type == "code" for output in cell.outputs)
+    assert "peers: none" in text
+    assert "matplotlib is not installed: the table above is the result" in text
+    table = [line.split() for line in text.splitlines() if line.split()[:1] in
+             (["10"], ["30"], ["100"], ["300"])]
+    assert [row[0] for row in table] == ["10", "30", "100", "300"]
+    assert all(len(row) == 3 for row in table)  # n, primal, astad
+    assert not any(output.get("data", {}).get("image/png") for cell in notebook.cells
+                   if cell.cell_type == "code" for output in cell.outputs)
