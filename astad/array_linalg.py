@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_rules import register_vjp
+from .array_rules import NEW_ARRAYS, RESULT_KIND, register_vjp
 from .arrays import ARRAY_RULES, cotangent, accumulate, is_active, new_array, new_scalar, \
     parent_of, primal_of, unbroadcast
 from .errors import NotDifferentiableError, user_location
@@ -106,6 +106,8 @@ register_vjp(np.linalg.solve, _solve_a, lambda g, r, a, b: np.linalg.solve(_swap
 register_vjp(np.linalg.inv, lambda g, r, a: -_swap(r) @ g @ _swap(r))
 register_vjp(np.linalg.det, lambda g, r, a: (np.asarray(g) * r)[..., None, None]
              * _swap(np.linalg.inv(a)))
+RESULT_KIND.update(dict.fromkeys((np.matmul, np.dot, np.inner, np.outer, np.linalg.solve,
+                                  np.linalg.inv, np.linalg.det), NEW_ARRAYS))
 
 
 # -- einsum, with explicit subscripts -----------------------------------------------------

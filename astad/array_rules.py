@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
-                     new_scalar, parent_of, primal_of, unbroadcast)
+                     new_scalar, parent_of, primal_of, running_tape, unbroadcast)
 from .errors import NotDifferentiableError, user_location
 from .primitives import PRIMITIVES, ad
 from .runtime import Dual
@@ -30,8 +30,22 @@ def _require(fn, derivatives, k) -> None:
 
 def _elementwise_backward(adjoint, arrays, k, parents, partials):
     g = cotangent(adjoint, arrays, k)
-    for parent, partial in zip(parents, partials):
-        accumulate(adjoint, arrays, parent, unbroadcast(g * partial, parent[1]))
+    owned = type(g) is np.ndarray  # popped from ``arrays``: nobody else holds it
+    last = len(parents) - 1
+    for position, (parent, partial) in enumerate(zip(parents, partials)):
+        reuse = owned and position == last  # g is not needed after this: use its buffer
+        if type(partial) is float:
+            if partial == 1.0:
+                value, fresh = g, reuse
+            else:
+                value, fresh = (np.multiply(g, partial, out=g) if reuse else g * partial), True
+        elif reuse and type(partial) is np.ndarray and partial.shape == g.shape and \
+                partial.dtype == g.dtype:
+            value, fresh = np.multiply(g, partial, out=g), True
+        else:
+            value, fresh = g * partial, True
+        reduced = unbroadcast(value, parent[1])
+        accumulate(adjoint, arrays, parent, reduced, fresh or reduced is not value)
 
 
 def register_elementwise(fn, *partials):
@@ -40,16 +54,25 @@ def register_elementwise(fn, *partials):
     ``partials[k](*args, result)`` gives d result / d args[k] element by element (for
     arrays or floats). Broadcasting between arguments is handled.
     """
+    n_partials = len(partials)
+
     def rule(tape, *args, **kwargs):
-        values = [primal_of(a) for a in args]
+        values = [a.v if type(a) is ArrayDual or type(a) is Dual else a for a in args]
         result = fn(*values, **kwargs)
         parents, local = [], []
+        scalars_only = True
         for k, a in enumerate(args):
-            if is_active(a):
-                _require(fn, partials, k)
-                parents.append(parent_of(a))
+            t = type(a)
+            if t is ArrayDual or t is Dual:
+                if k >= n_partials or partials[k] is None:
+                    _require(fn, partials, k)
+                if t is ArrayDual:
+                    scalars_only = False
+                    parents.append((a.i, a.v.shape, a.v.dtype))
+                else:
+                    parents.append((a.i, None, None))
                 local.append(partials[k](*values, result))
-        if np.ndim(result) == 0 and all(p[1] is None for p in parents):
+        if scalars_only and type(result) is not np.ndarray:
             # scalars only: an ordinary scalar entry (fast sweep path)
             entry = []
             for parent, partial in zip(parents, local):
@@ -57,7 +80,7 @@ def register_elementwise(fn, *partials):
             if not entry:
                 return result
             d = Dual.__new__(Dual)
-            d.v, d.i = result, len(tape)
+            d.v, d.i = float(result), len(tape)
             tape.append(tuple(entry))
             return d
         # numpy gives a scalar for 0-d operands: a scalar dual then, as numpy would
@@ -67,11 +90,20 @@ def register_elementwise(fn, *partials):
     return fn
 
 
+# What astad's own vjps return, so the sweep can keep it instead of copying it:
+# NEW_ARRAYS, arrays made by the vjp alone; VIEWS_OF_G, views of the cotangent g (of a
+# function with one differentiable argument). A user's vjp may return anything: copied.
+NEW_ARRAYS, VIEWS_OF_G = "new arrays", "views of g"
+RESULT_KIND: dict = {}
+
+
 def _vjp_backward(adjoint, arrays, k, parents, context):
-    vjps, result, values, kwargs = context
+    vjps, result, values, kwargs, kind = context
     g = cotangent(adjoint, arrays, k)
+    fresh = kind is NEW_ARRAYS or (kind is VIEWS_OF_G and type(g) is np.ndarray)
     for position, parent in parents:
-        accumulate(adjoint, arrays, parent, vjps[position](g, result, *values, **kwargs))
+        accumulate(adjoint, arrays, parent, vjps[position](g, result, *values, **kwargs),
+                   fresh)
 
 
 def register_vjp(fn, *vjps):
@@ -81,6 +113,8 @@ def register_vjp(fn, *vjps):
     ``fn`` may be a numpy function (numpy's dispatch finds the rule) or the user's own
     Python function (differentiated code then calls the rule instead of transforming it).
     """
+    RESULT_KIND.pop(fn, None)  # (astad's own rules say what their vjps return)
+
     def rule(tape, *args, **kwargs):
         values = [primal_of(a) for a in args]
         result = fn(*values, **kwargs)
@@ -95,7 +129,7 @@ def register_vjp(fn, *vjps):
                     "arrays, not inside a list", *user_location())
         record = new_array if type(result) is np.ndarray else new_scalar
         return record(tape, result, _vjp_backward, tuple(parents),
-                      (vjps, result, values, kwargs))
+                      (vjps, result, values, kwargs, RESULT_KIND.get(fn)))
     ARRAY_RULES[fn] = rule
     if not _is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev)
         name = f"vjp_{getattr(fn, '__name__', 'fn')}_{id(fn):x}"
@@ -289,6 +323,12 @@ def _cumsum_vjp(g, r, a, axis=None, dtype=None, out=None):
 
 register_vjp(np.cumsum, _cumsum_vjp)
 register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
+RESULT_KIND.update(dict.fromkeys(
+    (np.clip, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std,
+     np.linalg.norm, np.trace, np.cumsum), NEW_ARRAYS))
+RESULT_KIND.update(dict.fromkeys(
+    (np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.broadcast_to,
+     np.copy, np.flip, np.asarray), VIEWS_OF_G))
 
 
 # -- building arrays from pieces ----------------------------------------------------------
@@ -409,9 +449,7 @@ def getitem(tape, x, index):
 ArrayDual.__getitem__ = lambda self, index: getitem(_tape(), self, index)
 
 
-def _tape():
-    from .arrays import running_tape
-    return running_tape()
+_tape = running_tape
 
 
 # -- operators and methods on ArrayDual ---------------------------------------------------

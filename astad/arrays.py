@@ -176,16 +176,24 @@ def cotangent(adjoint, arrays, k):
     return adjoint[k] if g is None else g
 
 
-def accumulate(adjoint, arrays, parent, value) -> None:
+def accumulate(adjoint, arrays, parent, value, fresh=False) -> None:
     """Add cotangent ``value`` into ``parent``'s slot: a float slot for a scalar dual
-    (summed), an owned array for an array dual (shaped by the caller)."""
+    (summed), an owned array for an array dual (shaped by the caller).
+
+    ``fresh``: the caller made ``value`` and keeps no other reference to it, so the
+    first contribution is stored as it is instead of copied (one pass and one
+    allocation fewer per operation on large arrays)."""
     index, shape, dtype = parent
     if shape is None:  # a scalar dual
         adjoint[index] += float(np.sum(value))
         return
     existing = arrays.get(index)
     if existing is None:
-        arrays[index] = np.array(np.broadcast_to(value, shape), dtype=dtype)  # owned copy
+        if type(value) is np.ndarray and value.shape == shape:
+            arrays[index] = value if fresh and value.dtype == dtype and \
+                value.flags.writeable else value.astype(dtype)  # a copy
+        else:
+            arrays[index] = np.array(np.broadcast_to(value, shape), dtype=dtype)  # a copy
     else:
         existing += value
 
@@ -198,16 +206,16 @@ def parent_of(value):
 
 
 def unbroadcast(g, shape):
-    """Sum ``g`` over the axes numpy broadcast to reach it from ``shape``."""
-    if shape is None or np.shape(g) == shape:
+    """Sum ``g`` over the axes numpy broadcast to reach it from ``shape`` (one pass)."""
+    if shape is None or (g.shape if type(g) is np.ndarray else np.shape(g)) == shape:
         return g
     g = np.asarray(g)
-    while g.ndim > len(shape):
-        g = g.sum(axis=0)
-    for axis, size in enumerate(shape):
-        if size == 1 and g.shape[axis] != 1:
-            g = g.sum(axis=axis, keepdims=True)
-    return g
+    lead = g.ndim - len(shape)
+    if lead < 0:  # g is a scalar or has fewer axes: numpy broadcasts it on use
+        return g
+    axes = tuple(range(lead)) + tuple(lead + axis for axis, size in enumerate(shape)
+                                      if size == 1 and g.shape[lead + axis] != 1)
+    return g.sum(axis=axes).reshape(shape) if axes else g
 
 
 def interleave_array(value, tape):
