@@ -22,8 +22,12 @@ import sys
 import textwrap
 import types
 import weakref
+from collections.abc import Callable
+from typing import Any, TextIO, TypeVar
 
 __all__ = ["show", "html", "attach", "sources"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _decorated(f):
@@ -37,7 +41,7 @@ def _decorated(f):
     return reverse_diff(f)
 
 
-def sources(f):
+def sources(f: Callable[..., Any]) -> tuple[list[tuple[int, str]], str, str]:
     """``(original, generated, title)`` for a decorated (or plain) function ``f``.
 
     ``original`` is a list of ``(line_number, text)`` pairs (empty when the source
@@ -70,7 +74,8 @@ def _short_path(filename: str) -> str:
 
 
 # -- terminal -------------------------------------------------------------------------------
-def show(f, file=None, *, width=None, layout="auto"):
+def show(f: Callable[..., Any], file: TextIO | None = None, *, width: int | None = None,
+         layout: str = "auto") -> None:
     """Print ``f``'s original source and the code astad generated from it.
 
     ``layout`` is ``"side"`` (two columns), ``"stacked"`` (original above generated) or
@@ -163,7 +168,8 @@ def _highlight(code: str, first_line: int | None):
         from pygments.lexers import PythonLexer
     except ImportError:
         return None
-    options = dict(noclasses=True, style="default", prestyles="margin: 0; padding: 0.5em; font-size: 0.85em")
+    options = dict(noclasses=True, style="default",
+                   prestyles="margin: 0; padding: 0.5em; font-size: 0.85em")
     if first_line is not None:
         options.update(linenos="inline", linenostart=first_line)
     return highlight(code, PythonLexer(), HtmlFormatter(**options))
@@ -177,7 +183,7 @@ def _plain(code: str, first_line: int | None) -> str:
     return f'<pre style="{_PRE}">{_html.escape(code)}</pre>'
 
 
-def html(f, *, highlight=True) -> str:
+def html(f: Callable[..., Any], *, highlight: bool = True) -> str:
     """An HTML fragment with ``f``'s original source and the generated code side by side
     (stacked when the page is narrow), syntax-highlighted with pygments if installed."""
     original, generated, title = sources(f)
@@ -195,7 +201,7 @@ def html(f, *, highlight=True) -> str:
 
 
 # -- notebooks ------------------------------------------------------------------------------
-def attach(fn_wrapper):
+def attach(fn_wrapper: F) -> F:
     """Give a decorated function a ``_repr_html_`` attribute (``html(fn_wrapper)``), so
     that a notebook cell ending in it shows the original and generated code. Returns
     ``fn_wrapper``. The attribute holds the function through a weak reference (no

@@ -26,7 +26,9 @@ import copy
 import dataclasses
 import inspect
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -53,9 +55,9 @@ class GradCheck:
     max_rel_error: float              # over every comparison (value and direction too)
     max_abs_error: float
     scalar_result: bool               # False: checked through the adjoint identity
-    comparisons: list = field(default_factory=list, repr=False)  # every Mismatch record
+    comparisons: list[Mismatch] = field(default_factory=list, repr=False)  # every one made
 
-    def __str__(self):
+    def __str__(self) -> str:
         one = self.checked == 1
         how = ("gradient entry" if one else "gradient entries") if self.scalar_result else \
             ("entry of J^T w" if one else "entries of J^T w")
@@ -325,8 +327,10 @@ def _step(x: float, eps: float, dtype) -> float:
 
 
 # -- check_grads ----------------------------------------------------------------------------
-def check_grads(f, *args, rtol=1e-5, atol=1e-7, eps=1e-6, argnums=None, kwargs=None,
-                max_elements=20, seed=0):
+def check_grads(f: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: float = 1e-7,
+                eps: float = 1e-6, argnums: int | Sequence[int] | None = None,
+                kwargs: Mapping[str, Any] | None = None, max_elements: int = 20,
+                seed: int = 0) -> GradCheck:
     """Check astad's gradient of ``f`` at ``args`` against central finite differences.
 
     ``f`` is a function decorated with ``astad.reverse_diff`` (its ``argnums`` apply
@@ -426,46 +430,8 @@ def check_grads(f, *args, rtol=1e-5, atol=1e-7, eps=1e-6, argnums=None, kwargs=N
 
     # 3. a random direction over every float of the chosen arguments
     if leaves and (sampled_out or not scalar):
-        directions = {}
-        for steps, leaf in leaves:
-            if isinstance(leaf, np.ndarray):
-                directions[steps] = rng.standard_normal(leaf.shape)
-            else:
-                directions[steps] = float(rng.standard_normal())
-        scale = max(1.0, max(float(np.max(np.abs(leaf))) if isinstance(leaf, np.ndarray)
-                             and leaf.size else abs(float(leaf)) if not isinstance(
-                                 leaf, np.ndarray) else 0.0 for _, leaf in leaves))
-        h = eps * scale
-        if any(isinstance(leaf, np.ndarray) and leaf.dtype != np.float64
-               for _, leaf in leaves):
-            h = max(h, float(np.finfo(np.float32).eps) ** (1.0 / 3.0) * scale)
-        moved = {}
-
-        def along(sign):
-            def change(steps, x):
-                v = directions.get(steps)
-                if v is None:
-                    return x
-                if isinstance(x, np.ndarray):
-                    new = (x + sign * h * v).astype(x.dtype)
-                    moved.setdefault(sign, {})[steps] = new.astype(float)
-                    return new
-                new = x + sign * h * v
-                if type(x) is not float:  # a float subclass (numpy float64, ...)
-                    new = type(x)(new)
-                moved.setdefault(sign, {})[steps] = float(new)
-                return new
-            return change
-
-        plus, minus = objective(along(1.0)), objective(along(-1.0))
-        fd = (plus - minus) / (2.0 * h)
-        ad_value = 0.0
-        for steps, leaf in leaves:
-            g_leaf = _get(gradients[steps[0][1]], steps[1:], _format_path("args", steps[:1]))
-            delta = np.asarray(moved[1.0][steps]) - np.asarray(moved[-1.0][steps])
-            ad_value += float(np.sum(np.asarray(g_leaf, dtype=float) * delta)) / (2.0 * h)
-        comparisons.append(("<J^T w, v> (random direction v)" if not scalar else
-                            "<gradient, v> (random direction v)", ad_value, fd))
+        comparisons.append(_along_random_direction(objective, leaves, gradients, eps, rng,
+                                                   scalar))
 
     # verdict
     records = [Mismatch(path, a, b, _rel_error(a, b, atol)) for path, a, b in comparisons]
@@ -478,6 +444,52 @@ def check_grads(f, *args, rtol=1e-5, atol=1e-7, eps=1e-6, argnums=None, kwargs=N
         raise AssertionError(_report(name, failed, n_entries, scalar, rtol, atol, eps,
                                      sampled_out, seed))
     return GradCheck(name, n_entries, max_rel, max_abs, scalar, records)
+
+
+def _along_random_direction(objective, leaves, gradients, eps, rng, scalar):
+    """(label, astad, fd) for one random direction ``v`` over every float leaf: astad's
+    ``<J^T w, v>`` (or ``<gradient, v>``) against the central difference of the
+    objective along ``v``. It covers the array elements not checked one by one."""
+    directions = {}
+    for steps, leaf in leaves:
+        if isinstance(leaf, np.ndarray):
+            directions[steps] = rng.standard_normal(leaf.shape)
+        else:
+            directions[steps] = float(rng.standard_normal())
+    scale = max([1.0] + [float(np.max(np.abs(leaf))) if isinstance(leaf, np.ndarray)
+                         else abs(float(leaf)) for _, leaf in leaves
+                         if not isinstance(leaf, np.ndarray) or leaf.size])
+    h = eps * scale
+    if any(isinstance(leaf, np.ndarray) and leaf.dtype != np.float64 for _, leaf in leaves):
+        h = max(h, float(np.finfo(np.float32).eps) ** (1.0 / 3.0) * scale)
+    moved = {}  # sign -> steps -> the perturbed leaf as stored (float32 rounds it)
+
+    def along(sign):
+        def change(steps, x):
+            v = directions.get(steps)
+            if v is None:
+                return x
+            if isinstance(x, np.ndarray):
+                new = (x + sign * h * v).astype(x.dtype)
+                moved.setdefault(sign, {})[steps] = new.astype(float)
+                return new
+            new = x + sign * h * v
+            if type(x) is not float:  # a float subclass (numpy float64, ...)
+                new = type(x)(new)
+            moved.setdefault(sign, {})[steps] = float(new)
+            return new
+        return change
+
+    plus, minus = objective(along(1.0)), objective(along(-1.0))
+    fd = (plus - minus) / (2.0 * h)
+    ad_value = 0.0
+    for steps, _ in leaves:
+        g_leaf = _get(gradients[steps[0][1]], steps[1:], _format_path("args", steps[:1]))
+        delta = np.asarray(moved[1.0][steps]) - np.asarray(moved[-1.0][steps])
+        ad_value += float(np.sum(np.asarray(g_leaf, dtype=float) * delta)) / (2.0 * h)
+    label = "<gradient, v> (random direction v)" if scalar else \
+        "<J^T w, v> (random direction v)"
+    return label, ad_value, fd
 
 
 def _central(objective, steps, index, x, h, dtype) -> float:
@@ -531,8 +543,8 @@ def _report(name, failed, total, scalar, rtol, atol, eps, sampled_out, seed) -> 
         lines.append("  " + "  ".join(cell.ljust(widths[c]) if c == 0 else
                                       cell.rjust(widths[c]) for c, cell in enumerate(row)))
     if sampled_out:
-        lines.append(f"  (large arrays were sampled: at most the chosen elements are listed; "
-                     f"the random direction covers every element)")
+        lines.append("  (large arrays were sampled: at most the chosen elements are listed; "
+                     "the random direction covers every element)")
     return "\n".join(lines)
 
 

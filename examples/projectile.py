@@ -35,8 +35,10 @@ def flight_range(angle, speed, drag):
         x, y = x_next, y_next
 
 
-def best_angle(speed, drag, low=math.radians(20), high=math.radians(60), steps=40):
-    """The angle where d range / d angle changes sign, by bisection on astad's slope."""
+def best_angle(speed, drag, low=20.0, high=60.0, steps=40):
+    """The angle (radians) where d range / d angle changes sign, by bisection on astad's
+    slope between ``low`` and ``high`` degrees."""
+    low, high = math.radians(low), math.radians(high)
     for _ in range(steps):
         middle = 0.5 * (low + high)
         if flight_range.grad(middle, speed, drag) > 0.0:

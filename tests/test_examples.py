@@ -77,7 +77,7 @@ def test_projectile_best_angle():
     assert out.startswith("OK: flight_range: 1 gradient entry matches")
     rows = [numbers(line) for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert [row[0] for row in rows] == [0.0, 0.005, 0.02]
-    for drag, angle, distance, grid in rows:
+    for _, angle, _, grid in rows:
         assert abs(angle - grid) <= 0.1  # bisection on astad's slope meets the grid search
     angles = [row[1] for row in rows]
     assert abs(angles[0] - 45.0) < 0.2  # no drag: 45 degrees, up to the time step
