@@ -492,10 +492,10 @@ TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
 def _running_tape():
     tape = _current.tape
     if tape is None:
-        raise AstadError(
+        raise NotDifferentiableError(
             "arithmetic on a differentiated value outside a gradient call: a dual escaped "
             "from the call that created it (stored in a global or an object kept after "
-            "the call?)")
+            "the call?)", *user_location())
     return tape
 
 

@@ -19,7 +19,7 @@ import math
 
 import threading
 
-from .errors import AstadError, user_location
+from .errors import NotDifferentiableError, user_location
 
 
 class PrimalView:
@@ -112,25 +112,23 @@ class Dual(PrimalView):
         return self.v.is_integer()
 
     def __getattr__(self, name):
-        raise AstadError(
-            f"float attribute {name!r} of a differentiated value is not supported by astad")
+        if hasattr(float, name):  # a float method with no rule (x.hex(), ...): refuse
+            raise NotDifferentiableError(
+                f"float attribute {name!r} of a differentiated value is not supported by "
+                "astad", *user_location())
+        # what a float says, so that hasattr() and duck typing see a float
+        raise AttributeError(f"'float' object has no attribute {name!r}")
 
     def __float__(self):
-        raise AstadError(
+        raise NotDifferentiableError(
             "a differentiated value was converted to a plain float by code astad did not "
-            f"transform, which would lose its derivative{_where_outside()}. Call that "
-            "function on values that are not differentiated, or register a derivative for "
-            "it with astad.register_scalar.")
+            "transform, which would lose its derivative. Call that function on values that "
+            "are not differentiated, or register a derivative for it with "
+            "astad.register_scalar", *user_location())
 
     def __complex__(self):
-        raise AstadError(f"complex() of a differentiated value{_where_outside()}: astad "
-                         "differentiates real floats only")
-
-
-def _where_outside() -> str:
-    """`` (at file:line)`` of the innermost frame outside astad, for error messages."""
-    filename, lineno, _ = user_location()
-    return f" (at {filename}:{lineno})" if lineno else ""
+        raise NotDifferentiableError("complex() of a differentiated value: astad "
+                                     "differentiates real floats only", *user_location())
 
 
 class _Current(threading.local):

@@ -118,3 +118,36 @@ def test_supported_constructs_pass_the_fence():
         g = lambda t: t * z  # noqa: E731
         return g(x)
     assert f.grad(3.0) == pytest.approx(3.0 * 2.0 + 3.0 * 2.0 + 1.0)
+
+
+def test_nonlocal_of_the_differentiated_functions_own_variable_is_supported():
+    @astad.reverse_diff
+    def f(x):
+        total = 0.0
+
+        def add(v):
+            nonlocal total
+            total = total + v * v
+        for k in range(3):
+            add(x * k)
+        return total
+    # total = x^2 (0 + 1 + 4) = 5 x^2
+    assert f.grad(1.5) == pytest.approx(10.0 * 1.5, rel=1e-15)
+
+
+def test_a_global_statement_is_refused_even_when_only_reading():
+    def reads(x):
+        global COUNTER
+        return x * COUNTER
+    with pytest.raises(astad.UnsupportedSyntaxError, match="'global' statement"):
+        astad.reverse_diff(reads)
+
+
+def test_a_complex_class_pattern_is_refused():
+    def f(x):
+        match x:
+            case complex():
+                return x
+        return x
+    with pytest.raises(astad.UnsupportedSyntaxError, match=r"'complex\(\.\.\.\)' class pattern"):
+        astad.reverse_diff(f)

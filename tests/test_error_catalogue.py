@@ -1,0 +1,341 @@
+"""The error catalogue: every construct astad does not support, and what it says.
+
+For each construct: the error is an astad error of the listed class, its message names
+the construct, and it points at this file, the line and column of the construct, with
+the source line and a caret under the column. Syntax is refused when the function is
+decorated; the other entries when a differentiated value reaches the construct.
+
+docs/supported.md lists the same constructs in its "Not supported" tables; the last
+tests parse that page and compare it with this catalogue, so the two cannot drift.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+
+import astad
+
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                    "supported.md")
+
+
+# ---------------------------------------------------------------------------------------
+# Syntax astad refuses at decoration
+
+def uses_yield(x):
+    yield x * 2.0
+
+
+def uses_yield_from(xs):
+    yield from xs
+
+
+async def uses_async(x):
+    return x
+
+
+def uses_await_inside(x):
+    async def inner():
+        await x
+    return x
+
+
+def uses_global(x):
+    global COUNTER
+    COUNTER = x
+    return x
+
+
+def make_nonlocal():
+    y = 1.0
+
+    def rebinds(x):
+        nonlocal y
+        y = x
+        return x
+    return rebinds
+
+
+def uses_class(x):
+    class Local:
+        pass
+    return x
+
+
+def uses_exec(x):
+    exec("y = 1")
+    return x
+
+
+def uses_eval(x):
+    return eval("x * 2")
+
+
+def uses_compile(x):
+    code = compile("x", "<s>", "eval")
+    return x
+
+
+def uses_float_pattern(x):
+    match x:
+        case float(v):
+            return v
+    return x
+
+
+def uses_int_pattern(x):
+    match x:
+        case int():
+            return x
+    return x
+
+
+# ---------------------------------------------------------------------------------------
+# What astad refuses when a differentiated value reaches it
+
+def uses_c_function(x):
+    return math.gamma(x)
+
+
+def uses_float_method(x):
+    return float.fromhex(x.hex())
+
+
+def uses_complex_constant(x, c):
+    return x * c
+
+
+def uses_complex_call(x):
+    return complex(x, 1.0).real
+
+
+def uses_float_in_library(x):
+    return np.float64(x) * 2.0
+
+
+def squares(xs):
+    for x in xs:
+        yield x * x
+
+
+def uses_generator(x):
+    return sum(squares([x, 2.0]))
+
+
+KEPT = []
+
+
+def keeps_a_dual(x):
+    KEPT.append(x)
+    return x * 2.0
+
+
+def uses_escaped_dual():
+    return KEPT[-1] * 3.0
+
+
+def escaped_dual():
+    astad.reverse_diff(keeps_a_dual).grad(1.5)
+    uses_escaped_dual()
+
+
+@dataclasses.dataclass
+class Entry:
+    construct: str      # as named in docs/supported.md
+    fn: object          # the function holding the construct
+    line: str           # its source line
+    error: type
+    phrase: str         # what the message says about the construct
+    trigger: object = None  # for runtime entries: raises the error
+
+    def run(self):
+        if self.trigger is None:
+            astad.reverse_diff(self.fn)
+        else:
+            self.trigger()
+
+
+def grad_of(fn, *args, **options):
+    return lambda: astad.reverse_diff(fn, **options).grad(*args)
+
+
+SYNTAX = [
+    Entry("yield", uses_yield, "yield x * 2.0", astad.UnsupportedSyntaxError,
+          "'yield' (generator functions)"),
+    Entry("yield from", uses_yield_from, "yield from xs", astad.UnsupportedSyntaxError,
+          "'yield from' (generator functions)"),
+    Entry("async def", uses_async, "async def uses_async(x):", astad.UnsupportedSyntaxError,
+          "'async def' (coroutines)"),
+    Entry("await, async for, async with", uses_await_inside, "async def inner():",
+          astad.UnsupportedSyntaxError, "'async def' (coroutines)"),
+    Entry("global", uses_global, "global COUNTER", astad.UnsupportedSyntaxError,
+          "the 'global' statement"),
+    Entry("nonlocal", make_nonlocal(), "nonlocal y", astad.UnsupportedSyntaxError,
+          "'nonlocal' rebinding of a variable outside the differentiated function"),
+    Entry("class", uses_class, "class Local:", astad.UnsupportedSyntaxError,
+          "a class definition inside a differentiated function"),
+    Entry("exec", uses_exec, 'exec("y = 1")', astad.UnsupportedSyntaxError,
+          "exec(), which runs code astad cannot read"),
+    Entry("eval", uses_eval, 'return eval("x * 2")', astad.UnsupportedSyntaxError,
+          "eval(), which runs code astad cannot read"),
+    Entry("compile", uses_compile, 'code = compile("x", "<s>", "eval")',
+          astad.UnsupportedSyntaxError, "compile(), which builds code astad cannot read"),
+    Entry("case float(...)", uses_float_pattern, "case float(v):",
+          astad.UnsupportedSyntaxError, "a 'float(...)' class pattern in 'match'"),
+    Entry("case int(...)", uses_int_pattern, "case int():", astad.UnsupportedSyntaxError,
+          "a 'int(...)' class pattern in 'match'"),
+]
+
+RUNTIME = [
+    Entry("a function with no source and no derivative (math.gamma)", uses_c_function,
+          "return math.gamma(x)", astad.NotDifferentiableError,
+          "a differentiated value is passed to 'gamma', which astad cannot differentiate",
+          grad_of(uses_c_function, 1.5)),
+    Entry("float methods (x.hex())", uses_float_method, "return float.fromhex(x.hex())",
+          astad.NotDifferentiableError, "float attribute 'hex' of a differentiated value",
+          grad_of(uses_float_method, 1.5)),
+    Entry("complex numbers", uses_complex_constant, "return x * c",
+          astad.NotDifferentiableError, "'*' between a float and complex",
+          grad_of(uses_complex_constant, 1.5, 2j, argnums=0)),
+    Entry("complex()", uses_complex_call, "return complex(x, 1.0).real",
+          astad.NotDifferentiableError, "complex() of a differentiated value",
+          grad_of(uses_complex_call, 1.5)),
+    Entry("float() in code astad did not transform", uses_float_in_library,
+          "return np.float64(x) * 2.0", astad.NotDifferentiableError,
+          "converted to a plain float by code astad did not transform",
+          grad_of(uses_float_in_library, 1.5)),
+    Entry("a generator function called with a differentiated value", uses_generator,
+          "return sum(squares([x, 2.0]))", astad.NotDifferentiableError,
+          "its source uses 'yield' (generator functions)", grad_of(uses_generator, 1.5)),
+    Entry("a differentiated value kept after its gradient call", uses_escaped_dual,
+          "return KEPT[-1] * 3.0", astad.NotDifferentiableError,
+          "outside a gradient call", escaped_dual),
+]
+
+CATALOGUE = SYNTAX + RUNTIME
+
+
+def located_line(fn, text: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return next(first + k for k, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("entry", CATALOGUE, ids=[e.construct for e in CATALOGUE])
+def test_the_error_names_the_construct_and_points_at_it(entry):
+    with pytest.raises(entry.error) as info:
+        entry.run()
+    err = info.value
+    assert isinstance(err, astad.AstadError)
+    text = str(err)
+    assert entry.phrase in text
+    # file, line and column
+    line = located_line(entry.fn, entry.line)
+    assert (err.filename, err.lineno) == (__file__, line)
+    assert err.col is not None
+    assert f"  at {__file__}:{line}:{err.col + 1}\n" in text
+    # the source line, then a caret under the column
+    shown, caret = text.splitlines()[-2:]
+    assert shown.strip() == entry.line.strip()
+    source_line = open(__file__).read().splitlines()[line - 1]
+    indent = len(source_line) - len(source_line.lstrip())
+    assert caret.strip() == "^"
+    assert caret.index("^") - 4 == err.col - indent
+    # the caret is under the construct itself (a keyword, a call or an operator)
+    assert source_line[err.col:].startswith(_construct_start(entry))
+
+
+def _construct_start(entry) -> str:
+    """The text the caret must point at: the statement for syntax, the call or operand
+    of the operation for the rest."""
+    return {
+        "case float(...)": "float(", "case int(...)": "int(",
+        "exec": "exec(", "eval": "eval(", "compile": "compile(",
+        "a function with no source and no derivative (math.gamma)": "math.gamma(",
+        "float methods (x.hex())": "x.hex",
+        "complex numbers": "x * c", "complex()": "complex(",
+        "float() in code astad did not transform": "np.float64(",
+        "a generator function called with a differentiated value": "squares(",
+        "a differentiated value kept after its gradient call": "KEPT[-1] * 3.0",
+    }.get(entry.construct, entry.line.strip().split("(")[0])
+
+
+# ---------------------------------------------------------------------------------------
+# Arguments astad refuses: the error names the argument's path
+
+class Plain:
+    def __init__(self, v):
+        self.v = v
+
+
+def total(value):
+    return 1.0
+
+
+def inner(x):
+    return x * 2.0
+
+
+differentiated_inner = astad.reverse_diff(inner)
+
+
+def gradient_of_gradient(x):
+    return differentiated_inner.grad(x)
+
+
+ARGUMENTS = [
+    ("a set of floats", grad_of(total, {1.0, 2.0}), "args[0] is a set of floats"),
+    ("an object that is not a dataclass, holding floats", grad_of(total, Plain(1.0)),
+     "args[0] is a Plain instance holding floats"),
+    ("a complex number", grad_of(total, [1.0, 2j]), "args[0][1] is a complex number"),
+    ("no float to differentiate", grad_of(total, "abc"),
+     "no argument chosen for differentiation holds a float"),
+    ("a gradient of a gradient", grad_of(gradient_of_gradient, 1.5),
+     "astad does not compute higher-order derivatives"),
+]
+
+
+@pytest.mark.parametrize("name, trigger, phrase", ARGUMENTS, ids=[a[0] for a in ARGUMENTS])
+def test_refused_arguments_are_named_by_path(name, trigger, phrase):
+    with pytest.raises(astad.InputError) as info:
+        trigger()
+    assert phrase in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------
+# docs/supported.md and the catalogue cannot drift
+
+def _table_rows(heading: str) -> list:
+    """Rows (lists of cells, backticks removed) of the first table under ``heading``."""
+    text = open(DOCS).read()
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        if not line.startswith("|") or re.fullmatch(r"\|[-| :]+\|", line.strip()):
+            continue
+        rows.append([cell.strip().replace("`", "") for cell in line.strip().strip("|")
+                     .split("|")])
+    return rows[1:]  # without the header
+
+
+def test_the_page_lists_exactly_the_catalogue_of_unsupported_constructs():
+    rows = _table_rows("Not supported")
+    documented = {row[0]: row for row in rows}
+    assert len(documented) == len(rows), "a construct is listed twice"
+    assert set(documented) == {e.construct for e in CATALOGUE}
+    for entry in CATALOGUE:
+        construct, error, when, says = documented[entry.construct]
+        assert error == entry.error.__name__, entry.construct
+        assert when == ("decoration" if entry in SYNTAX else "call"), entry.construct
+        assert says.replace("\\|", "|") in entry.phrase, entry.construct
+
+
+def test_the_page_lists_exactly_the_refused_arguments():
+    rows = _table_rows("Arguments astad refuses")
+    assert {row[0]: row[1] for row in rows} == {name: phrase for name, _, phrase
+                                                in ARGUMENTS}
