@@ -113,7 +113,11 @@ class DiffFunction:
 
     # -- what generated code calls (calls.rev) -----------------------------------------
     def _transformed(self):
-        return codegen.transformed(self._fn, self._preaccumulate).rev
+        entry = self._entry  # (one call per recursion level: keep it short)
+        if not entry.dependencies or entry.still_valid():
+            return entry.rev
+        entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
+        return entry.rev
 
     # -- gradients ---------------------------------------------------------------------
     def _check_call(self, args, kwargs) -> None:

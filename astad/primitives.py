@@ -388,8 +388,15 @@ def record(tape, r, *pairs):
     return d
 
 
+def value(x):
+    """The primal value of a dual, anything else as it is: what a comparison's operands
+    need (a bool carries no derivative; transform.visit_Compare)."""
+    return x.v if type(x) is Dual else x
+
+
 ad.primals = primals
 ad.record = record
+ad.value = value
 
 
 def sum(tape, iterable, start=0):  # noqa: A001 - the rule for builtins.sum

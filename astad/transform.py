@@ -177,6 +177,50 @@ class ReverseTransform(gast.NodeTransformer):
         node.args.insert(0, self._tape())
         return node
 
+    def visit_Compare(self, node):
+        """A comparison gives a bool, which carries no derivative, so arithmetic in its
+        operands (``abs(delta) < 1e-12``) runs on primal values and records nothing
+        (activity analysis: such a value is never active). Only operators and registered
+        rules on names and constants qualify: they are pure, so computing them on primal
+        floats changes nothing but the missing tape entries."""
+        operands = []
+        for operand in [node.left] + node.comparators:
+            if isinstance(operand, (gast.BinOp, gast.UnaryOp, gast.Call)) and \
+                    self.activity.active(operand) and self._pure_arithmetic(operand):
+                operands.append(self._on_primals(operand))
+            else:
+                operands.append(self.visit(operand))
+        node.left, node.comparators = operands[0], operands[1:]
+        return node
+
+    def _pure_arithmetic(self, node) -> bool:
+        if isinstance(node, (gast.Name, gast.Constant)):
+            return True
+        if isinstance(node, gast.BinOp):
+            return type(node.op) in _BINOP_RULES and self._pure_arithmetic(node.left) \
+                and self._pure_arithmetic(node.right)
+        if isinstance(node, gast.UnaryOp):
+            return type(node.op) in _UNARY_RULES and self._pure_arithmetic(node.operand)
+        if isinstance(node, gast.Call):
+            return not node.keywords and self.static_rule_name(node.func) is not None and \
+                all(not isinstance(a, gast.Starred) and self._pure_arithmetic(a)
+                    for a in node.args)
+        return False
+
+    def _on_primals(self, node):
+        """``node`` with each active name ``n`` read as ``ad.value(n)``."""
+        if isinstance(node, gast.Name):
+            if not self.activity.active(node):
+                return node
+            return self._call(self._rule("value", node), [node], [], node)
+        if isinstance(node, gast.BinOp):
+            node.left, node.right = self._on_primals(node.left), self._on_primals(node.right)
+        elif isinstance(node, gast.UnaryOp):
+            node.operand = self._on_primals(node.operand)
+        elif isinstance(node, gast.Call):
+            node.args = [self._on_primals(a) for a in node.args]
+        return node
+
     def visit_Attribute(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, gast.Load) and node.attr in self.property_names \

@@ -86,3 +86,61 @@ def test_math_primitives_are_resolved_statically_and_others_dynamically():
     assert "ad.sin(_tape, x)" in source and "ad.rev(g)(_tape, x)" in source
     assert astad.reverse_diff(f, argnums=0).grad(0.5, math.cos) == pytest.approx(
         math.cos(0.5) - math.sin(0.5))
+
+
+def newton_sqrt(a, x0):
+    """Newton iterations for sqrt(a) with a data-dependent stopping test."""
+    x = x0
+    while True:
+        step = (x * x - a) / (2.0 * x)
+        x = x - step
+        if abs(step) < 1e-12 * a and -step * 2.0 < 1.0:
+            break
+    return x
+
+
+def test_comparison_operands_run_on_primal_values():
+    source = build(newton_sqrt).source
+    assert "if abs(ad.value(step)) < 1e-12 * ad.value(a) and -ad.value(step) * 2.0 < 1.0:" \
+        in source
+    f = astad.reverse_diff(newton_sqrt)
+    value, (da, dx0) = f.value_and_grad(2.0, 1.0)
+    assert value == pytest.approx(math.sqrt(2.0), rel=1e-14)
+    # the unrolled iterations converge to sqrt: d/da = 1 / (2 sqrt a); x0 barely matters
+    assert da == pytest.approx(0.5 / math.sqrt(2.0), rel=1e-9)
+    assert abs(dx0) < 1e-9
+    # the comparisons record nothing: per iteration x * x, - a, 2.0 * x, /, x - step
+    unfused = astad.reverse_diff(newton_sqrt, preaccumulate=False)
+    _, pullback = unfused.vjp(2.0, 1.0)
+    iterations, x = 0, 1.0
+    while True:
+        step = (x * x - 2.0) / (2.0 * x)
+        x = x - step
+        iterations += 1
+        if abs(step) < 1e-12 * 2.0 and -step * 2.0 < 1.0:
+            break
+    assert iterations > 3 and pullback.tape_length == 5 * iterations
+
+
+class Meters:
+    """A user class whose operators run transformed (not pure arithmetic on floats)."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __sub__(self, other):
+        return self.v - other.v
+
+
+def test_comparisons_on_other_values_keep_their_meaning():
+    def f(x, y):
+        total = x * y
+        if Meters(x) - Meters(y) > 0.0:  # a call of a user class: transformed as before
+            total = total + x
+        if [x * 2.0] == [y * 2.0]:  # lists of duals compare by value
+            total = total * 3.0
+        return total
+    g = astad.reverse_diff(f)
+    assert g.grad(3.0, 2.0) == (3.0, 3.0)
+    assert g.grad(2.0, 2.0) == (6.0, 6.0)
+    assert g.grad(1.0, 2.0) == (2.0, 1.0)
