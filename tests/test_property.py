@@ -487,13 +487,13 @@ def programs(draw):
 # Loading and running a program
 
 _module_ids = itertools.count()
-_TMP = tempfile.mkdtemp(prefix="astad_fuzz_")
+_TMP = tempfile.TemporaryDirectory(prefix="astad_fuzz_")  # removed at exit
 
 
 def load(source: str, math_module):
-    """Write the module (once per source) and load it with ``math`` bound as given."""
+    """Write the module to a new file and load it with ``math`` bound as given."""
     name = f"astad_fuzz_{os.getpid()}_{next(_module_ids)}"
-    path = os.path.join(_TMP, f"{name}.py")
+    path = os.path.join(_TMP.name, f"{name}.py")
     with open(path, "w") as handle:
         handle.write(MODULE_HEADER + source)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -505,10 +505,6 @@ def load(source: str, math_module):
     finally:
         sys.modules.pop(name, None)
     return module
-
-
-def n_leaves(spec) -> int:
-    return sum(len(s[1]) if s[0] == "list" else len(s) - 1 for s in spec)
 
 
 def flat_values(spec) -> list:
@@ -568,6 +564,14 @@ def check_program(program: Program, stats: collections.Counter) -> None:
     note(f"spec = {program.spec!r}")
     plain = load(program.source, math)
     forward = load(program.source, fmath)
+    try:
+        _check(program, plain, forward, stats)
+    finally:  # the files are read when the program is transformed, not later
+        os.remove(plain.__file__)
+        os.remove(forward.__file__)
+
+
+def _check(program, plain, forward, stats):
     values = flat_values(program.spec)
     args = build_args(plain, program.spec, values)
 
