@@ -95,6 +95,16 @@ def register_elementwise(fn, *partials):
 # function with one differentiable argument). A user's vjp may return anything: copied.
 NEW_ARRAYS, VIEWS_OF_G = "new arrays", "views of g"
 RESULT_KIND: dict = {}
+# functions whose vjps read only the shapes and dtypes of the arguments (sum, reshape):
+# their tape entries keep a placeholder, not the arrays (which may be large temporaries)
+SHAPES_ONLY: set = set()
+
+
+def _placeholder(value):
+    """An array with ``value``'s shape and dtype that holds no memory."""
+    if type(value) is np.ndarray:
+        return np.broadcast_to(np.zeros((), value.dtype), value.shape)
+    return value
 
 
 def _vjp_backward(adjoint, arrays, k, parents, context):
@@ -113,7 +123,8 @@ def register_vjp(fn, *vjps):
     ``fn`` may be a numpy function (numpy's dispatch finds the rule) or the user's own
     Python function (differentiated code then calls the rule instead of transforming it).
     """
-    RESULT_KIND.pop(fn, None)  # (astad's own rules say what their vjps return)
+    RESULT_KIND.pop(fn, None)  # (astad's own rules say what their vjps return and need)
+    SHAPES_ONLY.discard(fn)
 
     def rule(tape, *args, **kwargs):
         values = [primal_of(a) for a in args]
@@ -128,6 +139,12 @@ def register_vjp(fn, *vjps):
                     f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
                     "arrays, not inside a list", *user_location())
         record = new_array if type(result) is np.ndarray else new_scalar
+        if not parents:
+            return result
+        if fn in SHAPES_ONLY:
+            return record(tape, result, _vjp_backward, tuple(parents),
+                          (vjps, None, [_placeholder(v) for v in values], kwargs,
+                           RESULT_KIND.get(fn)))
         return record(tape, result, _vjp_backward, tuple(parents),
                       (vjps, result, values, kwargs, RESULT_KIND.get(fn)))
     ARRAY_RULES[fn] = rule
@@ -143,6 +160,14 @@ def _is_numpy(fn) -> bool:
 
 
 # -- element-wise functions ---------------------------------------------------------------
+def _one_minus_square(r):
+    """1 - r * r in one new array (not two): tanh's derivative on large arrays."""
+    if type(r) is not np.ndarray:
+        return 1.0 - r * r
+    partial = np.multiply(r, r)
+    return np.subtract(1.0, partial, out=partial)
+
+
 def _ones(x, *rest):
     return np.ones_like(x, dtype=float) if np.ndim(x) else 1.0
 
@@ -175,7 +200,7 @@ register_elementwise(np.arccos, lambda x, r: -1.0 / np.sqrt(1.0 - x * x))
 register_elementwise(np.arctan, lambda x, r: 1.0 / (1.0 + x * x))
 register_elementwise(np.sinh, lambda x, r: np.cosh(x))
 register_elementwise(np.cosh, lambda x, r: np.sinh(x))
-register_elementwise(np.tanh, lambda x, r: 1.0 - r * r)
+register_elementwise(np.tanh, lambda x, r: _one_minus_square(r))
 register_elementwise(np.arctan2, lambda y, x, r: x / (x * x + y * y),
                      lambda y, x, r: -y / (x * x + y * y))
 register_elementwise(np.logaddexp, lambda x, y, r: np.exp(x - r), lambda x, y, r: np.exp(y - r))
@@ -238,10 +263,18 @@ def _mean_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
 
 def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
     # the gradient is shared evenly between tied extreme elements
-    r_full = _expand(r, np.shape(x), axis, keepdims)
-    mask = (x == r_full) * 1.0
-    count = _expand(np.sum(mask, axis=axis, keepdims=keepdims), np.shape(x), axis, keepdims)
-    return _expand(g, np.shape(x), axis, keepdims) * mask / count
+    shape = np.shape(x)
+    hit = x == _expand(r, shape, axis, keepdims)
+    if axis is None:  # one element (or a few tied): no pass over a float array
+        where = np.flatnonzero(hit)
+        grad = np.zeros(shape, dtype=np.result_type(x, 1.0))
+        grad.flat[where] = np.ravel(g)[0] / len(where)
+        return grad
+    g = np.asarray(g)
+    if not keepdims:
+        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+        g = np.expand_dims(g, tuple(a % len(shape) for a in axes))
+    return hit * (g / np.sum(hit, axis=axis, keepdims=True))
 
 
 def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
@@ -329,6 +362,9 @@ RESULT_KIND.update(dict.fromkeys(
 RESULT_KIND.update(dict.fromkeys(
     (np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.broadcast_to,
      np.copy, np.flip, np.asarray), VIEWS_OF_G))
+SHAPES_ONLY.update((np.sum, np.mean, np.trace, np.cumsum, np.transpose, np.reshape,
+                    np.ravel, np.squeeze, np.expand_dims, np.broadcast_to, np.copy, np.flip,
+                    np.asarray))
 
 
 # -- building arrays from pieces ----------------------------------------------------------

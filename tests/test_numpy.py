@@ -2457,6 +2457,28 @@ def test_constant_0d_array_result_has_a_zero_gradient():
     np.testing.assert_array_equal(g, np.zeros(3))
 
 
+def test_the_tape_keeps_references_not_copies():
+    """The tape keeps what the backward pass reads (exp's result), by reference: not a
+    copy of x, and not the temporaries that only a sum or a reshape consumed."""
+    import tracemalloc
+    x = rand((200_000,), 260)
+
+    def f(x):
+        return np.sum(np.exp(x) * 2.0) + np.sum((x * x).reshape(400, 500))
+
+    g = ad(f)
+    g.vjp(rand((200_000,), 261))  # code generation and caches, before measuring
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        value, pullback = g.vjp(x)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 1.5 * x.nbytes, f"the tape keeps {kept} bytes for an x of {x.nbytes}"
+    np.testing.assert_allclose(pullback(1.0), 2.0 * np.exp(x) + 2.0 * x, rtol=1e-12)
+
+
 # ==========================================================================================
 # The example
 
