@@ -89,7 +89,8 @@ def _dataclass_constructor(cls):
     fields = dataclasses.fields(cls)
     field_names = {f.name for f in fields}
     initvars = [name for name in signature.parameters if name not in field_names]
-    post_init = _transformed_or_raise(cls.__post_init__)
+    post_init = cls.__post_init__
+    _transformed_or_raise(post_init)  # unsupported code: an error now, not at each call
 
     def construct(tape, *args, **kwargs):
         bound = signature.bind(*args, **kwargs)
@@ -106,7 +107,7 @@ def _dataclass_constructor(cls):
             else:
                 continue
             object.__setattr__(obj, f.name, value)
-        post_init(tape, obj, *[values[name] for name in initvars])
+        rev(post_init)(tape, obj, *[values[name] for name in initvars])
         return obj
     return construct
 
@@ -148,6 +149,16 @@ def _reason(exc: AstadError) -> str:
                                             "its source uses")
 
 
+def _uses_zero_argument_super(code) -> bool:
+    """``super()`` finds the class in ``__class__`` and the object in the first argument,
+    so the transformed method must take ``self`` first and the tape second."""
+    return "__class__" in code.co_freevars and "super" in code.co_names
+
+
+def _self_first(method):
+    return lambda tape, obj, *args, **kwargs: method(obj, tape, *args, **kwargs)
+
+
 def rev(f):
     """The transformed version of callable ``f``, taking the tape as first argument."""
     try:  # a registered rule first: a custom derivative wins over the function's source
@@ -167,6 +178,8 @@ def rev(f):
         if f.__code__ in GENERATED_CODE:
             return _with_tape(f)
         try:
+            if _uses_zero_argument_super(f.__code__):  # Base.__init__(self, ...) and the like
+                return _self_first(_transformed_or_raise(f, as_method=True))
             return _transformed_or_raise(f)
         except AstadError as exc:
             return _guarded(f, _reason(exc))

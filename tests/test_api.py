@@ -215,3 +215,37 @@ def test_function_that_mutates_its_argument_list():
     assert all(type(x) is float for x in caller)
     value, pullback = g.vjp([1.0, 3.0])
     assert value == 8.0 and pullback(1.0) == [8.0, 2.0]
+
+
+def test_tape_is_freed_when_the_gradient_returns():
+    import gc
+    import tracemalloc
+
+    @astad.reverse_diff(preaccumulate=False)
+    def long_chain(x, n):
+        for i in range(n):
+            x = x * 1.0000001 + 1e-9   # two entries per iteration: 100000 in all
+        return x
+
+    def allocated():
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+
+    long_chain.grad(1.0, 10)  # transform and cache first
+    tracemalloc.start()
+    try:
+        before = allocated()
+        value, grad = long_chain.value_and_grad(1.0, 50000)
+        after_grad = allocated()
+        _, pullback = long_chain.vjp(1.0, 50000)
+        while_held = allocated()
+        assert pullback.tape_length == 100000
+        del pullback
+        after_release = allocated()
+    finally:
+        tracemalloc.stop()
+    assert grad[0] == pytest.approx(1.0000001 ** 50000, rel=1e-9)
+    # a tape of 100000 entries takes megabytes; none of it outlives the call
+    assert while_held - before > 4_000_000
+    assert after_grad - before < 200_000
+    assert after_release - before < 200_000

@@ -596,3 +596,53 @@ def test_divmod_of_differentiated_values():
     # hand: r = x - q y with q = 3: d/dx = r + x, d/dy = -q x
     r = 7.3 - 3 * 2.1
     assert f.grad(7.3, 2.1) == pytest.approx((r + 7.3, -3 * 7.3))
+
+
+class Shape2:
+    def __init__(self, w):
+        self.w = w
+
+    def area(self, x):
+        return self.w * x
+
+    def __add__(self, other):
+        return Shape2(self.w + other.w)
+
+
+class Square2(Shape2):
+    def __init__(self, w, pad):
+        super().__init__(w * 2.0)     # zero-argument super() in a constructor
+        self.pad = pad
+
+    def area(self, x):
+        return super().area(x) * 2.0 + Shape2.area(self, x) + self.pad
+
+    def __add__(self, other):
+        total = super().__add__(other)
+        return Square2(total.w * 10.0, self.pad)
+
+
+@dataclass
+class Positive:
+    x: float
+
+    def __post_init__(self):
+        self.x = abs(self.x)
+
+
+@dataclass
+class ScaledPositive(Positive):
+    k: float = 2.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.x = self.x * self.k
+
+
+def test_zero_argument_super_in_methods_constructors_and_post_init():
+    # regression: the transformed method took the tape first, so super() saw the tape
+    @astad.reverse_diff
+    def f(w, pad, x):
+        s = Square2(w, pad) + Square2(x, pad)
+        return s.area(x) + ScaledPositive(w * x, pad).x
+    check(f, -0.7, 0.4, 1.5)
