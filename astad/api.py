@@ -7,7 +7,9 @@ structure of its argument.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import inspect
 import types
 
@@ -39,9 +41,10 @@ class Pullback:
 
     def __call__(self, cotangent):
         forward = self._forward
-        adjoint, arrays = [0.0] * len(forward.tape), {}
-        seed(forward.result, cotangent, adjoint, arrays)
-        return forward.gradients(adjoint, arrays)
+        with _pause_gc():
+            adjoint, arrays = [0.0] * len(forward.tape), {}
+            seed(forward.result, cotangent, adjoint, arrays)
+            return forward.gradients(adjoint, arrays)
 
 
 class _Forward:
@@ -230,7 +233,8 @@ class DiffFunction:
 
     def vjp(self, *args, **kwargs):
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
-        forward = self._forward(args, kwargs)
+        with _pause_gc():
+            forward = self._forward(args, kwargs)
         return forward.value(), Pullback(forward)
 
     def value_and_grad(self, *args, **kwargs):
@@ -248,6 +252,16 @@ class DiffFunction:
                         positions == tuple(range(len(args))):
                     return out
                 return out[0], tuple([out[1][k] for k in positions])
+        paused = gc.isenabled()  # see _pause_gc
+        if paused:
+            gc.disable()
+        try:
+            return self._value_and_grad_taped(args, kwargs)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _value_and_grad_taped(self, args, kwargs):
         forward = self._forward(args, kwargs)
         result = forward.result
         if type(result) is not Dual and not _zero_dimensional(result) and (
@@ -277,6 +291,26 @@ def _zero_dimensional(result) -> bool:
     if type(result) is ArrayDual:
         return result.v.ndim == 0
     return type(result) is np.ndarray and result.ndim == 0 and result.dtype.kind == "f"
+
+
+@contextlib.contextmanager
+def _pause_gc():
+    """No cyclic garbage collection while a tape is built or swept.
+
+    A tape is millions of small objects (duals, entries) without cycles; every few
+    hundred allocations the collector would walk the young ones, and from time to time
+    every object in the process. Measured on dot n = 10^5: 1.5 us per element with the
+    collector, 1.0 without; 2.1 against 0.95 with torch and jax imported. Cyclic garbage
+    the user's code makes meanwhile is collected once the call returns. Nested calls
+    leave the collector as the outermost found it."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _cell_filled(cell) -> bool:
