@@ -4,7 +4,8 @@
 A function with a custom derivative is a primitive like ``math.sin``: it is registered in
 the same table (``primitives.PRIMITIVES``, rules in the ``ad`` namespace), so generated
 code calls its rule directly, and ``calls.rev`` finds it wherever the function is passed
-around. Astad defines some of its own primitives this way (``math.dist`` below).
+around. Astad defines some of its own primitives this way (``math.dist``, ``math.lgamma``
+and others at the end of this module), with the same two calls users make.
 
 The rule runs the user's ``fwd`` on primal values (no duals reach user code), gives every
 float leaf of the result a tape slot (interleave, as for a gradient's arguments), and
@@ -27,7 +28,7 @@ import math
 import re
 
 from .errors import AstadError, NotDifferentiableError, user_location
-from .primitives import PRIMITIVES, _register, ad
+from .primitives import _register, ad, register_scalar
 from .runtime import Dual, current, new_dual
 from .structure import Interleaving, build_gradient, contains_dual, primal, seed
 
@@ -239,3 +240,39 @@ def _dist_bwd(residuals, g):
 
 
 custom_vjp(math.dist).defvjp(_dist_fwd, _dist_bwd)
+
+
+def _digamma(x: float) -> float:
+    """d lgamma / dx. Reflection below 1/2, the recurrence psi(x) = psi(x + 1) - 1/x up to
+    10, then the asymptotic series (its next term is below 3e-14 there)."""
+    if x <= 0.0 and x == math.floor(x):
+        return math.nan  # a pole of gamma
+    if x < 0.5:  # psi(1 - x) - psi(x) = pi cot(pi x)
+        return _digamma(1.0 - x) - math.pi / math.tan(math.pi * x)
+    result = 0.0
+    while x < 10.0:
+        result -= 1.0 / x
+        x += 1.0
+    inv2 = 1.0 / (x * x)
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
+        1 / 240 - inv2 * (1 / 132)))))
+    return result + math.log(x) - 0.5 / x - series
+
+
+register_scalar(math.lgamma, _digamma, name="lgamma")
+# ldexp(x, i) = x 2**i (i an int); remainder(x, y) = x - n y with n = round(x / y)
+register_scalar(math.ldexp, lambda x, i: math.ldexp(1.0, i), None, name="ldexp")
+register_scalar(math.remainder, lambda x, y: 1.0,
+                lambda x, y: -(x - math.remainder(x, y)) / y, name="remainder")
+
+
+def _modf_bwd(residuals, g):
+    return (g[0] if g[0] is not None else 0.0,)  # the fraction moves with x, the integer not
+
+
+def _frexp_bwd(exponent, g):
+    return (math.ldexp(g[0], -exponent) if g[0] is not None else 0.0,)  # m = x 2**-e
+
+
+custom_vjp(math.modf).defvjp(lambda x: (math.modf(x), None), _modf_bwd)
+custom_vjp(math.frexp).defvjp(lambda x: (math.frexp(x), math.frexp(x)[1]), _frexp_bwd)

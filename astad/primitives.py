@@ -528,8 +528,9 @@ def register_scalar(fn, *partials, name: str | None = None):
     """Register a scalar function with one partial-derivative function per argument.
 
     ``partials[k](*args)`` returns the derivative of ``fn`` with respect to argument ``k``
-    at the given primal arguments. After this, differentiated code may call ``fn`` on
-    differentiated values.
+    at the given primal arguments (None: not differentiable in that argument, an error if
+    a differentiated value reaches it). After this, differentiated code may call ``fn``
+    on differentiated values.
     """
     rule_name = name or f"user_{getattr(fn, '__name__', 'fn')}_{len(PRIMITIVES)}"
 
@@ -539,8 +540,17 @@ def register_scalar(fn, *partials, name: str | None = None):
         if not builtins.isinstance(r, numbers.Real):
             raise AstadError(f"{fn!r} returned {type(r).__name__}; register_scalar needs a "
                              "function returning a float")
-        return _entry(tape, r, args, [p(*values) if type(a) is Dual else 0.0
-                                      for a, p in zip(args, partials)])
+        local = []
+        for k, a in enumerate(args):
+            if type(a) is not Dual:
+                local.append(0.0)
+            elif k < len(partials) and partials[k] is not None:
+                local.append(partials[k](*values))
+            else:  # never a silently dropped derivative
+                raise NotDifferentiableError(
+                    f"{getattr(fn, '__name__', fn)!r} has no registered derivative with "
+                    f"respect to argument {k}", *user_location())
+        return _entry(tape, r, args, local)
 
     rule.__name__ = rule_name
     _register(rule_name, rule, fn)

@@ -192,7 +192,7 @@ MADE_AT_RUNTIME = _namespace["made_at_runtime"]
 
 @pytest.mark.parametrize("opaque, name", [(REPL_LAMBDA, "<lambda>"),
                                           (MADE_AT_RUNTIME, "made_at_runtime"),
-                                          (math.lgamma, "lgamma")])
+                                          (math.gamma, "gamma")])
 def test_function_without_source_reached_by_a_differentiated_value(opaque, name):
     @astad.reverse_diff(argnums=0)
     def f(x, fn):
@@ -646,3 +646,40 @@ def test_zero_argument_super_in_methods_constructors_and_post_init():
         s = Square2(w, pad) + Square2(x, pad)
         return s.area(x) + ScaledPositive(w * x, pad).x
     check(f, -0.7, 0.4, 1.5)
+
+
+def test_math_functions_astad_registers_with_its_public_registry():
+    @astad.reverse_diff
+    def f(x, y):
+        frac, whole = math.modf(x * 3.0)
+        m, e = math.frexp(y)
+        return (math.lgamma(x) + math.lgamma(y * 0.5) + math.lgamma(-x) + frac * whole
+                + m * e + math.ldexp(x, 3) + math.remainder(x, 0.4) + math.remainder(3.0, y))
+    assert_grad_close(f.grad(1.3, 2.3), central_fd(f, (1.3, 2.3)), rtol=1e-6, atol=1e-8)
+    # lgamma' is digamma: psi(1) = -euler_gamma, psi(1/2) = -euler_gamma - 2 ln 2
+    euler_gamma = 0.5772156649015329
+    lgamma = astad.reverse_diff(lambda t: math.lgamma(t))
+    assert lgamma.grad(1.0) == pytest.approx(-euler_gamma, rel=1e-13)
+    assert lgamma.grad(0.5) == pytest.approx(-euler_gamma - 2.0 * math.log(2.0), rel=1e-13)
+    assert lgamma.grad(-2.7) == pytest.approx(central_fd(lgamma, (-2.7,)), rel=1e-7)
+    if scipy_special is not None:
+        for t in (0.1, 2.3, 7.9, 10.0, 55.5, -0.3, 1e6):
+            assert lgamma.grad(t) == pytest.approx(float(scipy_special.digamma(t)), rel=1e-13)
+
+
+def test_register_scalar_refuses_an_argument_without_a_partial():
+    def times(a, b):
+        return a * b
+    astad.register_scalar(times, lambda a, b: b)  # no partial for b
+
+    @astad.reverse_diff
+    def f(x, y):
+        return times(x, y)
+    with pytest.raises(astad.NotDifferentiableError, match="argument 1") as info:
+        f.grad(2.0, 3.0)
+    assert "test_functions.py" in str(info.value)
+
+    @astad.reverse_diff(argnums=0)
+    def only_x(x, y):
+        return times(x, y)
+    assert only_x.grad(2.0, 3.0) == 3.0
