@@ -1,5 +1,6 @@
 """Functions as values: closures, lambdas, helpers, methods, properties, operators."""
 import functools
+import itertools
 import math
 import operator
 from dataclasses import dataclass
@@ -683,3 +684,46 @@ def test_register_scalar_refuses_an_argument_without_a_partial():
     def only_x(x, y):
         return times(x, y)
     assert only_x.grad(2.0, 3.0) == 3.0
+
+
+def test_helpers_from_another_module_of_the_users_code(tmp_path, monkeypatch):
+    (tmp_path / "user_physics.py").write_text(
+        "import math\n"
+        "GRAVITY = 9.81\n"
+        "\n"
+        "def height(v, angle, t):\n"
+        "    return v * math.sin(angle) * t - 0.5 * GRAVITY * t * t\n"
+        "\n"
+        "class Cannon:\n"
+        "    def __init__(self, v):\n"
+        "        self.v = v\n"
+        "\n"
+        "    def peak(self, angle):\n"
+        "        vy = self.v * math.sin(angle)\n"
+        "        return height(self.v, angle, vy / GRAVITY)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    physics = importlib.import_module("user_physics")
+
+    @astad.reverse_diff
+    def f(v, angle):
+        return physics.Cannon(v).peak(angle) + physics.height(v, angle, 0.5)
+    g = check(f, 20.0, 0.6)
+    # the peak is (v sin a)^2 / (2 g): d/dv = v sin^2 a / g + sin a * 0.5
+    assert g[0] == pytest.approx(20.0 * math.sin(0.6) ** 2 / 9.81 + math.sin(0.6) * 0.5)
+    # transformed once, then cached; rebinding a global it read makes a new version
+    from astad import codegen
+    assert codegen.transformed(physics.height) is codegen.transformed(physics.height)
+    monkeypatch.setattr(physics, "GRAVITY", 1.62)
+    assert f.grad(20.0, 0.6)[0] == pytest.approx(
+        20.0 * math.sin(0.6) ** 2 / 1.62 + math.sin(0.6) * 0.5)
+
+
+def test_accumulate_starmap_and_min_with_key_call_transformed_functions():
+    @astad.reverse_diff
+    def f(xs, y):
+        running = list(itertools.accumulate(xs, lambda a, b: a * y + b))
+        pairs = list(itertools.starmap(lambda a, b: a * b, zip(xs, running)))
+        closest = min(xs, key=lambda t: (t - y) ** 2)
+        return sum(pairs) + closest * y + max(running, key=helper_square)
+    check(f, [0.5, -1.5, 2.0, 0.25], 0.8)
