@@ -727,3 +727,30 @@ def test_accumulate_starmap_and_min_with_key_call_transformed_functions():
         closest = min(xs, key=lambda t: (t - y) ** 2)
         return sum(pairs) + closest * y + max(running, key=helper_square)
     check(f, [0.5, -1.5, 2.0, 0.25], 0.8)
+
+
+@astad.reverse_diff
+def decorated_cube(t):
+    return t * t * t
+
+
+def test_function_arguments_that_are_decorated_or_nested_defs():
+    @astad.reverse_diff(argnums=0)
+    def apply_twice(x, fn):
+        return fn(fn(x))
+
+    def outer(x, k):
+        def nested(t):            # a nested def closing over an int
+            return t * t * k
+        return apply_twice.grad(x, nested)
+    # d/dx (k (k x^2)^2) = 4 k^3 x^3
+    assert outer(0.5, 3) == pytest.approx(4 * 27 * 0.125)
+    # d/dx ((x^3)^3) = 9 x^8
+    assert apply_twice.grad(0.9, decorated_cube) == pytest.approx(9 * 0.9 ** 8)
+
+    @astad.reverse_diff
+    def with_nested_closing_over_x(x):
+        def nested(t):
+            return t * x
+        return apply_twice(x, nested) + apply_twice(x, decorated_cube)
+    check(with_nested_closing_over_x, 0.7)
