@@ -31,16 +31,21 @@ def _matmul_cotangent(g, a, b):
 
 
 def _matmul_a(g, r, a, b, **kw):
-    b2 = b[:, None] if np.ndim(b) == 1 else b
-    ga = _matmul_cotangent(g, a, b) @ _swap(b2)
+    if np.ndim(b) == 1:  # an outer product: a broadcast multiply (matmul with k = 1 is slow)
+        ga = np.multiply(g, b) if np.ndim(a) == 1 else np.multiply(np.asarray(g)[..., None], b)
+        return unbroadcast(ga, np.shape(a))
+    ga = _matmul_cotangent(g, a, b) @ _swap(b)
     if np.ndim(a) == 1:
         ga = ga[..., 0, :]
     return unbroadcast(ga, np.shape(a))
 
 
 def _matmul_b(g, r, a, b, **kw):
-    a2 = a[None, :] if np.ndim(a) == 1 else a
-    gb = _swap(a2) @ _matmul_cotangent(g, a, b)
+    if np.ndim(a) == 1:
+        gb = np.multiply(a, g) if np.ndim(b) == 1 else np.multiply(
+            a[:, None], np.asarray(g)[..., None, :])
+        return unbroadcast(gb, np.shape(b))
+    gb = _swap(a) @ _matmul_cotangent(g, a, b)
     if np.ndim(b) == 1:
         gb = gb[..., 0]
     return unbroadcast(gb, np.shape(b))
