@@ -43,7 +43,10 @@ def parse_function(fn) -> ParsedFunction:
         raise SourceUnavailableError(f"{fn!r} is not a Python function; astad reads source text")
     filename = code.co_filename
     try:
-        lines, firstlineno = inspect.getsourcelines(fn)
+        # The source of the code that runs: for a function wrapped by a decorator that
+        # uses functools.wraps, ``inspect.getsourcelines(fn)`` would follow __wrapped__
+        # and give the wrapped function's source instead of the wrapper's.
+        lines, firstlineno = inspect.getsourcelines(code)
     except (OSError, TypeError) as exc:
         raise SourceUnavailableError(
             f"cannot read the source of {getattr(fn, '__qualname__', fn)!r} "
@@ -72,7 +75,7 @@ def parse_function(fn) -> ParsedFunction:
 
 
 def _find_definition(module: gast.Module, fn, filename: str) -> gast.AST:
-    name = fn.__name__
+    name = fn.__code__.co_name  # __name__ may have been copied from a wrapped function
     if name == "<lambda>":
         code = fn.__code__
         argnames = list(code.co_varnames[: code.co_argcount])

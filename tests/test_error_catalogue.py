@@ -15,6 +15,7 @@ import inspect
 import math
 import os
 import re
+import struct
 
 import numpy as np
 import pytest
@@ -100,7 +101,7 @@ def uses_int_pattern(x):
 # What astad refuses when a differentiated value reaches it
 
 def uses_c_function(x):
-    return math.gamma(x)
+    return struct.unpack("d", struct.pack("d", x))[0]
 
 
 def uses_float_method(x):
@@ -193,9 +194,9 @@ SYNTAX = [
 ]
 
 RUNTIME = [
-    Entry("a function with no source and no derivative (math.gamma)", uses_c_function,
-          "return math.gamma(x)", astad.NotDifferentiableError,
-          "a differentiated value is passed to 'gamma', which astad cannot differentiate",
+    Entry("a function with no source and no derivative (struct.pack)", uses_c_function,
+          'return struct.unpack("d", struct.pack("d", x))[0]', astad.NotDifferentiableError,
+          "a differentiated value is passed to 'pack', which astad cannot differentiate",
           grad_of(uses_c_function, 1.5)),
     Entry("float methods (x.hex())", uses_float_method, "return float.fromhex(x.hex())",
           astad.NotDifferentiableError, "float attribute 'hex' of a differentiated value",
@@ -256,7 +257,7 @@ def _construct_start(entry) -> str:
     return {
         "case float(...)": "float(", "case int(...)": "int(",
         "exec": "exec(", "eval": "eval(", "compile": "compile(",
-        "a function with no source and no derivative (math.gamma)": "math.gamma(",
+        "a function with no source and no derivative (struct.pack)": "struct.pack(",
         "float methods (x.hex())": "x.hex",
         "complex numbers": "x * c", "complex()": "complex(",
         "float() in code astad did not transform": "np.float64(",

@@ -533,3 +533,31 @@ def test_a_recursion_10_to_the_4_deep_works_with_the_limit_the_original_needs():
     value, grad = run_deep(lambda: f.value_and_grad(x, DEPTH), frames)
     assert value == y
     assert grad == pytest.approx(dy, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# The source astad reads is the source of the code that runs
+
+def doubles_its_argument(f):
+    @functools.wraps(f)
+    def wrapper(x):
+        return f(2.0 * x)
+    return wrapper
+
+
+@doubles_its_argument
+def wrapped_square(x):
+    return x * x
+
+
+def calls_wrapped_square(x):
+    return wrapped_square(x) + 1.0
+
+
+def test_a_function_wrapped_with_functools_wraps_is_differentiated_as_it_runs():
+    """inspect.getsource follows __wrapped__: astad used to differentiate the wrapped
+    function (x^2: value 2.25, gradient 3 at 1.5) instead of the wrapper that runs
+    ((2x)^2: value 9, gradient 12). Found while reviewing how source is read."""
+    assert wrapped_square(1.5) == 9.0
+    assert ad(wrapped_square).value_and_grad(1.5) == (9.0, 12.0)
+    assert ad(calls_wrapped_square).value_and_grad(1.5) == (10.0, 12.0)
