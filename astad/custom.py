@@ -26,6 +26,8 @@ import functools
 import inspect
 import math
 import re
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .errors import AstadError, NotDifferentiableError, user_location
 from .primitives import _register, ad, register_scalar
@@ -82,7 +84,7 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
     zero; cotangents of arguments that hold no float are ignored.
     """
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[..., Any]) -> None:
         if not callable(fn):
             raise AstadError(f"custom_vjp needs a callable, got {fn!r}")
         functools.update_wrapper(self, fn, updated=())
@@ -97,7 +99,8 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
         self._rule_name = _rule_name(fn)
         _register(self._rule_name, self._rule, self)
 
-    def defvjp(self, fwd, bwd):
+    def defvjp(self, fwd: Callable[..., tuple[Any, Any]],
+               bwd: Callable[..., Any]) -> custom_vjp:
         """Set the forward (``fwd(*args) -> (result, residuals)``) and backward
         (``bwd(residuals, g) -> tuple of cotangents``) halves; returns ``self``."""
         if not (callable(fwd) and callable(bwd)):
@@ -109,11 +112,16 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
             pass
         return self
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tape = current.tape
         if tape is not None and (contains_dual(args) or contains_dual(kwargs)):
             return self._rule(tape, *args, **kwargs)  # reached from untransformed code
         return self.fn(*args, **kwargs)
+
+    def __get__(self, obj, owner=None):
+        """As a method: bound to the object, which is the first argument (``self`` gets a
+        cotangent from ``bwd`` like any other argument)."""
+        return self if obj is None else functools.partial(self, obj)
 
     def __repr__(self):
         return f"<astad.custom_vjp of {self._name}>"
@@ -213,7 +221,10 @@ def _backward(adjoint, arrays, k, active, context):
 
 
 # -- stop_gradient ------------------------------------------------------------------------
-def stop_gradient(x):
+T = TypeVar("T")
+
+
+def stop_gradient(x: T) -> T:
     """``x`` as a constant: its value, with no derivative flowing back through it.
 
     Works on floats, arrays and any structure astad walks; outside a gradient call (or on

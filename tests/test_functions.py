@@ -754,3 +754,27 @@ def test_function_arguments_that_are_decorated_or_nested_defs():
             return t * x
         return apply_twice(x, nested) + apply_twice(x, decorated_cube)
     check(with_nested_closing_over_x, 0.7)
+
+
+@dataclass
+class Spline:
+    a: float
+    b: float
+
+    @astad.custom_vjp
+    def at(self, t):
+        return self.a * t * t + self.b * t
+
+
+Spline.at.defvjp(lambda s, t: (s.at(t), (s, t)),
+                 lambda res, g: (Spline(g * res[1] ** 2, g * res[1]),
+                                 g * (2.0 * res[0].a * res[1] + res[0].b)))
+
+
+def test_custom_vjp_on_a_method():
+    @astad.reverse_diff
+    def f(s, t):
+        return s.at(t) * Spline.at(s, t)
+    g = f.grad(Spline(0.5, -1.5), 1.3)
+    assert type(g[0]) is Spline
+    assert_grad_close(g, central_fd(f, (Spline(0.5, -1.5), 1.3)), rtol=1e-7, atol=1e-9)
