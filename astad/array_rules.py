@@ -9,6 +9,9 @@ call (``register_elementwise`` and ``register_vjp`` in the style of autograd's d
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import numpy as np
 
 from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
@@ -48,7 +51,10 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
         accumulate(adjoint, arrays, parent, reduced, fresh or reduced is not value)
 
 
-def register_elementwise(fn, *partials):
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
     """Register an element-wise function by its partial derivatives.
 
     ``partials[k](*args, result)`` gives d result / d args[k] element by element (for
@@ -116,7 +122,7 @@ def _vjp_backward(adjoint, arrays, k, parents, context):
                    fresh)
 
 
-def register_vjp(fn, *vjps):
+def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     """Register ``fn`` by one vector-Jacobian product per argument (None where the
     argument is not differentiable): ``vjps[k](g, result, *args, **kwargs)``.
 
@@ -268,22 +274,24 @@ def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
     if axis is None:  # one element (or a few tied): no pass over a float array
         where = np.flatnonzero(hit)
         grad = np.zeros(shape, dtype=np.result_type(x, 1.0))
-        grad.flat[where] = np.ravel(g)[0] / len(where)
+        if len(where):  # (none: initial= was the extreme)
+            grad.flat[where] = np.ravel(g)[0] / len(where)
         return grad
     g = np.asarray(g)
     if not keepdims:
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         g = np.expand_dims(g, tuple(a % len(shape) for a in axes))
-    return hit * (g / np.sum(hit, axis=axis, keepdims=True))
+    return hit * (g / np.maximum(np.sum(hit, axis=axis, keepdims=True), 1))
 
 
-def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
+def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+              **kw):
     # d prod / d x_j = the product of the others: prefix times suffix products along the
     # reduced axes (moved last and flattened), so zeros need no special case
     x = np.asarray(x)
     ndim = x.ndim
     if ndim == 0:
-        return g * np.ones_like(x)
+        return g * np.ones_like(x) * (1.0 if initial is None else initial)
     axes = tuple(range(ndim)) if axis is None else tuple(
         a % ndim for a in ((axis,) if np.ndim(axis) == 0 else axis))
     last = tuple(range(ndim - len(axes), ndim))
@@ -293,6 +301,8 @@ def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
     left = np.concatenate((ones, np.cumprod(flat[..., :-1], axis=-1)), axis=-1)
     right = np.concatenate((np.cumprod(flat[..., :0:-1], axis=-1)[..., ::-1], ones), axis=-1)
     others = np.moveaxis((left * right).reshape(moved.shape), last, axes)
+    if initial is not None:
+        others = others * initial
     return _expand(g, x.shape, axis, keepdims) * others
 
 

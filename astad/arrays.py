@@ -120,6 +120,10 @@ def dispatch(func, args, kwargs):
             "an in-place numpy operation (y += x, y *= x, or out=) with a differentiated "
             "operand would write a derivative into a plain array; write y = y + x instead",
             *user_location())
+    if kwargs.get("where", True) is not True:
+        raise NotDifferentiableError(
+            "astad does not differentiate numpy's where= argument; select with np.where "
+            "or multiply by the mask instead", *user_location())
     rule = ARRAY_RULES.get(func)
     if rule is None:
         name = getattr(func, "__name__", None) or repr(func)

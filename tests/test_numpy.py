@@ -2457,6 +2457,33 @@ def test_constant_0d_array_result_has_a_zero_gradient():
     np.testing.assert_array_equal(g, np.zeros(3))
 
 
+@pytest.mark.parametrize("case", ["sum", "mean", "ufunc"])
+def test_where_argument_is_refused(case):
+    """numpy's where= would need a masked derivative: refused, never ignored."""
+    mask = np.array([True, False, True])
+
+    def f(x):
+        if case == "sum":
+            return np.sum(x * x, where=mask)
+        if case == "mean":
+            return np.mean(x, where=mask)
+        return np.sum(np.exp(x, where=mask, out=np.zeros(3)))
+
+    with pytest.raises(astad.NotDifferentiableError, match="where|in-place"):
+        ad(f).grad(rand((3,), 262))
+
+
+def test_reductions_with_initial():
+    x = rand((2, 3), 263, 0.5, 1.5)
+
+    def f(x):
+        return (np.prod(x, initial=2.0) + np.sum(np.prod(x, axis=1, initial=-1.5))
+                + np.sum(x, initial=3.0) + np.max(x, initial=5.0)
+                + np.sum(np.max(x, axis=0, initial=1.0)) + np.min(x * 3.0, initial=10.0))
+
+    check_grad(ad(f), x)
+
+
 def test_the_tape_keeps_references_not_copies():
     """The tape keeps what the backward pass reads (exp's result), by reference: not a
     copy of x, and not the temporaries that only a sum or a reshape consumed."""
