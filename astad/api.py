@@ -12,6 +12,8 @@ import functools
 import gc
 import inspect
 import types
+from collections.abc import Callable
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -39,7 +41,7 @@ class Pullback:
         self._forward = forward
         self.tape_length = len(forward.tape) - forward.n_inputs
 
-    def __call__(self, cotangent):
+    def __call__(self, cotangent: Any) -> Any:
         forward = self._forward
         with _pause_gc():
             adjoint, arrays = [0.0] * len(forward.tape), {}
@@ -231,13 +233,13 @@ class DiffFunction:
         return _Forward(tape, n_inputs, result, plans, single,
                         state.originals() if state is not None and state.copies else None)
 
-    def vjp(self, *args, **kwargs):
+    def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
         with _pause_gc():
             forward = self._forward(args, kwargs)
         return forward.value(), Pullback(forward)
 
-    def value_and_grad(self, *args, **kwargs):
+    def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         """Return ``(value, gradient)`` of a float-valued function."""
         entry = self._entry
         if entry.floats is not None and not kwargs and len(args) == entry.arity and (
@@ -281,7 +283,7 @@ class DiffFunction:
                 arrays[result.i] = np.ones((), result.v.dtype)
         return value, forward.gradients(adjoint, arrays)
 
-    def grad(self, *args, **kwargs):
+    def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient of a float-valued function with respect to ``argnums``."""
         return self.value_and_grad(*args, **kwargs)[1]
 
@@ -326,7 +328,32 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def reverse_diff(fn=None, *, argnums=None, preaccumulate=True):
+class GradientFunction(Protocol):
+    """The type of what ``reverse_diff`` returns: the original function, carrying its
+    gradient functions and generated source as attributes."""
+
+    source: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def grad(self, *args: Any, **kwargs: Any) -> Any: ...
+    def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]: ...
+    def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]: ...
+
+
+@overload
+def reverse_diff(fn: Callable[..., Any], *, argnums: int | tuple[int, ...] | None = None,
+                 preaccumulate: bool = True) -> GradientFunction: ...
+
+
+@overload
+def reverse_diff(fn: None = None, *, argnums: int | tuple[int, ...] | None = None,
+                 preaccumulate: bool = True
+                 ) -> Callable[[Callable[..., Any]], GradientFunction]: ...
+
+
+def reverse_diff(fn: Callable[..., Any] | None = None, *,
+                 argnums: int | tuple[int, ...] | None = None,
+                 preaccumulate: bool = True) -> Any:
     """Decorate ``fn`` so that ``fn.grad``, ``fn.value_and_grad``, ``fn.vjp`` and
     ``fn.source`` are available; calling ``fn`` still runs the original code.
 

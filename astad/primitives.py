@@ -17,6 +17,8 @@ import math
 import numbers
 import operator
 import types
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -524,7 +526,10 @@ Dual.__pos__ = lambda self: ad.pos(_running_tape(), self)
 Dual.__abs__ = lambda self: ad.abs(_running_tape(), self)
 
 
-def register_scalar(fn, *partials, name: str | None = None):
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def register_scalar(fn: F, *partials: Callable[..., float], name: str | None = None) -> F:
     """Register a scalar function with one partial-derivative function per argument.
 
     ``partials[k](*args)`` returns the derivative of ``fn`` with respect to argument ``k``
