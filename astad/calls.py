@@ -138,8 +138,16 @@ def _is_structural_class(f) -> bool:
 
 
 def _transformed_or_raise(fn, as_method: bool = False):
-    from .codegen import transformed_function
-    return transformed_function(fn, as_method)
+    # codegen imports this module, so it is imported here, once (an import statement
+    # run on every call of a user function cost about 1 us)
+    global _codegen_transformed
+    if _codegen_transformed is None:
+        from .codegen import transformed_function
+        _codegen_transformed = transformed_function
+    return _codegen_transformed(fn, as_method)
+
+
+_codegen_transformed = None
 
 
 def _reason(exc: AstadError) -> str:
