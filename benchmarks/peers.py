@@ -20,6 +20,7 @@ as pytrees. Everything runs in float64 (``jax_enable_x64`` is switched on).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import types
@@ -50,11 +51,25 @@ def rebind_math(fn, namespace):
     return new
 
 
+def _is_record(x):
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
+def _map_record(x, f):
+    """A copy of dataclass ``x`` with ``f`` applied to every field (no __init__ run)."""
+    new = object.__new__(type(x))
+    for field in dataclasses.fields(x):
+        object.__setattr__(new, field.name, f(getattr(x, field.name)))
+    return new
+
+
 def map_leaves(x, f):
     if isinstance(x, list):
         return [map_leaves(i, f) for i in x]
     if isinstance(x, tuple):
         return tuple(map_leaves(i, f) for i in x)
+    if _is_record(x):
+        return _map_record(x, lambda i: map_leaves(i, f))
     return f(x)
 
 
@@ -163,6 +178,12 @@ class Autograd(Peer):
         except Exception:
             return getattr(self._ag, "__version__", None)
 
+    def classify_error(self, exc):
+        if isinstance(exc, TypeError) and "Can't differentiate w.r.t. type" in str(exc):
+            return "n/a", ("autograd differentiates only with respect to arrays, floats "
+                           f"and its own containers ({_first_line(exc)})")
+        return super().classify_error(exc)
+
     def prepare(self, case):
         self.load()
         f = rebind_math(case.primal, self._ns)
@@ -213,6 +234,8 @@ class Torch(Peer):
                 return [leaves(i) for i in x]
             if isinstance(x, tuple):
                 return tuple(leaves(i) for i in x)
+            if _is_record(x):
+                return _map_record(x, leaves)
             return x
 
         def grad_of(x):
@@ -220,6 +243,8 @@ class Torch(Peer):
                 return [grad_of(i) for i in x]
             if isinstance(x, tuple):
                 return tuple(grad_of(i) for i in x)
+            if _is_record(x):
+                return _map_record(x, grad_of)
             return x.grad if isinstance(x, torch.Tensor) else None
 
         def fn(*args):
@@ -248,6 +273,9 @@ def _import_jax():
     return jax, jnp
 
 
+_JAX_RECORDS: set = set()
+
+
 class _JaxBase(Peer):
     def _import(self):
         jax, jnp = _import_jax()
@@ -265,6 +293,22 @@ class _JaxBase(Peer):
         value, grads = res
         return float(value), tuple(map_leaves(g, float) for g in grads)
 
+    def _register_records(self, args):
+        """Dataclass arguments become pytrees (their fields are the leaves)."""
+        registered = _JAX_RECORDS  # one registration per type, shared by both JAX peers
+        stack = list(args)
+        while stack:
+            x = stack.pop()
+            if isinstance(x, (list, tuple)):
+                stack.extend(x)
+            elif _is_record(x):
+                if type(x) not in registered:
+                    self._jax.tree_util.register_dataclass(
+                        type(x), data_fields=[f.name for f in dataclasses.fields(x)],
+                        meta_fields=[])
+                    registered.add(type(x))
+                stack.extend(getattr(x, f.name) for f in dataclasses.fields(x))
+
 
 class JaxEager(_JaxBase):
     key = "jax"
@@ -276,6 +320,7 @@ class JaxEager(_JaxBase):
     def prepare(self, case):
         self.load()
         jax = self._jax
+        self._register_records(case.args)
         f = rebind_math(case.primal, self._ns)
         vg = jax.value_and_grad(f, argnums=tuple(case.wrt))
         block = jax.block_until_ready
@@ -297,6 +342,7 @@ class JaxJit(_JaxBase):
     def prepare(self, case):
         self.load()
         jax = self._jax
+        self._register_records(case.args)
         f = rebind_math(case.primal, self._ns)
         static = tuple(i for i in range(len(case.args)) if i not in case.wrt)
         jitted = jax.jit(jax.value_and_grad(f, argnums=tuple(case.wrt)),

@@ -17,6 +17,7 @@ list arguments.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import sys
@@ -115,6 +116,57 @@ def rotate_vec_by_quat_x_grad(q0, q1, q2, q3, v0, v1, v2):
 
 ROTATE_POINT = (1.1, 2.2, 3.3, 4.4, 5.5, 6.6, 7.7)
 ROTATE_EXPECTED_X = 71.874
+
+# 4b. rotate_vec_by_quat written with Vec3 and Quaternion dataclasses (issue 3): the same
+#     formula, with small vector helpers. Differentiated with respect to q and v; the
+#     gradients are a Quaternion and a Vec3.
+
+
+@dataclasses.dataclass
+class Vec3:
+    x: float
+    y: float
+    z: float
+
+
+@dataclasses.dataclass
+class Quaternion:
+    x: float
+    y: float
+    z: float
+    w: float        # the scalar part, last (as in the paper's benchmark)
+
+
+def vdot(a, b):
+    return a.x * b.x + a.y * b.y + a.z * b.z
+
+
+def vcross(a, b):
+    return Vec3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x)
+
+
+def vscale(s, a):
+    return Vec3(s * a.x, s * a.y, s * a.z)
+
+
+def vadd(a, b):
+    return Vec3(a.x + b.x, a.y + b.y, a.z + b.z)
+
+
+def rotate_vec_by_quat_dc(q, v):
+    u = Vec3(q.x, q.y, q.z)
+    s = q.w
+    r = vadd(vadd(vscale(2.0 * vdot(u, v), u), vscale(s * s - vdot(u, u), v)),
+             vscale(2.0 * s, vcross(u, v)))
+    return r.x
+
+
+def rotate_vec_by_quat_dc_grad(q, v):
+    g = rotate_vec_by_quat_x_grad(q.x, q.y, q.z, q.w, v.x, v.y, v.z)
+    return (Quaternion(*g[:4]), Vec3(*g[4:]))
+
+
+ROTATE_DC_POINT = (Quaternion(1.1, 2.2, 3.3, 4.4), Vec3(5.5, 6.6, 7.7))
 
 # ---------------------------------------------------------------------------------------
 # 5. recursive chain of depth n: x_{k+1} = sin(x_k)/2 + x_k/2
@@ -361,6 +413,9 @@ def make_cases(quick: bool = False, seed: int = 12345):
     cases.append(Case("projectile", None, projectile, projectile, PROJECTILE_POINT,
                       hand_grad=projectile_grad, size_label="dt=0.01"))
     cases.append(make_case("kepler", KEPLER_POINTS, rng))
+    cases.append(Case("rotate_vec_by_quat_dataclass", None, rotate_vec_by_quat_dc,
+                      rotate_vec_by_quat_dc, ROTATE_DC_POINT,
+                      hand_grad=rotate_vec_by_quat_dc_grad, expected_value=ROTATE_EXPECTED_X))
     return cases
 
 

@@ -14,6 +14,7 @@ See benchmarks/README.md for what is measured and what the columns mean.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
 import gc
 import itertools
@@ -45,27 +46,41 @@ class BenchmarkError(Exception):
 # Nested float structures (args and gradients)
 
 
+def _is_record(x):
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
 def _is_seq(x):
-    return isinstance(x, (list, tuple))
+    """A container of the structures the programs take: list, tuple or dataclass."""
+    return isinstance(x, (list, tuple)) or _is_record(x)
+
+
+def _items(x):
+    """The children of a container, in order (a dataclass's fields)."""
+    if _is_record(x):
+        return [getattr(x, f.name) for f in dataclasses.fields(x)]
+    return list(x)
 
 
 def _leaves(x, path=()):
-    """Yield (path, value) for every non-sequence leaf of a nested list/tuple."""
+    """Yield (path, value) for every non-container leaf of a nested structure."""
     if _is_seq(x):
-        for k, item in enumerate(x):
+        for k, item in enumerate(_items(x)):
             yield from _leaves(item, path + (k,))
     else:
         yield path, x
 
 
 def _replace(x, path, value):
-    """A copy of nested list/tuple ``x`` with the leaf at ``path`` set to ``value``
+    """A copy of nested structure ``x`` with the leaf at ``path`` set to ``value``
     (only the containers along the path are copied)."""
     if not path:
         return value
     k = path[0]
-    items = list(x)
+    items = _items(x)
     items[k] = _replace(items[k], path[1:], value)
+    if _is_record(x):
+        return dataclasses.replace(x, **{dataclasses.fields(x)[k].name: items[k]})
     return type(x)(items) if isinstance(x, tuple) else items
 
 
@@ -89,9 +104,14 @@ def _compare(label, got, want, rtol, atol, problems, limit=5):
     """Compare nested float structures; append human-readable problems."""
     if _is_seq(want):
         if not _is_seq(got):
-            problems.append(f"{label}: expected a {type(want).__name__} of length {len(want)}, "
-                            f"got {type(got).__name__} {_short(got)}")
+            problems.append(f"{label}: expected a {type(want).__name__} of length "
+                            f"{len(_items(want))}, got {type(got).__name__} {_short(got)}")
             return 0.0
+        if _is_record(want) and type(got) is not type(want):
+            problems.append(f"{label}: expected a {type(want).__name__}, got "
+                            f"{type(got).__name__} {_short(got)}")
+            return 0.0
+        got, want = _items(got), _items(want)
         if len(got) != len(want):
             problems.append(f"{label}: expected length {len(want)}, got length {len(got)}")
             return 0.0
@@ -147,7 +167,7 @@ def _fd_check(case, grads, max_leaves=8, rel_step=1e-6):
         fd = (f(*plus) - f(*minus)) / (2 * h)
         g = grads[ai]
         for k in path:
-            g = g[k]
+            g = _items(g)[k]
         try:
             g = _as_float(g)
         except TypeError as exc:
