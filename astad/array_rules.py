@@ -466,7 +466,18 @@ def _index_backward(adjoint, arrays, k, parents, context):
     existing = arrays.get(slot)
     if existing is None:
         existing = arrays[slot] = np.zeros(shape, dtype=dtype)
-    np.add.at(existing, index, g)
+    if _may_repeat(index):
+        np.add.at(existing, index, g)  # x[[0, 0]]: each repetition adds
+    else:
+        existing[index] += g  # ints, slices, None, masks: each element once (faster)
+
+
+def _may_repeat(index) -> bool:
+    """Does ``index`` hold an integer array or list (fancy indexing may repeat)?"""
+    for part in index if type(index) is tuple else (index,):
+        if isinstance(part, (list, np.ndarray)) and np.asarray(part).dtype.kind != "b":
+            return True
+    return False
 
 
 def _scalar_index_backward(adjoint, arrays, k, parents, context):
