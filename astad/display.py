@@ -30,7 +30,7 @@ __all__ = ["show", "html", "attach", "sources"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _decorated(f):
+def _decorated(f: Callable[..., Any]) -> Any:
     """``f`` itself if astad decorated it, else ``f`` decorated now."""
     if isinstance(getattr(f, "source", None), str) and hasattr(f, "__wrapped__"):
         return f
@@ -47,20 +47,22 @@ def sources(f: Callable[..., Any]) -> tuple[list[tuple[int, str]], str, str]:
     ``original`` is a list of ``(line_number, text)`` pairs (empty when the source
     cannot be read), ``generated`` the text of ``f.source``, ``title`` the function's
     name with its file and first line."""
-    f = _decorated(f)
-    fn = inspect.unwrap(f)
-    name = getattr(fn, "__qualname__", fn.__name__)
+    decorated = _decorated(f)
+    code = decorated.__code__  # the code that runs (and that astad transformed)
+    name = getattr(decorated, "__qualname__", code.co_name)
     try:
-        lines, first = inspect.getsourcelines(fn)
+        # of the code, not the function: inspect would follow a functools.wraps
+        # __wrapped__ to a function other than the one astad transformed
+        lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError):
         original, where = [], ""
     else:
         text = textwrap.dedent("".join(lines))
         original = list(enumerate(text.rstrip("\n").split("\n"), start=max(first, 1)))
-        filename = fn.__code__.co_filename
+        filename = code.co_filename
         where = f"{_short_path(filename)}:{max(first, 1)}"
     title = f"{name} ({where})" if where else name
-    return original, f.source.rstrip("\n"), title
+    return original, decorated.source.rstrip("\n"), title
 
 
 def _short_path(filename: str) -> str:
@@ -119,7 +121,7 @@ def _anchors(original: list, generated: list) -> list:
     ``def`` lines, and each original statement with the comment astad put above its
     rewrite (the comment is the statement's text, with " ..." when it spans lines).
     Matched in order, so a repeated statement pairs with its own occurrence."""
-    pairs = []
+    pairs: list[tuple[int, int]] = []
     start = next((k for k, text in enumerate(original)
                   if text.lstrip().startswith(("def ", "async def "))), None)
     if start is None or not generated or not generated[0].startswith("def "):
@@ -163,9 +165,9 @@ _PRE = ("margin: 0; padding: 0.5em; background: #f8f8f8; line-height: 125%; "
 def _highlight(code: str, first_line: int | None):
     """Highlighted HTML of ``code``, or None without pygments."""
     try:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import PythonLexer
+        from pygments import highlight  # type: ignore[import-untyped]
+        from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
+        from pygments.lexers import PythonLexer  # type: ignore[import-untyped]
     except ImportError:
         return None
     options = dict(noclasses=True, style="default",
@@ -217,5 +219,5 @@ def attach(fn_wrapper: F) -> F:
         except Exception:
             return None
 
-    fn_wrapper._repr_html_ = _repr_html_
+    fn_wrapper._repr_html_ = _repr_html_  # type: ignore[attr-defined]
     return fn_wrapper

@@ -1,6 +1,7 @@
 """The command line (python -m astad show|check) and astad.display."""
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
@@ -406,3 +407,25 @@ def test_side_by_side_rows_follow_repeated_and_multiline_statements(tmp_path):
     rights = [right for _, right in pairs]
     assert rights.index("# total += err * err") < rights.index(
         "total = ad.iadd(_tape, total, ad.mul(_tape, err, err))")
+
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        return 2.0 * fn(x)
+    return wrapper
+
+
+@astad.reverse_diff
+@logged
+def doubled_square(x):
+    return x * x
+
+
+def test_display_shows_the_code_astad_transformed():
+    # functools.wraps sets __wrapped__: the source shown is the wrapper's, which runs
+    assert doubled_square.grad(3.0) == 12.0
+    original, generated, title = display.sources(doubled_square)
+    texts = [text.strip() for _, text in original]
+    assert "return 2.0 * fn(x)" in texts and "return x * x" not in texts
+    assert generated.startswith("def wrapper(_tape, x):")
