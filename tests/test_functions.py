@@ -778,3 +778,29 @@ def test_custom_vjp_on_a_method():
     g = f.grad(Spline(0.5, -1.5), 1.3)
     assert type(g[0]) is Spline
     assert_grad_close(g, central_fd(f, (Spline(0.5, -1.5), 1.3)), rtol=1e-7, atol=1e-9)
+
+
+def test_custom_vjp_with_arrays_in_a_dict_result():
+    import numpy as np
+
+    @astad.custom_vjp
+    def scaled_norm_and_unit(v, w):
+        n = float(np.sqrt(np.sum(v * v)))
+        return {"n": n * w, "u": v / n}
+
+    def bwd(residuals, g):
+        v, w = residuals
+        n = float(np.sqrt(np.sum(v * v)))
+        gv = g["n"] * w * v / n + g["u"] / n - v * np.dot(g["u"], v) / n ** 3
+        return gv, g["n"] * n
+    scaled_norm_and_unit.defvjp(lambda v, w: (scaled_norm_and_unit(v, w), (v, w)), bwd)
+
+    @astad.reverse_diff
+    def f(v, w):
+        d = scaled_norm_and_unit(v * 2.0, w)
+        return d["n"] * np.sum(d["u"] * np.array([1.0, 2.0, 3.0]))
+    v, w, h = np.array([0.5, -1.0, 2.0]), 0.7, 1e-6
+    gv, gw = f.grad(v, w)
+    fd = [(f(v + h * e, w) - f(v - h * e, w)) / (2 * h) for e in np.eye(3)]
+    assert type(gv) is np.ndarray and np.allclose(gv, fd, rtol=1e-7, atol=1e-9)
+    assert gw == pytest.approx((f(v, w + h) - f(v, w - h)) / (2 * h), rel=1e-7)
