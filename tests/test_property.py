@@ -39,14 +39,17 @@ the end of this file.
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import dataclasses
 import importlib.util
 import itertools
 import math
 import os
+import signal
 import sys
 import tempfile
+import threading
 
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
@@ -129,6 +132,7 @@ class Gen:
         self.recursive: list = []     # names of helpers r(a, n), self-recursive
         self.union_fns: list = []     # names of helpers u(s, c) over the union
         self.loop_depth = 0
+        self.iterating: list = []     # lists a loop is walking: never appended to
 
     def pick(self, options):
         return self.draw(st.sampled_from(options))
@@ -337,7 +341,10 @@ class Gen:
             other, _ = self.pick(scope.lists)
             out.append(f"{pad}for {x}, {y} in zip({name}, {other}):")
             inner.floats.append(y)
+        walked = [name] if form != "zip" else [name, other]
+        self.iterating += walked
         self._loop_body(inner, depth, out, pad + "    ", accs)
+        del self.iterating[-len(walked):]
 
     def stmt_while(self, scope, depth, out, pad):
         accs = self._accumulators(scope, out, pad)
@@ -362,7 +369,10 @@ class Gen:
         scope.lists.append((new, length))
 
     def stmt_append(self, scope, depth, out, pad):
-        name, length = self.pick(scope.lists)
+        growable = [entry for entry in scope.lists if entry[0] not in self.iterating]
+        if not growable:
+            return self.stmt_assign(scope, depth, out, pad)
+        name, length = self.pick(growable)
         out.append(f"{pad}{name}.append({self.expr(scope, 2)})")
         scope.lists[scope.lists.index((name, length))] = (name, length + 1)
 
@@ -653,6 +663,28 @@ def _spec_like(spec, grad) -> list:
     return out
 
 
+EXAMPLE_SECONDS = 30   # a generated program that runs longer is a bug (of the generator)
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Fail, rather than hang, when one example runs too long (main thread, Unix)."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not \
+            threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TimeoutError(f"one generated program ran for more than {seconds} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_random_programs_match_forward_mode_and_finite_differences():
     stats: collections.Counter = collections.Counter()
 
@@ -660,7 +692,8 @@ def test_random_programs_match_forward_mode_and_finite_differences():
     @given(program=programs())
     def run(program):
         stats["tried"] += 1
-        check_program(program, stats)
+        with time_limit(EXAMPLE_SECONDS):
+            check_program(program, stats)
 
     run()
     print(f"\nfuzz: {stats['checked']} programs checked against forward mode and finite "
