@@ -8,14 +8,17 @@ with the cotangents. Scalar duals and array duals mix freely (``w * x``, ``x[i]`
 
 Array cotangents live in a dict beside the scalar adjoint list (``arrays``, slot ->
 ndarray), so the scalar sweep is untouched. An array stored there is owned by the sweep
-(copied when first stored), so rules may add into it in place.
+(copied when first stored, unless the rule that made it keeps no other reference), so
+rules may add into it in place.
 
 numpy calls need no rewriting: ``ArrayDual`` (and ``Dual``) implement numpy's dispatch
 protocols (``__array_ufunc__``, ``__array_function__``), so ``np.sin(x)``, ``np.sum(x)``,
 ``x @ w`` find their rules in ``ARRAY_RULES`` and record on the tape of the gradient call
 running in this thread. A numpy function without a rule raises an error naming it.
-The rules themselves are in ``array_rules.py``; users add their own with
-``astad.register_vjp`` or ``astad.register_scalar``.
+The rules themselves are in ``array_rules.py`` (how rules are given; element-wise
+functions, reductions), ``array_shapes.py`` (shapes, joining, indexing, the operators
+and methods of ArrayDual) and ``array_linalg.py`` (products, linear algebra, einsum);
+users add their own with ``astad.register_vjp`` or ``astad.register_elementwise``.
 """
 from __future__ import annotations
 

@@ -1,0 +1,225 @@
+"""The derivative rules of numpy's shape functions, of building arrays from pieces
+(concatenate, stack, np.array of scalar duals), of indexing, and the operators and
+methods of ``ArrayDual`` (``x + y``, ``x.sum()``, ``x.T``, ``x.item()``).
+
+Shape functions and indexing move cotangents without arithmetic; reading one element
+(``x[i]``) gives a scalar dual whose backward step adds into that one element.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .array_rules import NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G, register_vjp
+from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
+                     new_scalar, parent_of, primal_of, running_tape, unbroadcast)
+from .errors import NotDifferentiableError, user_location
+from .runtime import Dual
+
+
+# -- shape --------------------------------------------------------------------------------
+def _inverse_axes(axes, ndim):
+    if axes is None:
+        return None
+    return tuple(np.argsort([a % ndim for a in axes]))
+
+
+register_vjp(np.transpose, lambda g, r, a, axes=None: np.transpose(
+    g, _inverse_axes(axes, np.ndim(a))))
+register_vjp(np.reshape, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+register_vjp(np.ravel, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+register_vjp(np.squeeze, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+register_vjp(np.expand_dims, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+register_vjp(np.broadcast_to, lambda g, r, a, *args, **kw: unbroadcast(g, np.shape(a)))
+register_vjp(np.copy, lambda g, r, a, *args, **kw: g)
+register_vjp(np.flip, lambda g, r, m, axis=None: np.flip(g, axis))
+
+
+def _cumsum_vjp(g, r, a, axis=None, dtype=None, out=None):
+    # each input reaches every later output: a cumulative sum from the end
+    if axis is None:
+        return np.cumsum(np.ravel(g)[::-1])[::-1].reshape(np.shape(a))
+    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+
+register_vjp(np.cumsum, _cumsum_vjp)
+register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
+RESULT_KIND[np.cumsum] = NEW_ARRAYS
+RESULT_KIND.update(dict.fromkeys(
+    (np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.broadcast_to,
+     np.copy, np.flip, np.asarray), VIEWS_OF_G))
+SHAPES_ONLY.update((np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
+                    np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray))
+
+
+# -- building arrays from pieces ----------------------------------------------------------
+def _pieces_backward(adjoint, arrays, k, parents, context):
+    split, = context
+    g = cotangent(adjoint, arrays, k)
+    pieces = split(g)
+    for position, parent in parents:
+        accumulate(adjoint, arrays, parent, pieces[position])
+
+
+def _join(tape, join, split, items, *args, **kwargs):
+    items = list(items)
+    values = [primal_of(x) for x in items]
+    result = join(values, *args, **kwargs)
+    parents = tuple((j, parent_of(x)) for j, x in enumerate(items) if is_active(x))
+    return new_array(tape, result, _pieces_backward, parents, (split,))
+
+
+def _concatenate_rule(tape, arrays_, axis=0, **kwargs):
+    items = list(arrays_)
+    sizes = [np.shape(primal_of(x))[axis] for x in items]
+    bounds = np.cumsum(sizes)[:-1]
+    return _join(tape, np.concatenate, lambda g: np.split(g, bounds, axis=axis), items,
+                 axis=axis, **kwargs)
+
+
+def _stack_rule(tape, arrays_, axis=0, **kwargs):
+    items = list(arrays_)
+    return _join(tape, np.stack,
+                 lambda g: [np.take(g, j, axis=axis) for j in range(len(items))], items,
+                 axis=axis, **kwargs)
+
+
+ARRAY_RULES[np.concatenate] = _concatenate_rule
+ARRAY_RULES[np.stack] = _stack_rule
+ARRAY_RULES[np.vstack] = lambda tape, tup, **kw: _concatenate_rule(
+    tape, [np.atleast_2d(primal_of(x)) if not is_active(x) else
+           (x if np.ndim(primal_of(x)) >= 2 else _reshape(tape, x, (1, -1))) for x in tup],
+    axis=0)
+
+ARRAY_RULES[np.hstack] = lambda tape, tup, **kw: _concatenate_rule(
+    tape, tup, axis=0 if all(np.ndim(primal_of(x)) == 1 for x in tup) else 1)
+
+
+def _reshape(tape, x, shape):
+    return ARRAY_RULES[np.reshape](tape, x, shape)
+
+
+def array_from(tape, obj, dtype=None, **kwargs):
+    """np.array / np.asarray of (nested lists of) scalar and array duals: one entry that
+    scatters the cotangent back to each piece."""
+    if type(obj) is ArrayDual:
+        return obj if dtype is None else ARRAY_RULES[np.asarray](tape, obj, dtype)
+    if not isinstance(obj, (list, tuple)) or not _holds_dual(obj):
+        return np.array(obj, dtype=dtype, **kwargs)
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise NotDifferentiableError("np.array of differentiated values needs a float dtype",
+                                     *user_location())
+    return _stack_rule(tape, [array_from(tape, x, dtype) if isinstance(x, (list, tuple))
+                              else x for x in obj])
+
+
+def _holds_dual(obj) -> bool:
+    return any(is_active(x) or (isinstance(x, (list, tuple)) and _holds_dual(x)) for x in obj)
+
+
+# -- indexing -----------------------------------------------------------------------------
+def _index_backward(adjoint, arrays, k, parents, context):
+    index, = context
+    g = cotangent(adjoint, arrays, k)
+    (parent,) = parents
+    slot, shape, dtype = parent
+    existing = arrays.get(slot)
+    if existing is None:
+        existing = arrays[slot] = np.zeros(shape, dtype=dtype)
+    if _may_repeat(index):
+        np.add.at(existing, index, g)  # x[[0, 0]]: each repetition adds
+    else:
+        existing[index] += g  # ints, slices, None, masks: each element once (faster)
+
+
+def _may_repeat(index) -> bool:
+    """Does ``index`` hold an integer array or list (fancy indexing may repeat)?"""
+    for part in index if type(index) is tuple else (index,):
+        if isinstance(part, (list, np.ndarray)) and np.asarray(part).dtype.kind != "b":
+            return True
+    return False
+
+
+def _scalar_index_backward(adjoint, arrays, k, parents, context):
+    index, = context
+    (parent,) = parents
+    slot, shape, dtype = parent
+    existing = arrays.get(slot)
+    if existing is None:
+        existing = arrays[slot] = np.zeros(shape, dtype=dtype)
+    existing[index] += adjoint[k]  # O(1): no one-hot array
+
+
+def getitem(tape, x, index):
+    if type(index) is ArrayDual or type(index) is Dual:
+        raise NotDifferentiableError("an index must not be a differentiated value",
+                                     *user_location())
+    if type(index) is tuple:
+        index = tuple(primal_of(i) for i in index)
+    value = x.v[index]
+    parent = (parent_of(x),)
+    if np.ndim(value) == 0:  # one element: a scalar dual
+        return new_scalar(tape, value, _scalar_index_backward, parent, (index,))
+    return new_array(tape, value, _index_backward, parent, (index,))
+
+
+ArrayDual.__getitem__ = lambda self, index: getitem(_tape(), self, index)
+
+
+_tape = running_tape
+
+
+# -- operators and methods on ArrayDual ---------------------------------------------------
+def _binary(ufunc, reflected=False):
+    if reflected:
+        return lambda self, other: ARRAY_RULES[ufunc](_tape(), other, self)
+    return lambda self, other: ARRAY_RULES[ufunc](_tape(), self, other)
+
+
+for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                      ("truediv", np.true_divide), ("pow", np.power), ("matmul", np.matmul),
+                      ("mod", np.remainder), ("floordiv", np.floor_divide)):
+    setattr(ArrayDual, f"__{_name}__", _binary(_ufunc))
+    setattr(ArrayDual, f"__r{_name}__", _binary(_ufunc, reflected=True))
+ArrayDual.__neg__ = lambda self: ARRAY_RULES[np.negative](_tape(), self)
+ArrayDual.__pos__ = lambda self: self
+ArrayDual.__abs__ = lambda self: ARRAY_RULES[np.absolute](_tape(), self)
+
+
+def _method(fn):
+    return lambda self, *args, **kwargs: ARRAY_RULES[fn](_tape(), self, *args, **kwargs)
+
+
+for _name, _fn in (("sum", np.sum), ("mean", np.mean), ("prod", np.prod), ("max", np.max),
+                   ("min", np.min), ("var", np.var), ("std", np.std), ("ravel", np.ravel),
+                   ("squeeze", np.squeeze), ("dot", np.dot), ("copy", np.copy),
+                   ("trace", np.trace), ("clip", np.clip)):
+    setattr(ArrayDual, _name, _method(_fn))
+ArrayDual.flatten = _method(np.ravel)
+ArrayDual.reshape = lambda self, *shape, **kw: ARRAY_RULES[np.reshape](
+    _tape(), self, shape[0] if len(shape) == 1 else shape, **kw)
+ArrayDual.transpose = lambda self, *axes: ARRAY_RULES[np.transpose](
+    _tape(), self, (axes[0] if len(axes) == 1 else axes) or None)
+ArrayDual.T = property(lambda self: ARRAY_RULES[np.transpose](_tape(), self))
+
+
+def _item(self, *args):
+    """x.item(), x.item(k) with a flat index, x.item(i, j) or x.item((i, j)): one element
+    as a scalar dual, as numpy gives one element as a Python float."""
+    shape = self.v.shape
+    if not args:
+        if self.v.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        index = (0,) * len(shape)
+    elif len(args) == 1 and isinstance(args[0], tuple):
+        index = args[0]
+    elif len(args) == 1:
+        index = np.unravel_index(args[0] % self.v.size if args[0] < 0 else args[0], shape)
+    else:
+        index = args
+    return getitem(_tape(), self, tuple(int(i) for i in index))
+
+
+ArrayDual.item = _item
+# a scalar dual from a reduction stands for numpy's float64, which has .item() too
+Dual.item = lambda self: self
+ArrayDual.astype = lambda self, dtype, **kw: ARRAY_RULES[np.asarray](_tape(), self, dtype)
