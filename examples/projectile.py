@@ -3,9 +3,9 @@
 The flight is simulated step by step (semi-implicit Euler) with quadratic drag, in a
 ``while`` loop that stops at impact; the landing point is interpolated between the last
 two steps, so the range is a continuous function of the angle. astad differentiates the
-whole simulation, loop and all, and a bisection on the sign of that slope finds the best
-angle (checked against a grid search). Without drag the answer would be 45 degrees; drag
-makes it lower.
+whole simulation, loop and all, giving d range / d angle; a bisection on the sign of that
+slope finds the best angle (checked against a grid search). Without drag the answer would
+be 45 degrees; drag makes it lower.
 
 Run it with:  python examples/projectile.py
 """
