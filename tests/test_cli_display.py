@@ -429,3 +429,24 @@ def test_display_shows_the_code_astad_transformed():
     texts = [text.strip() for _, text in original]
     assert "return 2.0 * fn(x)" in texts and "return x * x" not in texts
     assert generated.startswith("def wrapper(_tape, x):")
+
+
+@pytest.mark.parametrize("example, name", [
+    ("quickstart.py", "rope_energy"), ("curve_fit.py", "loss"),
+    ("projectile.py", "flight_range"), ("soft_tree.py", "loss"),
+    ("gmm.py", "negative_log_likelihood")])
+def test_every_comment_in_generated_code_names_a_line_of_the_original(example, name):
+    import importlib.util
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(f"display_{name}",
+                                                  os.path.join(root, "examples", example))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    f = astad.reverse_diff(getattr(module, name).__wrapped__, preaccumulate=False)
+    original, generated, _ = display.sources(f)
+    lines = generated.split("\n")
+    comments = [k for k, line in enumerate(lines) if line.strip().startswith("# ")]
+    assert comments
+    anchored = {k for _, k in display._anchors([text for _, text in original], lines)}
+    assert set(comments) <= anchored  # each one found in the original, in order
