@@ -42,18 +42,19 @@ class _Trigger:
 
 
 _TRIGGER = _Trigger()
-_RULE_NAMES: set = set()
+_RULE_COUNTS: dict = {}  # base name -> how many rules have it (names stay unique)
 
 
 def _rule_name(fn) -> str:
     """A deterministic identifier for the ``ad`` namespace (generated code shows it)."""
-    base = "custom_" + re.sub(r"\W", "_", getattr(fn, "__qualname__", None)
-                              or getattr(fn, "__name__", None) or "fn")
-    name, k = base, 1
-    while name in _RULE_NAMES or hasattr(ad, name):
+    base = "custom_" + (re.sub(r"\W+", "_", getattr(fn, "__qualname__", None)
+                               or getattr(fn, "__name__", None) or "").strip("_") or "fn")
+    k = _RULE_COUNTS.get(base, 0) + 1
+    name = base if k == 1 else f"{base}_{k}"
+    while hasattr(ad, name):
         k += 1
         name = f"{base}_{k}"
-    _RULE_NAMES.add(name)
+    _RULE_COUNTS[base] = k
     return name
 
 
