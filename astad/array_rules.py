@@ -313,8 +313,11 @@ def _var_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *
 
 
 def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    # where every element equals the mean (one element, or ties) std is at a kink like
+    # abs at 0: the derivative taken there is 0 (for one element std is constant)
     r_full = _expand(r, np.shape(x), axis, keepdims)
-    return _var_vjp(g, r, x, axis, ddof=ddof, keepdims=keepdims) / (2.0 * r_full)
+    var_grad = _var_vjp(g, r, x, axis, ddof=ddof, keepdims=keepdims)
+    return np.where(r_full != 0, var_grad / np.where(r_full != 0, 2.0 * r_full, 1.0), 0.0)
 
 
 def _norm_vjp(g, r, x, ord=None, axis=None, keepdims=False):

@@ -845,6 +845,22 @@ def test_reduction(red, axis, keepdims):
     check_grad(ad(f), x)
 
 
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [None, 1, (0, 1), -1], ids=str)
+@pytest.mark.parametrize("red", REDUCTIONS, ids=lambda r: r.__name__)
+def test_reduction_with_size_one_axes(red, axis, keepdims):
+    if red in (r_var_ddof, r_std_ddof) and axis == 1:
+        pytest.skip("ddof=1 over one element: numpy's value itself is nan")
+    x = _reduction_input(red, (3, 1, 2), 42)
+    shape = np.shape(red(x, axis, keepdims))
+    w = rand(shape, 43) if shape else 1.3
+
+    def f(x):
+        return np.sum(red(x, axis, keepdims) * w)
+
+    check_grad(ad(f), x)
+
+
 @pytest.mark.parametrize("red", REDUCTIONS, ids=lambda r: r.__name__)
 def test_reduction_of_a_vector_gives_a_scalar(red):
     x = _reduction_input(red, (6,), 42)
