@@ -221,7 +221,11 @@ class Interleaving:
                 if t is list:
                     self._remember(value, out, plan)  # before the elements: cycles
                 for k, x in enumerate(value):
-                    copy, child = yield self._walk(x, f"{path}[{k}]", active)
+                    if active and type(x) is float:  # a float leaf inline: no sub-walk
+                        copy = self._dual(x)
+                        child = copy.i
+                    else:
+                        copy, child = yield self._walk(x, f"{path}[{k}]", active)
                     out.append(copy)
                     children.append(child)
             if t is tuple:
@@ -231,7 +235,11 @@ class Interleaving:
         if _is_namedtuple(value):
             out, children = [], []
             for name, x in zip(t._fields, value):
-                copy, child = yield self._walk(x, f"{path}.{name}", active)
+                if active and type(x) is float:
+                    copy = self._dual(x)
+                    child = copy.i
+                else:
+                    copy, child = yield self._walk(x, f"{path}.{name}", active)
                 out.append(copy)
                 children.append(child)
             return tuple.__new__(t, out), _Node("namedtuple", t, children, None)
@@ -251,7 +259,11 @@ class Interleaving:
             self._remember(value, copy, plan)
             attributes = []
             for name, x in record_attributes(value):
-                y, child = yield self._walk(x, f"{path}.{name}", active)
+                if active and type(x) is float:
+                    y = self._dual(x)
+                    child = y.i
+                else:
+                    y, child = yield self._walk(x, f"{path}.{name}", active)
                 _setattr(copy, name, y)
                 plan.children.append((name, child))
                 attributes.append((name, y))
@@ -336,12 +348,14 @@ def _build(plan, adjoint, arrays, memo):
         if plan.cls is list:
             memo[id(plan)] = out
         for child in plan.children:
-            out.append((yield _build(child, adjoint, arrays, memo)))
+            out.append(adjoint[child] if type(child) is int else
+                       (yield _build(child, adjoint, arrays, memo)))
         return out if plan.cls is list else tuple(out)
     if kind == "namedtuple":
         out = []
         for child in plan.children:
-            out.append((yield _build(child, adjoint, arrays, memo)))
+            out.append(adjoint[child] if type(child) is int else
+                       (yield _build(child, adjoint, arrays, memo)))
         return tuple.__new__(plan.cls, out)
     if kind == "map":
         out = plan.original.copy()
@@ -353,7 +367,8 @@ def _build(plan, adjoint, arrays, memo):
     obj = object.__new__(plan.cls)  # record
     memo[id(plan)] = obj
     for name, child in plan.children:
-        _setattr(obj, name, (yield _build(child, adjoint, arrays, memo)))
+        _setattr(obj, name, adjoint[child] if type(child) is int else
+                 (yield _build(child, adjoint, arrays, memo)))
     return obj
 
 

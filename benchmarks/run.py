@@ -701,6 +701,8 @@ def main(argv=None):
     ap.add_argument("--slow", type=float, default=0.2,
                     help="a peer call longer than this many seconds gets at most 3 samples "
                          "(default 0.2)")
+    ap.add_argument("--no-arrays", action="store_true",
+                    help="do not run the numpy benchmarks (benchmarks/arrays.py) at the end")
     args = ap.parse_args(argv)
 
     peer_keys = parse_peers(args.peers)
@@ -817,7 +819,44 @@ def main(argv=None):
         print("\nPEERS THAT DISAGREE WITH ASTAD:\n  " + "\n  ".join(peer_failures),
               file=sys.stderr)
     print(f"\n{len(rows)} rows in {total:.1f} s; JSON written to {os.path.relpath(out)}")
-    return 1 if failed or peer_failures else 0
+    summary = targets_summary(rows)
+    if summary:
+        print("\n" + summary)
+    status = 1 if failed or peer_failures else 0
+    arrays = os.path.join(_HERE, "arrays.py")
+    if not args.no_arrays and not args.only and os.path.exists(arrays):
+        print("\nNumPy programs (benchmarks/arrays.py, its own table and JSON):", flush=True)
+        done = subprocess.run([sys.executable, arrays] + (["--quick"] if args.quick else []))
+        status = status or done.returncode
+    return status
+
+
+def targets_summary(rows):
+    """The issue's targets, checked on this run's rows (markdown)."""
+    ok_rows = [r for r in rows if not r.get("error")]
+    if not ok_rows:
+        return ""
+    by_program = {}
+    for r in ok_rows:
+        by_program.setdefault(r["program"], []).append(r)
+    lines = ["Targets (this run):", "",
+             "| program | worst grad / primal | slowest peer factor: autograd | torch eager "
+             "| jax eager |", "|---|--:|--:|--:|--:|"]
+    worst = []
+    for program, prows in by_program.items():
+        ratio = max(r["grad_over_primal"] for r in prows)
+        worst.append(ratio)
+        cells = []
+        for key in ("autograd", "torch", "jax"):
+            factors = [r["peers"][key]["peer_over_astad"] for r in prows
+                       if r.get("peers", {}).get(key, {}).get("status") == "ok"]
+            cells.append(f"{min(factors):.1f}x faster" if factors else "-")
+        lines.append(f"| {program} | {ratio:.1f}x | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"median over programs of the worst grad / primal: "
+                 f"{statistics.median(worst):.1f}x (target <= 10x); largest {max(worst):.1f}x "
+                 f"(target <= 20x)")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
