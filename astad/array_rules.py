@@ -30,7 +30,6 @@ def _require(fn, derivatives, k) -> None:
             *user_location())
 
 
-
 def _elementwise_backward(adjoint, arrays, k, parents, partials):
     g = cotangent(adjoint, arrays, k)
     owned = type(g) is np.ndarray  # popped from ``arrays``: nobody else holds it
