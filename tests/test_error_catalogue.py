@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import math
 import os
 import re
 import struct
@@ -79,7 +78,7 @@ def uses_eval(x):
 
 
 def uses_compile(x):
-    code = compile("x", "<s>", "eval")
+    compile("x", "<s>", "eval")
     return x
 
 
@@ -185,7 +184,7 @@ SYNTAX = [
           "exec(), which runs code astad cannot read"),
     Entry("eval", uses_eval, 'return eval("x * 2")', astad.UnsupportedSyntaxError,
           "eval(), which runs code astad cannot read"),
-    Entry("compile", uses_compile, 'code = compile("x", "<s>", "eval")',
+    Entry("compile", uses_compile, 'compile("x", "<s>", "eval")',
           astad.UnsupportedSyntaxError, "compile(), which builds code astad cannot read"),
     Entry("case float(...)", uses_float_pattern, "case float(v):",
           astad.UnsupportedSyntaxError, "a 'float(...)' class pattern in 'match'"),

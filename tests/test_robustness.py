@@ -448,7 +448,7 @@ def test_gradients_from_8_threads_at_once_are_all_correct():
         thread.join()
     assert not errors, errors
     assert runtime.current.tape is None
-    for (t, j, k), got in results.items():
+    for (_thread, j, k), got in results.items():
         f, make, argnums = jobs[j]
         serial = f.value_and_grad(*make(k))
         for value_and_grad in got:       # every thread's every call: bit-identical
