@@ -108,8 +108,8 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
         # a traceback through it names the user's function, as one through ``rev`` does
         floats.__code__ = floats.__code__.replace(co_name=fn.__name__)
         arity = fn.__code__.co_argcount
-        source += ("\n\n# straight-line code: when every argument is a float, value and "
-                   "gradient without a tape\n" + text)
+        source += ("\n\n# specialised for float arguments: value_and_grad and grad run this "
+                   "when every argument is a float\n" + text)
     return Transformed(rev, source, dependencies, floats, arity)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
 from .arrays import ArrayDual
-from .runtime import Dual, current as _current, new_dual
+from .runtime import Dual, current as _current, gradient_of, new_dual
 
 # The namespace generated code calls into, as ``ad.<name>``.
 ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")
@@ -91,7 +91,7 @@ _NAMESPACE = {
     "PLAIN": frozenset({int, float, bool, complex, str, bytes, list, tuple, type(None)}),
 }
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
-_NAMESPACE.update({"ad": ad, "NUMBER": (int, float)})
+_NAMESPACE.update({"ad": ad, "NUMBER": (int, float), "gradient_of": gradient_of})
 
 
 def rule_namespace() -> dict:

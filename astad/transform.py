@@ -28,6 +28,7 @@ from .calls import is_numpy_callable
 from .fuse import Fuser
 from .normalize import INPLACE
 from .primitives import PRIMITIVES, TAPELESS_BUILTINS
+from .scalarloops import write_scalar_loops
 from .straightline import write_straight_line
 
 _BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
@@ -276,7 +277,9 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
     rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate)
     straight = None
     if preaccumulate and not as_method:  # (before the rewriter changes the tree)
-        straight = write_straight_line(root, rewriter.static_rule_name, filename)
+        straight = write_straight_line(root, rewriter.static_rule_name, filename) or \
+            write_scalar_loops(root, rewriter.static_rule_name, rewriter._static_callee,
+                               activity, local_names, filename)
     root.decorator_list = []
     root.args.defaults = []
     root.args.kw_defaults = [None] * len(root.args.kwonlyargs)
