@@ -339,3 +339,66 @@ def test_the_page_lists_exactly_the_refused_arguments():
     rows = _table_rows("Arguments astad refuses")
     assert {row[0]: row[1] for row in rows} == {name: phrase for name, _, phrase
                                                 in ARGUMENTS}
+
+
+# ---------------------------------------------------------------------------------------
+# Constructs the page lists as supported that the other tests do not exercise
+
+def with_walrus(x):
+    if (y := x * 2.0) > 0:
+        return y * y
+    return y
+
+
+def with_generator_expression(x):
+    return sum(x * k for k in range(3))
+
+
+def with_match_guard(x):
+    match x:
+        case v if v > 1.0:
+            return v * v
+        case _:
+            return -x
+
+
+def with_except_star(x):
+    try:
+        raise ExceptionGroup("g", [ValueError("a")])
+    except* ValueError:
+        y = x * 3.0
+    return y
+
+
+def with_set_and_starred(x):
+    first, *rest = [x, x * 2.0, 3.0]
+    return first * sum(rest) + sum({x, 2.0 * x})
+
+
+def with_local_import(x):
+    import math as m
+    return m.sin(x)
+
+
+def with_assert_del_raise(x):
+    y = x * x
+    assert y >= 0.0
+    z = y
+    del y
+    try:
+        raise KeyError(z)
+    except KeyError:
+        return z * 2.0
+
+
+SUPPORTED = [with_walrus, with_generator_expression, with_match_guard, with_except_star,
+             with_set_and_starred, with_local_import, with_assert_del_raise]
+
+
+@pytest.mark.parametrize("fn", SUPPORTED, ids=[f.__name__ for f in SUPPORTED])
+@pytest.mark.parametrize("x", [0.7, 1.3])
+def test_constructs_listed_as_supported_differentiate_correctly(fn, x):
+    value, grad = astad.reverse_diff(fn).value_and_grad(x)
+    assert value == fn(x)
+    h = 1e-6
+    assert grad == pytest.approx((fn(x + h) - fn(x - h)) / (2 * h), rel=1e-6, abs=1e-8)
