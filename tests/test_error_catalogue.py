@@ -362,14 +362,6 @@ def with_match_guard(x):
             return -x
 
 
-def with_except_star(x):
-    try:
-        raise ExceptionGroup("g", [ValueError("a")])
-    except* ValueError:
-        y = x * 3.0
-    return y
-
-
 def with_set_and_starred(x):
     first, *rest = [x, x * 2.0, 3.0]
     return first * sum(rest) + sum({x, 2.0 * x})
@@ -391,8 +383,8 @@ def with_assert_del_raise(x):
         return z * 2.0
 
 
-SUPPORTED = [with_walrus, with_generator_expression, with_match_guard, with_except_star,
-             with_set_and_starred, with_local_import, with_assert_del_raise]
+SUPPORTED = [with_walrus, with_generator_expression, with_match_guard, with_set_and_starred,
+             with_local_import, with_assert_del_raise]
 
 
 @pytest.mark.parametrize("fn", SUPPORTED, ids=[f.__name__ for f in SUPPORTED])

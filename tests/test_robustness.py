@@ -357,7 +357,6 @@ NON_SMOOTH = [
     (min2, (1.0, 1.0), (1.0, 0.0)),
     (max_list, (2.0, 2.0, 2.0), (1.0, 0.0, 0.0)),
     (sqrt_plain, (0.0,), math.inf),           # vertical tangents: an infinite derivative
-    (cbrt_plain, (0.0,), math.inf),
     (asin_plain, (1.0,), math.inf),
     (acos_plain, (1.0,), -math.inf),
     (half_power, (0.0,), math.inf),
@@ -368,7 +367,7 @@ NON_SMOOTH = [
     (scaled_sqrt, (0.0, 0.0), (0.0, 0.0)),    # even through an infinite partial
     (scaled_sqrt, (0.0, 2.0), (math.inf, 0.0)),
     (sqrt_of_square, (0.0,), math.nan),       # inf * 0: write abs(x) instead
-]
+] + ([(cbrt_plain, (0.0,), math.inf)] if hasattr(math, "cbrt") else [])  # Python >= 3.11
 
 
 @BOTH
