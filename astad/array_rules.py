@@ -30,13 +30,27 @@ def _require(fn, derivatives, k) -> None:
             *user_location())
 
 
+class NonFinite:
+    """A partial holding inf or nan (sqrt at 0, log of a negative number): where the
+    cotangent is 0 the contribution is 0, not 0 * inf = nan, as the scalar sweep skips a
+    zero adjoint (``np.where(x > 0, np.sqrt(x), 0.0)`` has gradient 0 at x <= 0)."""
+
+    __slots__ = ("partial",)
+
+    def __init__(self, partial):
+        self.partial = partial
+
+
 def _elementwise_backward(adjoint, arrays, k, parents, partials):
     g = cotangent(adjoint, arrays, k)
     owned = type(g) is np.ndarray  # popped from ``arrays``: nobody else holds it
     last = len(parents) - 1
     for position, (parent, partial) in enumerate(zip(parents, partials)):
         reuse = owned and position == last  # g is not needed after this: use its buffer
-        if type(partial) is float:
+        if type(partial) is NonFinite:
+            value, fresh = np.multiply(g, partial.partial), True
+            np.copyto(value, 0.0, where=np.asarray(g) == 0)
+        elif type(partial) is float:
             if partial == 1.0:
                 value, fresh = g, reuse
             else:
@@ -60,6 +74,7 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
     arrays or floats). Broadcasting between arguments is handled.
     """
     n_partials = len(partials)
+    check_finite = fn not in FINITE_PARTIALS
 
     def rule(tape, *args, **kwargs):
         values = [a.v if type(a) is ArrayDual or type(a) is Dual else a for a in args]
@@ -76,7 +91,11 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
                     parents.append((a.i, a.v.shape, a.v.dtype))
                 else:
                     parents.append((a.i, None, None))
-                local.append(partials[k](*values, result))
+                partial = partials[k](*values, result)
+                if check_finite and type(partial) is np.ndarray and not np.isfinite(
+                        partial.sum()):  # (one pass, reading: an inf or nan makes it so)
+                    partial = NonFinite(partial)
+                local.append(partial)
         if scalars_only and type(result) is not np.ndarray:
             # scalars only: an ordinary scalar entry (fast sweep path)
             entry = []
@@ -165,6 +184,14 @@ def _is_numpy(fn) -> bool:
 
 
 # -- element-wise functions ---------------------------------------------------------------
+# Their partials are finite wherever their arguments are: no check for inf and nan. Every
+# other element-wise rule (log, sqrt, division, the user's own) is checked.
+FINITE_PARTIALS = {np.add, np.subtract, np.multiply, np.negative, np.positive, np.absolute,
+                   np.exp, np.expm1, np.exp2, np.square, np.sin, np.cos, np.arctan, np.sinh,
+                   np.cosh, np.tanh, np.maximum, np.minimum, np.fmax, np.fmin, np.where,
+                   np.logaddexp, np.logaddexp2}
+
+
 def _one_minus_square(r):
     """1 - r * r in one new array (not two): tanh's derivative on large arrays."""
     if type(r) is not np.ndarray:

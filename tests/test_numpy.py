@@ -2500,6 +2500,43 @@ def test_reductions_with_initial():
     check_grad(ad(f), x)
 
 
+def _reciprocal_op(x):
+    return 1.0 / x
+
+
+def _sqrt_by_power(x):
+    return x ** 0.5
+
+
+def _arcsin_shifted(x):
+    return np.arcsin(x - 1.0)
+
+
+INFINITE_PARTIAL_CASES = {
+    "sqrt": (np.sqrt, lambda x: 0.5 / np.sqrt(x)),
+    "log": (np.log, lambda x: 1.0 / x),
+    "divide": (_reciprocal_op, lambda x: -1.0 / (x * x)),
+    "power": (_sqrt_by_power, lambda x: 0.5 * x ** -0.5),
+    "arcsin": (_arcsin_shifted, lambda x: 1.0 / np.sqrt(1.0 - (x - 1.0) ** 2)),
+}
+
+
+@pytest.mark.parametrize("case", list(INFINITE_PARTIAL_CASES))
+def test_a_zero_cotangent_times_an_infinite_partial_contributes_nothing(case):
+    """np.where(x > 0, f(x), 0) where f's derivative is inf or nan at x <= 0: those
+    elements get 0 (the branch taken there is the constant), as for scalars."""
+    x = np.array([-1.0, 0.0, 0.25, 1.5, 0.0])
+    fn, derivative = INFINITE_PARTIAL_CASES[case]
+
+    def f(x):
+        return np.sum(np.where(x > 0, fn(x), 0.0) * np.arange(1.0, 6.0))
+
+    with np.errstate(all="ignore"):
+        g = ad(f).grad(x)
+        expected = np.where(x > 0, derivative(x), 0.0) * np.arange(1.0, 6.0)
+    np.testing.assert_allclose(g, expected, rtol=1e-12)
+
+
 def test_the_tape_keeps_references_not_copies():
     """The tape keeps what the backward pass reads (exp's result), by reference: not a
     copy of x, and not the temporaries that only a sum or a reshape consumed."""
