@@ -124,10 +124,14 @@ RESULT_KIND: dict = {}
 SHAPES_ONLY: set = set()
 
 
+_ZERO_BYTES = bytes(16)  # one element of any float dtype, read-only
+
+
 def _placeholder(value):
-    """An array with ``value``'s shape and dtype that holds no memory."""
-    if type(value) is np.ndarray:
-        return np.broadcast_to(np.zeros((), value.dtype), value.shape)
+    """An array with ``value``'s shape and dtype that holds no memory (zero strides over
+    one zero element)."""
+    if type(value) is np.ndarray and value.dtype.kind == "f" and value.dtype.itemsize <= 16:
+        return np.ndarray(value.shape, value.dtype, _ZERO_BYTES, 0, (0,) * value.ndim)
     return value
 
 
