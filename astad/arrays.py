@@ -199,8 +199,9 @@ def accumulate(adjoint, arrays, parent, value, fresh=False) -> None:
         if type(value) is np.ndarray and value.shape == shape:
             arrays[index] = value if fresh and value.dtype == dtype and \
                 value.flags.writeable else value.astype(dtype)  # a copy
-        else:
-            arrays[index] = np.array(np.broadcast_to(value, shape), dtype=dtype)  # a copy
+        else:  # a broadcast copy
+            owned = arrays[index] = np.empty(shape, dtype)
+            owned[...] = value
     else:
         existing += value
 
