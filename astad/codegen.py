@@ -108,8 +108,10 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
         # a traceback through it names the user's function, as one through ``rev`` does
         floats.__code__ = floats.__code__.replace(co_name=fn.__name__)
         arity = fn.__code__.co_argcount
+        kinds = "a float or a list of floats" if "list of floats" in text.split("\n")[1] \
+            else "a float"
         source += ("\n\n# specialised for float arguments: value_and_grad and grad run this "
-                   "when every argument is a float\n" + text)
+                   f"when every argument is {kinds}\n" + text)
     return Transformed(rev, source, dependencies, floats, arity)
 
 

@@ -58,14 +58,15 @@ def _subst(expression: str, names: dict) -> str:
     return _WORD.sub(lambda m: names[m.group(1)], expression)
 
 
-def differentiate(tree, values: dict, counter: list) -> tuple:
+def differentiate(tree, values: dict, counter: list, prefix: str = "") -> tuple:
     """Reverse mode over one expression tree, at transform time.
 
     ``values`` maps each leaf's index to the variable holding its value; ``counter`` numbers
     the temporaries (``t0``, ``g1``...), shared when several trees go into one function.
     Return the lines computing the primal (the same operations in Python's order), the
     variable holding the result, and for each leaf index the expressions whose sum is the
-    partial derivative of the result with respect to that leaf.
+    partial derivative of the result with respect to that leaf. Temporaries are named
+    ``{prefix}t0``, ``{prefix}g1``...
     """
     lines: list = []
 
@@ -76,7 +77,7 @@ def differentiate(tree, values: dict, counter: list) -> tuple:
         if isinstance(n, Leaf):
             return values[n.index]
         operands = [primal(o) for o in n.operands]
-        var = f"t{counter[0]}"
+        var = f"{prefix}t{counter[0]}"
         counter[0] += 1
         n.var, n.inputs = var, operands
         if n.rule == "pow":
@@ -131,7 +132,7 @@ def differentiate(tree, values: dict, counter: list) -> tuple:
                 child = f"({g} * ({local}) if {g} else 0.0)"
             if isinstance(operand, Op) and child not in ("1.0", "-1.0") \
                     and not re.fullmatch(r"-?[A-Za-z_]\w*", child):
-                var = f"g{counter[0]}"
+                var = f"{prefix}g{counter[0]}"
                 counter[0] += 1
                 lines.append(f"{var} = {child}")
                 child = var

@@ -178,13 +178,15 @@ def sweep(tape: list, adjoint: list, first: int, arrays: dict) -> None:
             e[0](adjoint, arrays, k, e[1], e[2])
 
 
-def gradient_of(tape: list, value, index: int, n: int):
-    """``(value, gradients of the n arguments)`` for float code specialised by
-    scalarloops.py: slots 0..n-1 are the arguments, slot n the constants' (never swept).
-    None for a result that is not a float: the ordinary path then raises its error."""
+def gradient_of(tape: list, value, index: int, sink: int, layout: tuple):
+    """``(value, gradients)`` for float code specialised by scalarloops.py: ``layout``
+    gives each argument's first slot and length (-1 for a float); slot ``sink`` holds
+    the constants and is never swept. None for a result that is not a float: the
+    ordinary path then raises its error."""
     if type(value) is not float:
         return None
     adjoint = [0.0] * len(tape)
     adjoint[index] = 1.0
-    sweep(tape, adjoint, n + 1, {})
-    return value, tuple(adjoint[:n])
+    sweep(tape, adjoint, sink + 1, {})
+    return value, tuple([adjoint[start] if n < 0 else adjoint[start:start + n]
+                         for start, n in layout])

@@ -23,13 +23,14 @@ is exactly a float (api.py); otherwise the ordinary transformed code runs.
 from __future__ import annotations
 
 import ast
+import itertools
 import linecache
 import re
 
 import gast
 
-from .fuse import Const, Leaf, differentiate
-from .primitives import rule_namespace
+from .fuse import Const, Fuser, Leaf, differentiate
+from .primitives import BINARY_RULES, UNARY_RULES
 from .straightline import _NotStraight, _tidy, _tree
 
 _PURE = (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.BinOp, gast.Name, gast.Constant,
@@ -38,19 +39,37 @@ _PURE = (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.BinOp, gast.Name, gast.Co
 _PLAIN_BUILTINS = ("len", "range", "int", "abs", "min", "max")
 
 
-class _Locals(dict):
-    """The names an expression tree may have as leaves: the function's own locals."""
+def _rule_helpers() -> set:
+    """The names the rules' primal and partial expressions use (sin, _inv, LN2...)."""
+    words = set()
+    for rules in (UNARY_RULES, BINARY_RULES):
+        for expressions in rules.values():
+            for expression in expressions:
+                words.update(re.findall(r"[A-Za-z_]\w*", expression))
+    return (words - {"x", "y", "r", "if", "else", "or", "and", "not"}) | {
+        "gradient_of", "len", "type", "float", "list", "set", "map"}
 
-    def __init__(self, names):
+
+class _Locals(dict):
+    """The leaves an expression tree may have: the function's own locals, and elements
+    ``xs[k]`` of list arguments."""
+
+    def __init__(self, names, lists):
         super().__init__()
         self.names = names
+        self.lists = lists
 
     def __contains__(self, name):
-        return name in self.names
+        return name in self.names and name not in self.lists
+
+    def element(self, node) -> bool:
+        return isinstance(node.value, gast.Name) and node.value.id in self.lists \
+            and isinstance(node.ctx, gast.Load) and not isinstance(node.slice, gast.Slice)
 
 
 class _Writer:
-    def __init__(self, rule_name, static_callee, activity, filename, names, local_names):
+    def __init__(self, rule_name, static_callee, activity, filename, names, local_names,
+                 lists):
         self.rule_name = rule_name
         self.static_callee = static_callee
         self.filename = filename
@@ -62,7 +81,9 @@ class _Writer:
         self.sink = names["sink"]
         # every active local is a float with an index variable (activity analysis)
         self.index = {n: n + names["suffix"] for n in sorted(local_names)
-                      if n not in activity.inactive}
+                      if n not in activity.inactive and n not in lists}
+        self.lists = lists  # list argument -> (its first slot, its length) variables
+        self.leaves = _Locals(local_names, lists)
 
     def emit(self, depth: int, text: str, lineno: int) -> None:
         self.lines.append(("    " * depth + text, lineno))
@@ -85,6 +106,8 @@ class _Writer:
                 callees.update(id(c) for c in gast.walk(n.func))
             elif id(n) in callees:
                 continue
+            elif isinstance(n, gast.Subscript) and self.leaves.element(n):
+                continue
             elif not isinstance(n, _PURE) or (isinstance(n, gast.Name) and
                                               n.id not in self.local_names):
                 raise _NotStraight
@@ -93,31 +116,44 @@ class _Writer:
     def value(self, node, depth: int, lineno: int):
         """Emit the computation of float expression ``node``; return (value, index)."""
         leaves: list = []
-        tree = _tree(node, leaves, _Locals(self.local_names), self.rule_name)
+        tree = _tree(node, leaves, self.leaves, self.rule_name)
         if isinstance(tree, Const):
             return repr(tree.value), self.sink
+        if not Fuser._order_is_safe(tree):
+            raise _NotStraight  # reading xs[k] first could change which error is raised
+        values, indices = {}, {}
+        for leaf in leaves:  # leaves in Python's order of evaluation
+            if isinstance(leaf.node, gast.Name):
+                values[leaf.index] = leaf.node.id
+                indices[leaf.index] = self.index.get(leaf.node.id)
+                continue
+            # xs[k]: read the element, and its slot is xs's first slot + k (mod len(xs))
+            start, length = self.lists[leaf.node.value.id]
+            x = f"{self.names['temp']}x{self.counter[0]}"
+            if isinstance(leaf.node.slice, (gast.Name, gast.Constant)):
+                k = self.plain(leaf.node.slice)  # (nothing rebinds it before the entry)
+            else:
+                k = f"{self.names['temp']}k{self.counter[0]}"
+                self.emit(depth, f"{k} = {self.plain(leaf.node.slice)}", lineno)
+            self.counter[0] += 1
+            self.emit(depth, f"{x} = {leaf.node.value.id}[{k}]", lineno)
+            values[leaf.index] = x
+            indices[leaf.index] = f"{start} + {k} % {length}"
         if isinstance(tree, Leaf):
-            name = tree.node.id
-            return name, self.index.get(name, self.sink)
-        values = {leaf.index: leaf.node.id for leaf in leaves}
-        lines, result, partials = differentiate(tree, values, self.counter)
+            return values[tree.index], indices[tree.index] or self.sink
+        lines, result, partials = differentiate(tree, values, self.counter,
+                                                self.names["temp"])
         for line in lines:
-            self.emit(depth, self.rename(_tidy(line)), lineno)
+            self.emit(depth, _tidy(line), lineno)
         pairs = []
         for leaf in leaves:
-            name = leaf.node.id
-            if name in self.index:
+            if indices[leaf.index] is not None:
                 partial = " + ".join(partials.get(leaf.index, ["0.0"]))
-                pairs += [self.index[name], self.rename(_tidy(partial))]
+                pairs += [indices[leaf.index], _tidy(partial)]
         if not pairs:
-            return self.rename(result), self.sink
+            return result, self.sink
         self.emit(depth, f"{self.names['append']}(({', '.join(pairs)}))", lineno)
-        return self.rename(result), f"len({self.tape}) - 1"
-
-    def rename(self, code: str) -> str:
-        """fuse.differentiate's temporaries (t0, g1) under this function's fresh prefix."""
-        return re.sub(r"\b([tg])(\d+)\b", lambda m: f"{self.names['temp']}{m.group(1)}"
-                      f"{m.group(2)}", code)
+        return result, f"len({self.tape}) - 1"
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body, depth: int) -> None:
@@ -148,7 +184,7 @@ class _Writer:
                 raise _NotStraight
             value, index = self.value(stmt.value, depth, line)
             self.emit(depth, f"return gradient_of({self.tape}, {value}, {index}, "
-                             f"{self.names['n']})", line)
+                             f"{self.sink}, {self.names['layout']})", line)
         elif isinstance(stmt, (gast.If, gast.While)):
             keyword = "if" if isinstance(stmt, gast.If) else "while"
             self.emit(depth, f"{keyword} {self.plain(stmt.test)}:", line)
@@ -182,8 +218,8 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
         return None
     params = [a.id for a in args.posonlyargs + args.args]
     user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)} | set(params)
-    if not params or (set(local_names) | set(params)) & set(rule_namespace()):
-        return None  # a user name would hide a math function the entries use
+    if not params or (set(local_names) | set(params)) & _rule_helpers():
+        return None  # a user name would hide a function the entries use
     if not any(isinstance(n, (gast.While, gast.For)) for n in gast.walk(root)):
         return None  # straight-line code has its own, tapeless version (straightline.py)
     body = [s for s in root.body if not (isinstance(s, gast.Expr) and isinstance(
@@ -196,27 +232,49 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
             names[key] += "_"
     while any(n + names["suffix"] in user_names for n in user_names):
         names["suffix"] += "_"
-    names["n"] = names["sink"] = str(len(params))
+    temp = names["temp"]
+    names["sink"] = f"{temp}sink"
+    names["layout"] = f"{temp}layout"
+    lists = {p: (f"{temp}at_{p}", f"{temp}n_{p}") for p in params if _read_only_list(root, p)}
     writer = _Writer(rule_name, static_callee, activity, filename, names,
-                     set(local_names) | set(params))
-    if any(p not in writer.index for p in params):
+                     set(local_names) | set(params), lists)
+    if any(p not in writer.index and p not in lists for p in params):
         return None
     try:
         writer.block(body, 1)
     except _NotStraight:
         return None
     first = root.lineno
-    n = len(params)
+    floats = [p for p in params if p not in lists]
+    checks = [f"type({p}) is not float" for p in floats]
+    for p in lists:
+        checks += [f"type({p}) is not list", f"not set(map(type, {p})) <= {{float}}"]
+    for a, b in itertools.combinations(list(lists), 2):
+        checks.append(f"{a} is {b}")  # one list twice: the ordinary path keeps the aliasing
     head = [
         (f"def {root.name}_floats({', '.join(params)}):", first),
-        ("    # every argument a float: each float is a local and its tape index", first),
-        ("    if " + " or ".join(f"type({p}) is not float" for p in params) + ":", first),
-        ("        return None  # not all floats: the transformed code runs instead", first),
-        (f"    {names['tape']} = [(){', ()' * n}]  # the arguments' slots, then one for "
-         "constants", first),
-        (f"    {names['append']} = {names['tape']}.append", first),
-        (f"    {', '.join(writer.index[p] for p in params)}{',' if n == 1 else ''} = "
-         f"{', '.join(str(k) for k in range(n))}{',' if n == 1 else ''}", first)]
+        ("    # every argument a float" + (" or a list of floats" if lists else "")
+         + ": each float is a local and its tape index", first),
+        ("    if " + " or ".join(checks) + ":", first),
+        ("        return None  # other arguments: the transformed code runs instead", first)]
+    slot, layout = "0", []
+    for p in params:  # the arguments' slots, in order, then one for constants
+        if p in lists:
+            start, length = lists[p]
+            head += [(f"    {length} = len({p})", first), (f"    {start} = {slot}", first)]
+            layout.append(f"({start}, {length})")
+            slot = f"{start} + {length}"
+        else:
+            head.append((f"    {writer.index[p]} = {slot}", first))
+            layout.append(f"({writer.index[p]}, -1)")
+            slot = str(int(slot) + 1) if slot.isdigit() else f"{writer.index[p]} + 1"
+    head += [
+        (f"    {names['sink']} = {slot}  # the slot of constants: the sweep stops above it",
+         first),
+        (f"    {names['layout']} = ({', '.join(layout)}{',' if len(layout) == 1 else ''})",
+         first),
+        (f"    {names['tape']} = [()] * ({names['sink']} + 1)", first),
+        (f"    {names['append']} = {names['tape']}.append", first)]
     lines = head + writer.lines
     text = "\n".join(line for line, _ in lines) + "\n"
     function = ast.parse(text).body[0]
@@ -226,3 +284,25 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
             node.lineno = node.end_lineno = user_line[node.lineno - 1]
             node.col_offset = node.end_col_offset = 0
     return function, text
+
+
+def _read_only_list(root, name: str) -> bool:
+    """Is parameter ``name`` only read as ``name[k]`` (no slice) or ``len(name)``?"""
+    parents = {}
+    for node in gast.walk(root):
+        for child in gast.iter_child_nodes(node):
+            parents[id(child)] = node
+    uses = [n for n in gast.walk(root) if isinstance(n, gast.Name) and n.id == name
+            and not isinstance(n.ctx, gast.Param)]
+    for use in uses:
+        parent = parents.get(id(use))
+        if not isinstance(use.ctx, gast.Load):
+            return False
+        if isinstance(parent, gast.Subscript) and parent.value is use and isinstance(
+                parent.ctx, gast.Load) and not isinstance(parent.slice, gast.Slice):
+            continue
+        if isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) and \
+                parent.func.id == "len" and parent.args == [use] and not parent.keywords:
+            continue
+        return False
+    return bool(uses)

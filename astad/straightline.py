@@ -59,8 +59,13 @@ def _tree(node, leaves: list, env: dict, rule_name):
             return Op(rule, [_tree(node.args[0], leaves, env, rule_name)], node)
     if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and node.id in env:
         for leaf in leaves:
-            if leaf.node.id == node.id:
+            if isinstance(leaf.node, gast.Name) and leaf.node.id == node.id:
                 return leaf
+        leaf = Leaf(node, len(leaves))
+        leaves.append(leaf)
+        return leaf
+    if isinstance(node, gast.Subscript) and getattr(env, "element", None) is not None \
+            and env.element(node):  # an element of a list argument (scalarloops.py)
         leaf = Leaf(node, len(leaves))
         leaves.append(leaf)
         return leaf

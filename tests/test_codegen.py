@@ -123,9 +123,41 @@ DOT_PREACCUMULATED = '''
 '''
 
 
+DOT_SPECIALISED = '''
+    # specialised for float arguments: value_and_grad and grad run this when every argument is a float or a list of floats
+    def dot_floats(xs, ys):
+        # every argument a float or a list of floats: each float is a local and its tape index
+        if type(xs) is not list or not set(map(type, xs)) <= {float} or type(ys) is not list or not set(map(type, ys)) <= {float} or xs is ys:
+            return None  # other arguments: the transformed code runs instead
+        _vn_xs = len(xs)
+        _vat_xs = 0
+        _vn_ys = len(ys)
+        _vat_ys = _vat_xs + _vn_xs
+        _vsink = _vat_ys + _vn_ys  # the slot of constants: the sweep stops above it
+        _vlayout = ((_vat_xs, _vn_xs), (_vat_ys, _vn_ys))
+        _tape = [()] * (_vsink + 1)
+        _append = _tape.append
+        # s = 0.0
+        s = 0.0
+        s_i = _vsink
+        for i in range(len(xs)):
+            # s += xs[i] * ys[i]
+            _vx0 = xs[i]
+            _vx1 = ys[i]
+            _vt2 = _vx0 * _vx1
+            _vt3 = s + _vt2
+            _append((s_i, 1.0, _vat_xs + i % _vn_xs, _vx1, _vat_ys + i % _vn_ys, _vx0))
+            s = _vt3
+            s_i = len(_tape) - 1
+        # return s
+        return gradient_of(_tape, s, s_i, _vsink, _vlayout)
+'''
+
+
 def test_generated_source_snapshot_preaccumulated():
     assert dot.__code__.co_firstlineno + 3 == 20  # the snapshot names the rule by line
-    assert codegen.build(dot).source == textwrap.dedent(DOT_PREACCUMULATED).lstrip()
+    assert codegen.build(dot).source == textwrap.dedent(DOT_PREACCUMULATED).lstrip() + \
+        "\n" + textwrap.dedent(DOT_SPECIALISED)
 
 
 def test_generated_source_is_deterministic():
@@ -292,7 +324,12 @@ def test_straight_line_errors_are_the_primals_at_the_users_line():
 
 
 def test_only_straight_line_bodies_get_the_tapeless_code():
-    assert codegen.build(dot).floats is None          # a loop over lists
+    def iterates(xs):
+        total = 0.0
+        for x in xs:  # not xs[k]: the ordinary code
+            total = total + x
+        return total
+    assert codegen.build(iterates).floats is None
     assert codegen.build(figure1, preaccumulate=False).floats is None
 
     def calls_user_code(x):
@@ -473,3 +510,61 @@ def test_scalar_loop_code_raises_the_primals_errors():
         astad.reverse_diff(divides).grad(1.0)
     frames = [fr for fr in traceback.extract_tb(info.tb) if fr.filename == __file__]
     assert frames[-1].line == "x = x / (i - 1)"
+
+
+
+# -- read-only list arguments in specialised scalar code
+
+def indexed(xs, ys, c):
+    total = c * xs[-1]
+    for i in range(len(xs)):
+        if xs[i] > ys[i - 1]:
+            total = total + xs[i] * ys[i] / (1.0 + c * c)
+        else:
+            total = total - math.sin(ys[-i]) * c
+    return total
+
+
+def reads_past_the_end(xs):
+    total = 0.0
+    for i in range(len(xs) + 1):
+        total = total + xs[i] * 2.0
+    return total
+
+
+LIST_CASES = [
+    (dot, ([0.5, -1.5, 2.0], [3.0, 0.25, -1.0])),
+    (indexed, ([0.5, -1.5, 2.0, 0.1], [3.0, 0.25, -1.0, 0.7], 1.3)),
+    (indexed, ([0.9], [0.3], -0.6)),
+]
+
+
+@pytest.mark.parametrize("fn, args", LIST_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_list_arguments_in_specialised_code_agree_with_the_tape(fn, args):
+    assert codegen.build(fn).floats is not None
+    fast = astad.reverse_diff(fn)
+    value, grads = fast.value_and_grad(*args)
+    want_value, want_grads = fast.value_and_grad.__self__._value_and_grad_taped(args, {})
+    assert value == want_value
+    assert type(grads) is tuple and [type(g) for g in grads] == [type(a) for a in args]
+    for got, want in zip(grads, want_grads):
+        assert got == pytest.approx(want, rel=1e-13, abs=1e-300)
+
+
+def test_dot_gradient_with_list_arguments_by_hand():
+    assert astad.reverse_diff(dot).grad([1.0, 2.0], [3.0, 4.0]) == ([3.0, 4.0], [1.0, 2.0])
+
+
+def test_list_arguments_that_do_not_fit_take_the_ordinary_path():
+    f = astad.reverse_diff(dot)
+    xs = [1.0, 2.0]
+    assert f.grad(xs, xs) == f.value_and_grad.__self__._value_and_grad_taped((xs, xs), {})[1]
+    # an int element is a constant: its place in the gradient holds the argument's value
+    assert f.grad([1, 2.0], [3.0, 4.0]) == ([1, 4.0], [1.0, 2.0])
+    assert f.grad((1.0, 2.0), [3.0, 4.0]) == ((3.0, 4.0), [1.0, 2.0])  # a tuple
+    assert f.grad([], []) == ([], [])
+
+
+def test_an_index_past_the_end_raises_as_the_primal_does():
+    with pytest.raises(IndexError):
+        astad.reverse_diff(reads_past_the_end).grad([1.0, 2.0])
