@@ -223,3 +223,43 @@ ArrayDual.item = _item
 # a scalar dual from a reduction stands for numpy's float64, which has .item() too
 Dual.item = lambda self: self
 ArrayDual.astype = lambda self, dtype, **kw: ARRAY_RULES[np.asarray](_tape(), self, dtype)
+
+# methods whose results carry no derivative (indices, truth values): on the primal
+for _name in ("argmax", "argmin", "argsort", "nonzero", "any", "all"):
+    setattr(ArrayDual, _name, lambda self, *args, _name=_name, **kwargs: getattr(
+        self.v, _name)(*args, **kwargs))
+
+
+class UnsupportedArrayAttribute(NotDifferentiableError, AttributeError):
+    """An ndarray attribute astad does not provide on differentiated arrays (an
+    AttributeError too, so ``hasattr`` and numpy's protocol probes work as usual)."""
+
+
+def _missing_attribute(self, name):
+    if name.startswith("__"):  # numpy's and Python's protocol probes
+        raise AttributeError(name)
+    raise UnsupportedArrayAttribute(
+        f"ndarray attribute {name!r} of a differentiated array is not supported by "
+        "astad; use the numpy function of the same name if astad has its derivative, or "
+        "apply it to a value that is not differentiated", *user_location())
+
+
+ArrayDual.__getattr__ = _missing_attribute
+
+
+def _asarray_rule(tape, a, dtype=None, *args, **kwargs):
+    """np.asarray(x, dtype) and x.astype(dtype): to an int or bool dtype the result is
+    piecewise constant (derivative 0), as int() of a float dual is; a complex dtype is
+    refused."""
+    if dtype is not None and type(a) is ArrayDual:
+        kind = np.dtype(dtype).kind
+        if kind == "c":
+            raise NotDifferentiableError("astad differentiates real float arrays only, not "
+                                         f"a conversion to {np.dtype(dtype)}", *user_location())
+        if kind != "f":
+            return np.asarray(a.v, dtype, *args, **kwargs)
+    return _asarray_vjp_rule(tape, a, dtype, *args, **kwargs)
+
+
+_asarray_vjp_rule = ARRAY_RULES[np.asarray]
+ARRAY_RULES[np.asarray] = _asarray_rule

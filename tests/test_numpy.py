@@ -2537,6 +2537,37 @@ def test_a_zero_cotangent_times_an_infinite_partial_contributes_nothing(case):
     np.testing.assert_allclose(g, expected, rtol=1e-12)
 
 
+def test_conversion_to_an_int_dtype_carries_no_derivative():
+    """x.astype(int) is piecewise constant: derivative 0 (as int() of a float), never a
+    derivative passed through the rounding."""
+    x = rand((4,), 264, -3.0, 3.0)
+
+    def f(x):
+        return np.sum(x.astype(int) * x) + np.sum(np.asarray(x, dtype=np.int32) * 2.0)
+
+    g = check_grad(ad(f), x)
+    np.testing.assert_array_equal(g, np.trunc(x))
+
+
+def test_index_methods_on_a_differentiated_array():
+    x = rand((5,), 265)
+
+    def f(x):
+        i = x.argmax()
+        order = x.argsort()
+        return x[i] * 2.0 + x[order[0]] + float(x.any()) + float((x > 0).all())
+
+    check_grad(ad(f), x)
+
+
+def test_an_unsupported_array_method_names_itself():
+    def f(x):
+        return np.sum(x.cumprod())
+
+    with pytest.raises(astad.NotDifferentiableError, match="cumprod"):
+        ad(f).grad(rand((3,), 266))
+
+
 def test_the_tape_keeps_references_not_copies():
     """The tape keeps what the backward pass reads (exp's result), by reference: not a
     copy of x, and not the temporaries that only a sum or a reshape consumed."""
