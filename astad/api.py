@@ -244,8 +244,12 @@ class DiffFunction:
         entry = self._entry
         if entry.floats is not None and not kwargs and len(args) == entry.arity and (
                 not entry.dependencies or entry.still_valid()):
-            out = entry.floats(*args)  # None unless every argument is a float
-            if out is not None:  # straight-line code: value and gradient without a tape
+            if entry.tapes:  # scalarloops.py: a tape of entries (see _pause_gc)
+                with _pause_gc():
+                    out = entry.floats(*args)
+            else:  # straightline.py: no tape at all
+                out = entry.floats(*args)
+            if out is not None:  # None: an argument is not a float (or list of floats)
                 positions, others, single = self._positions_cache.get(len(args)) or \
                     self._positions(len(args))
                 if single:

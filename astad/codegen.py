@@ -42,6 +42,7 @@ class Transformed:
         # ``arity`` float arguments (straightline.py); None otherwise
         self.floats = floats
         self.arity = arity
+        self.tapes = False  # does ``floats`` build a tape (scalarloops.py)?
 
     def still_valid(self) -> bool:
         """False once a global this code was specialised on has been rebound."""
@@ -112,7 +113,9 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
             else "a float"
         source += ("\n\n# specialised for float arguments: value_and_grad and grad run this "
                    f"when every argument is {kinds}\n" + text)
-    return Transformed(rev, source, dependencies, floats, arity)
+    entry = Transformed(rev, source, dependencies, floats, arity)
+    entry.tapes = straight is not None and "gradient_of(" in straight[1]
+    return entry
 
 
 def _compile_rules(rules: list, filename: str) -> dict:
