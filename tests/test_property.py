@@ -9,8 +9,10 @@ conditional expressions, ``for`` loops over ``range`` and over lists (``enumerat
 ``zip``) with ``break``, ``continue`` and ``else``, ``while`` loops with ``break``,
 early returns inside loops, list comprehensions, ``append``, indexing, item and field
 assignment (mutating the caller's arguments), ``sum``/``max``/``min``, dataclass
-construction and ``dataclasses.replace``, ``** 2``/``** 3``, division and smooth math
-functions, and calls between the generated functions (recursion included).
+construction, ``dataclasses.replace``, a method, a property and a dunder operator of
+``Pt``, lambdas and nested ``def``s closing over local floats, swaps, ``** 2``/``** 3``,
+division and smooth math functions, and calls between the generated functions (self
+and mutual recursion included).
 
 Every program is written to a real file (astad reads source with ``inspect``) and
 loaded twice: once with the real ``math`` (for astad and for finite differences) and
@@ -95,6 +97,16 @@ class Pt:
     x: float
     y: float
 
+    def scaled(self, c):
+        return self.x * c + math.sin(self.y)
+
+    @property
+    def norm2(self):
+        return self.x * self.x + self.y * self.y
+
+    def __add__(self, other):
+        return Pt(self.x + other.x, self.y * other.y)
+
 
 @dataclass
 class Circle:
@@ -117,10 +129,12 @@ class Scope:
     lists: list            # (name, minimum length) of lists of floats
     unions: list           # names holding a Circle or a Rect
     mutable: list          # float targets that may be assigned (names, fields, items)
+    records: list = dataclasses.field(default_factory=list)    # names holding a Pt
+    closures: list = dataclasses.field(default_factory=list)   # lambdas and nested defs
 
     def copy(self):
         return Scope(list(self.floats), list(self.lists), list(self.unions),
-                     list(self.mutable))
+                     list(self.mutable), list(self.records), list(self.closures))
 
 
 class Gen:
@@ -169,9 +183,19 @@ class Gen:
             kinds += ["union"]
         if scope.lists:
             kinds += ["list_item", "list_reduce"]
+        if scope.records:
+            kinds += ["method", "property"]
+        if scope.closures:
+            kinds += ["closure_call", "closure_call"]
         kind = self.pick(kinds)
         self.used.add(kind)
         d = depth - 1
+        if kind == "method":
+            return f"{self.pick(scope.records)}.scaled({self.expr(scope, d)})"
+        if kind == "property":
+            return f"{self.pick(scope.records)}.norm2"
+        if kind == "closure_call":
+            return f"{self.pick(scope.closures)}({self.expr(scope, d)})"
         if kind == "leaf":
             return self.leaf(scope)
         if kind == "bin":
@@ -235,6 +259,7 @@ class Gen:
             if scope.lists:
                 kinds += ["comprehension", "append", "set_item"]
             kinds += ["record", "union"] if self.union_fns else ["record"]
+            kinds += ["closure", "swap"]
             if loop:
                 kinds += ["break", "continue"]
             kind = self.pick(kinds)
@@ -383,13 +408,41 @@ class Gen:
 
     def stmt_record(self, scope, depth, out, pad):
         q = self.fresh("q")
-        if "pt.x" in scope.floats and self.chance(2):
-            self.used.add("replace")
-            out.append(f"{pad}{q} = dataclasses.replace(pt, y={self.expr(scope, 2)})")
+        form = self.pick(["construct", "replace", "operator"] if scope.records
+                         else ["construct"])
+        self.used.add(form)
+        if form == "replace":
+            out.append(f"{pad}{q} = dataclasses.replace({self.pick(scope.records)}, "
+                       f"y={self.expr(scope, 2)})")
+        elif form == "operator":  # Pt.__add__, a user dunder operator
+            out.append(f"{pad}{q} = {self.pick(scope.records)} + Pt({self.expr(scope, 1)}, "
+                       f"{self.bounded(scope)})")
         else:
             out.append(f"{pad}{q} = Pt({self.expr(scope, 2)}, {self.expr(scope, 1)})")
         scope.floats += [f"{q}.x", f"{q}.y"]
         scope.mutable.append(f"{q}.x")
+        scope.records.append(q)
+
+    def stmt_closure(self, scope, depth, out, pad):
+        """A lambda or a nested def over one parameter, closing over the scope's floats."""
+        g = self.fresh("g")
+        inner = scope.copy()
+        inner.floats.append("t")
+        if self.chance(2):
+            self.used.add("lambda")
+            out.append(f"{pad}{g} = lambda t: {self.expr(inner, 2)}")
+        else:
+            self.used.add("nested_def")
+            out.append(f"{pad}def {g}(t):")
+            out.append(f"{pad}    return {self.expr(inner, 2)}")
+        scope.closures.append(g)
+
+    def stmt_swap(self, scope, depth, out, pad):
+        names = [m for m in scope.mutable if m.isidentifier()]
+        if len(names) < 2:
+            return self.stmt_assign(scope, depth, out, pad)
+        a, b = self.draw(st.permutations(names))[:2]
+        out.append(f"{pad}{a}, {b} = {b}, {a}")
 
     def stmt_union(self, scope, depth, out, pad):
         u = self.fresh("u")
@@ -487,6 +540,7 @@ def programs(draw):
         spec.append(("pt", real(), real()))
         scope.floats += ["pt.x", "pt.y"]
         scope.mutable.append("pt.x")
+        scope.records.append("pt")
     if draw(st.booleans()):
         params.append("sh")
         spec.append(("circle", abs(real())) if draw(st.booleans())
@@ -720,7 +774,9 @@ CLAIMED = ["assign", "aug", "if", "early_return", "for", "for_else", "for_plain"
            "continue", "return_in_loop", "comprehension", "append", "set_item", "record",
            "replace", "union", "union_match", "union_isinstance", "union_tag", "call",
            "rec", "mutual_recursion", "list_item", "reduce:sum", "reduce:max", "reduce:min",
-           "div", "safediv", "power", "fn", "ifexp", "neg", "compare"]
+           "div", "safediv", "power", "fn", "ifexp", "neg", "compare", "construct",
+           "operator", "method", "property", "lambda", "nested_def", "closure_call",
+           "swap"]
 
 
 def test_generator_covers_constructs():
