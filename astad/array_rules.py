@@ -351,9 +351,6 @@ def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *
 
 
 def _norm_vjp(g, r, x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") or (ord == 2 and np.ndim(x) == 2 and axis is None):
-        raise NotDifferentiableError(f"astad differentiates linalg.norm for the 2-norm and "
-                                     f"Frobenius norm only, not ord={ord!r}", *user_location())
     r_full = _expand(r, np.shape(x), axis, keepdims)
     return _expand(g, np.shape(x), axis, keepdims) * np.where(r_full != 0, x / np.where(
         r_full != 0, r_full, 1.0), 0.0)
@@ -369,6 +366,22 @@ register_vjp(np.prod, _prod_vjp)
 register_vjp(np.var, _var_vjp)
 register_vjp(np.std, _std_vjp)
 register_vjp(np.linalg.norm, _norm_vjp)
+_norm_vjp_rule = ARRAY_RULES[np.linalg.norm]
+
+
+def _norm_rule(tape, x, ord=None, axis=None, keepdims=False):
+    """The Euclidean norm of vectors and the Frobenius norm of matrices only: other
+    orders (1, inf, the spectral norm ord=2 of a matrix) are refused when called."""
+    matrix = (axis is None and np.ndim(primal_of(x)) == 2) or (np.ndim(axis) == 1 and
+                                                                len(axis) == 2)
+    if ord not in (None, 2, "fro") or (ord == 2 and matrix):
+        raise NotDifferentiableError(f"astad differentiates linalg.norm for the 2-norm of "
+                                     f"vectors and the Frobenius norm only, not ord={ord!r}",
+                                     *user_location())
+    return _norm_vjp_rule(tape, x, ord, axis, keepdims)
+
+
+ARRAY_RULES[np.linalg.norm] = _norm_rule
 register_vjp(np.trace, lambda g, r, a, offset=0, **kw: g * np.eye(*np.shape(a), k=offset))
 RESULT_KIND.update(dict.fromkeys(
     (np.clip, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std,

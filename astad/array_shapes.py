@@ -225,7 +225,7 @@ Dual.item = lambda self: self
 ArrayDual.astype = lambda self, dtype, **kw: ARRAY_RULES[np.asarray](_tape(), self, dtype)
 
 # methods whose results carry no derivative (indices, truth values): on the primal
-for _name in ("argmax", "argmin", "argsort", "nonzero", "any", "all"):
+for _name in ("argmax", "argmin", "argsort", "nonzero", "any", "all", "round"):
     setattr(ArrayDual, _name, lambda self, *args, _name=_name, **kwargs: getattr(
         self.v, _name)(*args, **kwargs))
 

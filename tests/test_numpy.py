@@ -953,6 +953,30 @@ def test_linalg_norm(case):
         check_grad(ad(f), x)
 
 
+def test_linalg_norm_frobenius_over_two_axes():
+    x = rand((2, 3, 4), 48)
+
+    def f(x):
+        return np.sum(np.linalg.norm(x, axis=(0, 2)) * np.arange(3.0)) + np.linalg.norm(
+            x, "fro", axis=(1, 2))[1]
+
+    check_grad(ad(f), x)
+
+
+@pytest.mark.parametrize("case", ["ord1", "inf", "matrix_ord2", "axes_ord2", "nuc"])
+def test_linalg_norm_other_orders_are_refused(case):
+    v, m = rand((4,), 49), rand((3, 3), 50)
+    arg, ord_, axis = {"ord1": (v, 1, None), "inf": (v, np.inf, None),
+                       "matrix_ord2": (m, 2, None), "axes_ord2": (m, 2, (0, 1)),
+                       "nuc": (m, "nuc", None)}[case]
+
+    def f(x):
+        return np.linalg.norm(x, ord_, axis)
+
+    with pytest.raises(astad.NotDifferentiableError, match="linalg.norm"):
+        ad(f).grad(arg)
+
+
 # ------------------------------------------------------------------------------------------
 # logsumexp, written by the user from max, exp, sum and log
 
