@@ -276,6 +276,10 @@ def _x(r):
     return "-" if r is None else f"{r:.2f}x"
 
 
+def _peer_x(r):
+    return _x(r.get("autograd_over_primal")) if r.get("autograd_s") else "not installed"
+
+
 def table(rows):
     lines = ["| program | size | primal | astad grad | grad / primal | autograd / primal "
              "| grad / primal, kept memory | autograd / primal, kept memory |",
@@ -284,9 +288,9 @@ def table(rows):
         kept = r.get("kept_memory") or {}
         lines.append(f"| {r['program']} | {r['size']} | {_ms(r['primal_s'])} "
                      f"| {_ms(r['astad_s'])} | {_x(r['grad_over_primal'])} "
-                     f"| {_x(r['autograd_over_primal'])} "
+                     f"| {_peer_x(r)} "
                      f"| {_x(kept.get('grad_over_primal'))} "
-                     f"| {_x(kept.get('autograd_over_primal'))} |")
+                     f"| {_peer_x(kept)} |")
     op = [r for r in rows if r.get("ops")]
     for r in op:
         auto = r["autograd_us_per_op"]
