@@ -110,7 +110,10 @@ class DiffFunction:
         wrapper.grad = self.grad
         wrapper.value_and_grad = self.value_and_grad
         wrapper.vjp = self.vjp
-        self._entry = codegen.transformed(fn, self._preaccumulate)  # now: errors show early
+        # From now on the gradient follows the function callers see: if its __code__ is
+        # replaced (IPython's autoreload), the transformation is rebuilt from the new code.
+        self._fn = wrapper
+        self._entry = codegen.transformed(wrapper, self._preaccumulate)  # now: errors show early
         wrapper.source = self._entry.source
         wrapper._astad_transformed = self._transformed
         display.attach(wrapper)  # a notebook shows the original and generated code
@@ -119,7 +122,7 @@ class DiffFunction:
     # -- what generated code calls (calls.rev) -----------------------------------------
     def _transformed(self):
         entry = self._entry  # (one call per recursion level: keep it short)
-        if not entry.dependencies or entry.still_valid():
+        if entry.code is self._fn.__code__ and (not entry.dependencies or entry.still_valid()):
             return entry.rev
         entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
         return entry.rev
@@ -220,7 +223,7 @@ class DiffFunction:
                 dual_args[k] = state.copy_constant(args[k])
             kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
         entry = self._entry
-        if entry is None or not entry.still_valid():
+        if entry is None or entry.code is not self._fn.__code__ or not entry.still_valid():
             entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
         rev = entry.rev
         current.tape = tape  # for operator overloading and numpy dispatch on duals
@@ -242,8 +245,9 @@ class DiffFunction:
     def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         """Return ``(value, gradient)`` of a float-valued function."""
         entry = self._entry
-        if entry.floats is not None and not kwargs and len(args) == entry.arity and (
-                not entry.dependencies or entry.still_valid()):
+        if entry.floats is not None and not kwargs and len(args) == entry.arity and \
+                entry.code is self._fn.__code__ and (not entry.dependencies or
+                                                     entry.still_valid()):
             if entry.tapes:  # scalarloops.py: a tape of entries (see _pause_gc)
                 with _pause_gc():
                     out = entry.floats(*args)

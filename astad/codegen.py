@@ -62,11 +62,11 @@ def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Tran
     ``as_method``: the tape is the second parameter, after ``self`` (calls.rev)."""
     key = (fn, preaccumulate, as_method)
     entry = _cache.get(key)
-    if entry is not None and entry.still_valid():
+    if entry is not None and entry.code is fn.__code__ and entry.still_valid():
         return entry
     with _lock:
         entry = _cache.get(key)
-        if entry is None or not entry.still_valid():
+        if entry is None or entry.code is not fn.__code__ or not entry.still_valid():
             entry = build(fn, preaccumulate, as_method)
             _cache[key] = entry
     return entry
@@ -114,6 +114,9 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
         source += ("\n\n# specialised for float arguments: value_and_grad and grad run this "
                    f"when every argument is {kinds}\n" + text)
     entry = Transformed(rev, source, dependencies, floats, arity)
+    # the code it was built from: rebuilt when the function's __code__ is replaced
+    # (IPython's autoreload does that to the functions a module already defined)
+    entry.code = fn.__code__
     entry.tapes = straight is not None and "gradient_of(" in straight[1]
     return entry
 

@@ -558,3 +558,37 @@ def test_a_function_wrapped_with_functools_wraps_is_differentiated_as_it_runs():
     assert wrapped_square(1.5) == 9.0
     assert ad(wrapped_square).value_and_grad(1.5) == (9.0, 12.0)
     assert ad(calls_wrapped_square).value_and_grad(1.5) == (10.0, 12.0)
+
+
+def squares_it(x):
+    return x * x
+
+
+def cubes_it(x):
+    return x * x * x
+
+
+def calls_squares_it(x):
+    return squares_it(x) + 1.0
+
+
+def test_replacing_a_functions_code_rebuilds_its_transformation():
+    """IPython's autoreload gives the function objects of a reloaded module their new
+    __code__; astad kept differentiating the old code (value 4, gradient 4 at 2 for a
+    function that now computes x^3). Found while reviewing the cache keying."""
+    decorated = ad(squares_it)
+    helper_user = ad(calls_squares_it)
+    assert decorated.value_and_grad(2.0) == (4.0, 4.0)
+    assert helper_user.value_and_grad(2.0) == (5.0, 4.0)
+    old_code = squares_it.__code__
+    try:
+        squares_it.__code__ = cubes_it.__code__   # as autoreload does, to both objects
+        decorated.__code__ = cubes_it.__code__
+        assert decorated(2.0) == 8.0
+        assert decorated.value_and_grad(2.0) == (8.0, 12.0)
+        _, pullback = decorated.vjp(2.0)
+        assert pullback(1.0) == 12.0
+        assert helper_user.value_and_grad(2.0) == (9.0, 12.0)
+    finally:
+        squares_it.__code__ = old_code
+    assert helper_user.value_and_grad(2.0) == (5.0, 4.0)
