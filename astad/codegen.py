@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import copy
 import linecache
+import re
 import threading
 import types
 
@@ -109,8 +110,8 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
         # a traceback through it names the user's function, as one through ``rev`` does
         floats.__code__ = floats.__code__.replace(co_name=fn.__name__)
         arity = fn.__code__.co_argcount
-        kinds = "a float or a list of floats" if "list of floats" in text.split("\n")[1] \
-            else "a float"
+        said = re.match(r"\s*# every argument (.*?): ", text.split("\n")[1])
+        kinds = said.group(1) if said else "a float"
         source += ("\n\n# specialised for float arguments: value_and_grad and grad run this "
                    f"when every argument is {kinds}\n" + text)
     entry = Transformed(rev, source, dependencies, floats, arity)

@@ -13,6 +13,7 @@ itself exactly as users extend it.
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 import numbers
 import operator
@@ -91,7 +92,8 @@ _NAMESPACE = {
     "PLAIN": frozenset({int, float, bool, complex, str, bytes, list, tuple, type(None)}),
 }
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
-_NAMESPACE.update({"ad": ad, "NUMBER": (int, float), "gradient_of": gradient_of})
+_NAMESPACE.update({"ad": ad, "NUMBER": (int, float), "gradient_of": gradient_of,
+                   "accumulate": itertools.accumulate})
 
 
 def rule_namespace() -> dict:

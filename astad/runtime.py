@@ -180,7 +180,8 @@ def sweep(tape: list, adjoint: list, first: int, arrays: dict) -> None:
 
 def gradient_of(tape: list, value, index: int, sink: int, layout: tuple):
     """``(value, gradients)`` for float code specialised by scalarloops.py: ``layout``
-    gives each argument's first slot and length (-1 for a float); slot ``sink`` holds
+    gives each argument's first slot and length (-1 for a float), or for a list of
+    lists the first slot of each row and None; slot ``sink`` holds
     the constants and is never swept. None for a result that is not a float: the
     ordinary path then raises its error."""
     if type(value) is not float:
@@ -188,5 +189,7 @@ def gradient_of(tape: list, value, index: int, sink: int, layout: tuple):
     adjoint = [0.0] * len(tape)
     adjoint[index] = 1.0
     sweep(tape, adjoint, sink + 1, {})
-    return value, tuple([adjoint[start] if n < 0 else adjoint[start:start + n]
+    return value, tuple([adjoint[start] if n is not None and n < 0 else
+                         adjoint[start:start + n] if n is not None else
+                         [adjoint[a:b] for a, b in zip(start, start[1:])]  # list of lists
                          for start, n in layout])

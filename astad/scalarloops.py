@@ -23,7 +23,6 @@ is exactly a float (api.py); otherwise the ordinary transformed code runs.
 from __future__ import annotations
 
 import ast
-import itertools
 import linecache
 import re
 
@@ -47,29 +46,41 @@ def _rule_helpers() -> set:
             for expression in expressions:
                 words.update(re.findall(r"[A-Za-z_]\w*", expression))
     return (words - {"x", "y", "r", "if", "else", "or", "and", "not"}) | {
-        "gradient_of", "len", "type", "float", "list", "set", "map"}
+        "gradient_of", "len", "type", "float", "list", "set", "map", "accumulate", "all",
+        "id"}
 
 
 class _Locals(dict):
     """The leaves an expression tree may have: the function's own locals, and elements
-    ``xs[k]`` of list arguments."""
+    of list arguments: ``xs[k]``, ``m[i][j]``, and ``row[j]`` of a local ``row = m[i]``."""
 
-    def __init__(self, names, lists):
+    def __init__(self, names, lists, matrices, rows):
         super().__init__()
         self.names = names
-        self.lists = lists
+        self.lists, self.matrices, self.rows = lists, matrices, rows
 
     def __contains__(self, name):
-        return name in self.names and name not in self.lists
+        return name in self.names and name not in self.lists and \
+            name not in self.matrices and name not in self.rows
 
-    def element(self, node) -> bool:
-        return isinstance(node.value, gast.Name) and node.value.id in self.lists \
-            and isinstance(node.ctx, gast.Load) and not isinstance(node.slice, gast.Slice)
+    def element(self, node) -> str | None:
+        """"list", "row" or "matrix" if ``node`` reads an element, else None."""
+        if not isinstance(node, gast.Subscript) or not isinstance(node.ctx, gast.Load) \
+                or isinstance(node.slice, gast.Slice):
+            return None
+        inner = node.value
+        if isinstance(inner, gast.Name):
+            return "list" if inner.id in self.lists else (
+                "row" if inner.id in self.rows else None)
+        if isinstance(inner, gast.Subscript) and isinstance(inner.value, gast.Name) and \
+                inner.value.id in self.matrices and not isinstance(inner.slice, gast.Slice):
+            return "matrix"
+        return None
 
 
 class _Writer:
     def __init__(self, rule_name, static_callee, activity, filename, names, local_names,
-                 lists):
+                 lists, matrices, rows):
         self.rule_name = rule_name
         self.static_callee = static_callee
         self.filename = filename
@@ -81,9 +92,12 @@ class _Writer:
         self.sink = names["sink"]
         # every active local is a float with an index variable (activity analysis)
         self.index = {n: n + names["suffix"] for n in sorted(local_names)
-                      if n not in activity.inactive and n not in lists}
+                      if n not in activity.inactive and n not in lists and n not in matrices
+                      and n not in rows}
         self.lists = lists  # list argument -> (its first slot, its length) variables
-        self.leaves = _Locals(local_names, lists)
+        self.matrices = matrices  # list of lists -> (its rows' first slots, its length)
+        self.rows = {r: r + names["suffix"] for r in rows}  # row local -> its first slot
+        self.leaves = _Locals(local_names, lists, matrices, rows)
 
     def emit(self, depth: int, text: str, lineno: int) -> None:
         self.lines.append(("    " * depth + text, lineno))
@@ -106,7 +120,10 @@ class _Writer:
                 callees.update(id(c) for c in gast.walk(n.func))
             elif id(n) in callees:
                 continue
-            elif isinstance(n, gast.Subscript) and self.leaves.element(n):
+            elif self.leaves.element(n):  # its slices are checked as the walk goes on
+                callees.add(id(n.value))
+                if isinstance(n.value, gast.Subscript):
+                    callees.add(id(n.value.value))
                 continue
             elif not isinstance(n, _PURE) or (isinstance(n, gast.Name) and
                                               n.id not in self.local_names):
@@ -127,18 +144,28 @@ class _Writer:
                 values[leaf.index] = leaf.node.id
                 indices[leaf.index] = self.index.get(leaf.node.id)
                 continue
-            # xs[k]: read the element, and its slot is xs's first slot + k (mod len(xs))
-            start, length = self.lists[leaf.node.value.id]
+            # xs[k]: read the element; its slot is xs's first slot + k (mod len(xs))
+            kind = self.leaves.element(leaf.node)
             x = f"{self.names['temp']}x{self.counter[0]}"
-            if isinstance(leaf.node.slice, (gast.Name, gast.Constant)):
-                k = self.plain(leaf.node.slice)  # (nothing rebinds it before the entry)
-            else:
-                k = f"{self.names['temp']}k{self.counter[0]}"
-                self.emit(depth, f"{k} = {self.plain(leaf.node.slice)}", lineno)
+            k = self.subscript(leaf.node.slice, "k", depth, lineno)
+            if kind == "list":
+                start, length = self.lists[leaf.node.value.id]
+                self.emit(depth, f"{x} = {leaf.node.value.id}[{k}]", lineno)
+                indices[leaf.index] = f"{start} + {k} % {length}"
+            elif kind == "row":
+                row = leaf.node.value.id
+                self.emit(depth, f"{x} = {row}[{k}]", lineno)
+                indices[leaf.index] = f"{self.rows[row]} + {k} % len({row})"
+            else:  # m[i][j]
+                matrix = leaf.node.value.value.id
+                starts, length = self.matrices[matrix]
+                i = self.subscript(leaf.node.value.slice, "i", depth, lineno)
+                row = f"{self.names['temp']}row{self.counter[0]}"
+                self.emit(depth, f"{row} = {matrix}[{i}]", lineno)
+                self.emit(depth, f"{x} = {row}[{k}]", lineno)
+                indices[leaf.index] = f"{starts}[{i} % {length}] + {k} % len({row})"
             self.counter[0] += 1
-            self.emit(depth, f"{x} = {leaf.node.value.id}[{k}]", lineno)
             values[leaf.index] = x
-            indices[leaf.index] = f"{start} + {k} % {length}"
         if isinstance(tree, Leaf):
             return values[tree.index], indices[tree.index] or self.sink
         lines, result, partials = differentiate(tree, values, self.counter,
@@ -154,6 +181,15 @@ class _Writer:
             return result, self.sink
         self.emit(depth, f"{self.names['append']}(({', '.join(pairs)}))", lineno)
         return result, f"len({self.tape}) - 1"
+
+    def subscript(self, node, letter: str, depth: int, lineno: int) -> str:
+        """An index expression, in a temporary unless it is a name or a constant (which
+        nothing rebinds before the entry that uses it)."""
+        if isinstance(node, (gast.Name, gast.Constant)):
+            return self.plain(node)
+        var = f"{self.names['temp']}{letter}{self.counter[0]}"
+        self.emit(depth, f"{var} = {self.plain(node)}", lineno)
+        return var
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body, depth: int) -> None:
@@ -173,6 +209,17 @@ class _Writer:
             if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], gast.Name):
                 raise _NotStraight
             target = stmt.targets[0].id
+            if target in self.rows:  # row = m[i]: the row and its first slot
+                value = stmt.value
+                if not (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
+                        and value.value.id in self.matrices):
+                    raise _NotStraight
+                starts, length = self.matrices[value.value.id]
+                i = self.subscript(value.slice, "i", depth, line)
+                self.counter[0] += 1
+                self.emit(depth, f"{target} = {value.value.id}[{i}]", line)
+                self.emit(depth, f"{self.rows[target]} = {starts}[{i} % {length}]", line)
+                return
             if target not in self.index:  # an int counter, a constant
                 self.emit(depth, f"{target} = {self.plain(stmt.value)}", line)
                 return
@@ -235,28 +282,41 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
     temp = names["temp"]
     names["sink"] = f"{temp}sink"
     names["layout"] = f"{temp}layout"
-    lists = {p: (f"{temp}at_{p}", f"{temp}n_{p}") for p in params if _read_only_list(root, p)}
+    list_params, matrix_params, rows = _read_only_lists(root, params, local_names)
+    lists = {p: (f"{temp}at_{p}", f"{temp}n_{p}") for p in list_params}
+    matrices = {p: (f"{temp}rows_{p}", f"{temp}n_{p}") for p in matrix_params}
     writer = _Writer(rule_name, static_callee, activity, filename, names,
-                     set(local_names) | set(params), lists)
-    if any(p not in writer.index and p not in lists for p in params):
+                     set(local_names) | set(params), lists, matrices, rows)
+    if any(p not in writer.index and p not in lists and p not in matrices for p in params):
         return None
     try:
         writer.block(body, 1)
     except _NotStraight:
         return None
     first = root.lineno
-    floats = [p for p in params if p not in lists]
-    checks = [f"type({p}) is not float" for p in floats]
-    for p in lists:
-        checks += [f"type({p}) is not list", f"not set(map(type, {p})) <= {{float}}"]
-    for a, b in itertools.combinations(list(lists), 2):
-        checks.append(f"{a} is {b}")  # one list twice: the ordinary path keeps the aliasing
+    checks = []
+    for p in params:
+        if p in lists:
+            checks += [f"type({p}) is not list", f"not set(map(type, {p})) <= {{float}}"]
+        elif p in matrices:
+            checks += [f"type({p}) is not list", f"not all(type({temp}r) is list and "
+                       f"set(map(type, {temp}r)) <= {{float}} for {temp}r in {p})"]
+        else:
+            checks.append(f"type({p}) is not float")
+    kinds = "a float" + (" or a list of floats" if lists else "") + (
+        " or a list of lists of floats" if matrices else "")
     head = [
         (f"def {root.name}_floats({', '.join(params)}):", first),
-        ("    # every argument a float" + (" or a list of floats" if lists else "")
-         + ": each float is a local and its tape index", first),
+        (f"    # every argument {kinds}: each float is a local and its tape index", first),
         ("    if " + " or ".join(checks) + ":", first),
         ("        return None  # other arguments: the transformed code runs instead", first)]
+    if len(lists) + len(matrices) > 1 or matrices:
+        every = ", ".join([*lists, *matrices] + [f"*{m}" for m in matrices])
+        head += [
+            (f"    {temp}lists = ({every}{',' if every.count(',') == 0 else ''})", first),
+            (f"    if len(set(map(id, {temp}lists))) != len({temp}lists):", first),
+            ("        return None  # a list reached twice: the transformed code keeps the "
+             "aliasing", first)]
     slot, layout = "0", []
     for p in params:  # the arguments' slots, in order, then one for constants
         if p in lists:
@@ -264,6 +324,13 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
             head += [(f"    {length} = len({p})", first), (f"    {start} = {slot}", first)]
             layout.append(f"({start}, {length})")
             slot = f"{start} + {length}"
+        elif p in matrices:
+            starts, length = matrices[p]
+            head += [(f"    {length} = len({p})", first),
+                     (f"    {starts} = list(accumulate(map(len, {p}), initial={slot}))",
+                      first)]
+            layout.append(f"({starts}, None)")
+            slot = f"{starts}[-1]"
         else:
             head.append((f"    {writer.index[p]} = {slot}", first))
             layout.append(f"({writer.index[p]}, -1)")
@@ -286,23 +353,64 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
     return function, text
 
 
-def _read_only_list(root, name: str) -> bool:
-    """Is parameter ``name`` only read as ``name[k]`` (no slice) or ``len(name)``?"""
+def _read_only_lists(root, params: list, local_names: set) -> tuple:
+    """The parameters only read as lists of floats (``xs[k]``, ``len(xs)``), those only
+    read as lists of lists (``m[i][j]``, ``row = m[i]``, ``len(m)``), and the locals that
+    hold a row (``row = m[i]``, then only ``row[j]`` and ``len(row)``)."""
     parents = {}
     for node in gast.walk(root):
         for child in gast.iter_child_nodes(node):
             parents[id(child)] = node
-    uses = [n for n in gast.walk(root) if isinstance(n, gast.Name) and n.id == name
-            and not isinstance(n.ctx, gast.Param)]
-    for use in uses:
-        parent = parents.get(id(use))
-        if not isinstance(use.ctx, gast.Load):
-            return False
-        if isinstance(parent, gast.Subscript) and parent.value is use and isinstance(
-                parent.ctx, gast.Load) and not isinstance(parent.slice, gast.Slice):
-            continue
-        if isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) and \
-                parent.func.id == "len" and parent.args == [use] and not parent.keywords:
-            continue
-        return False
-    return bool(uses)
+
+    def element(n):  # n[k], read, no slice
+        parent = parents.get(id(n))
+        return parent if isinstance(parent, gast.Subscript) and parent.value is n and \
+            isinstance(parent.ctx, gast.Load) and not isinstance(parent.slice, gast.Slice) \
+            else None
+
+    def length(n):
+        parent = parents.get(id(n))
+        return isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) and \
+            parent.func.id == "len" and parent.args == [n] and not parent.keywords
+
+    names = [n for n in gast.walk(root) if isinstance(n, gast.Name)]
+    rows = set()
+    for r in set(local_names) - set(params):
+        uses = [n for n in names if n.id == r]
+        stores = [n for n in uses if not isinstance(n.ctx, gast.Load)]
+        ok = bool(stores) and all(
+            isinstance(parents.get(id(n)), gast.Assign) and parents[id(n)].targets == [n]
+            and isinstance(parents[id(n)].value, gast.Subscript)
+            and isinstance(parents[id(n)].value.value, gast.Name)
+            and parents[id(n)].value.value.id in params for n in stores)
+        ok = ok and all(length(n) or (element(n) is not None and element(element(n)) is None)
+                        for n in uses if isinstance(n.ctx, gast.Load))
+        if ok:
+            rows.add(r)
+    lists, matrices = set(), set()
+    for p in params:
+        uses = [n for n in names if n.id == p and not isinstance(n.ctx, gast.Param)]
+        kinds = set()
+        for n in uses:
+            sub = element(n) if isinstance(n.ctx, gast.Load) else None
+            if length(n):
+                continue
+            if sub is None:
+                kinds.add("other")
+            elif isinstance(parents.get(id(sub)), gast.Assign) and \
+                    parents[id(sub)].value is sub and len(parents[id(sub)].targets) == 1 \
+                    and isinstance(parents[id(sub)].targets[0], gast.Name) and \
+                    parents[id(sub)].targets[0].id in rows:
+                kinds.add("matrix")
+            elif element(sub) is not None:
+                kinds.add("matrix" if element(element(sub)) is None else "other")
+            else:
+                kinds.add("list")
+        if kinds == {"list"}:
+            lists.add(p)
+        elif kinds == {"matrix"}:
+            matrices.add(p)
+    rows = {r for r in rows if all(parents[id(n)].value.value.id in matrices
+                                   for n in names if n.id == r and
+                                   not isinstance(n.ctx, gast.Load))}
+    return ([p for p in params if p in lists], [p for p in params if p in matrices], rows)

@@ -127,8 +127,11 @@ DOT_SPECIALISED = '''
     # specialised for float arguments: value_and_grad and grad run this when every argument is a float or a list of floats
     def dot_floats(xs, ys):
         # every argument a float or a list of floats: each float is a local and its tape index
-        if type(xs) is not list or not set(map(type, xs)) <= {float} or type(ys) is not list or not set(map(type, ys)) <= {float} or xs is ys:
+        if type(xs) is not list or not set(map(type, xs)) <= {float} or type(ys) is not list or not set(map(type, ys)) <= {float}:
             return None  # other arguments: the transformed code runs instead
+        _vlists = (xs, ys)
+        if len(set(map(id, _vlists))) != len(_vlists):
+            return None  # a list reached twice: the transformed code keeps the aliasing
         _vn_xs = len(xs)
         _vat_xs = 0
         _vn_ys = len(ys)
@@ -568,3 +571,43 @@ def test_list_arguments_that_do_not_fit_take_the_ordinary_path():
 def test_an_index_past_the_end_raises_as_the_primal_does():
     with pytest.raises(IndexError):
         astad.reverse_diff(reads_past_the_end).grad([1.0, 2.0])
+
+
+
+def sum_matvec(m, v):
+    s = 0.0
+    for i in range(len(m)):
+        row = m[i]
+        r = 0.0
+        for j in range(len(row)):
+            r = r + row[j] * v[j]
+        s = s + r * m[i][-1]
+    return s
+
+
+@pytest.mark.parametrize("m, v", [
+    ([[1.0, 2.0], [3.0, -4.0]], [0.5, -1.5]),
+    ([[1.0], [3.0, -4.0, 0.25], []], [0.5, -1.5, 2.0]),  # ragged rows
+], ids=["square", "ragged"])
+def test_lists_of_lists_in_specialised_code_agree_with_the_tape(m, v):
+    f = astad.reverse_diff(sum_matvec)
+    if not all(m):  # an empty row: m[i][-1] raises, as in the primal
+        with pytest.raises(IndexError):
+            f.grad(m, v)
+        return
+    assert codegen.build(sum_matvec).floats is not None
+    value, (gm, gv) = f.value_and_grad(m, v)
+    want_value, (wm, wv) = f.value_and_grad.__self__._value_and_grad_taped((m, v), {})
+    assert value == want_value
+    assert [len(row) for row in gm] == [len(row) for row in m]
+    for got, want in zip(gm + [gv], wm + [wv]):
+        assert got == pytest.approx(want, rel=1e-13, abs=1e-300)
+
+
+def test_lists_of_lists_with_a_shared_row_take_the_ordinary_path():
+    f = astad.reverse_diff(sum_matvec)
+    row = [1.0, 2.0]
+    m, v = [row, row], [0.5, -1.5]
+    assert f.grad(m, v) == f.value_and_grad.__self__._value_and_grad_taped((m, v), {})[1]
+    assert f.grad([[1.0, 2.0]], row) == \
+        f.value_and_grad.__self__._value_and_grad_taped(([[1.0, 2.0]], row), {})[1]
