@@ -25,8 +25,14 @@ def _inverse_axes(axes, ndim):
 
 register_vjp(np.transpose, lambda g, r, a, axes=None: np.transpose(
     g, _inverse_axes(axes, np.ndim(a))))
-register_vjp(np.reshape, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
-register_vjp(np.ravel, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
+# reshape and ravel read and write elements in C or F order; the cotangent goes back in
+# the same order (the rules below pass it resolved, as a keyword)
+register_vjp(np.reshape, lambda g, r, a, shape=None, order="C", **kw: np.reshape(
+    g, np.shape(a), order=order))
+register_vjp(np.ravel, lambda g, r, a, order="C": np.reshape(g, np.shape(a), order=order))
+register_vjp(np.moveaxis, lambda g, r, a, source, destination: np.moveaxis(g, destination,
+                                                                          source))
+register_vjp(np.swapaxes, lambda g, r, a, axis1, axis2: np.swapaxes(g, axis1, axis2))
 register_vjp(np.squeeze, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
 register_vjp(np.expand_dims, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
 register_vjp(np.broadcast_to, lambda g, r, a, *args, **kw: unbroadcast(g, np.shape(a)))
@@ -46,9 +52,39 @@ register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
 RESULT_KIND[np.cumsum] = NEW_ARRAYS
 RESULT_KIND.update(dict.fromkeys(
     (np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.broadcast_to,
-     np.copy, np.flip, np.asarray), VIEWS_OF_G))
+     np.copy, np.flip, np.asarray, np.moveaxis, np.swapaxes), VIEWS_OF_G))
 SHAPES_ONLY.update((np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
-                    np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray))
+                    np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
+                    np.moveaxis, np.swapaxes))
+
+
+def _resolve_order(value, order):
+    """numpy's order 'A' and 'K' as the 'C' or 'F' they mean for this array."""
+    if order not in ("A", "K"):
+        return order
+    if value.flags.c_contiguous:
+        return "C"
+    if value.flags.f_contiguous:
+        return "F"
+    if order == "A":
+        return "C"
+    raise NotDifferentiableError("astad differentiates ravel(order='K') of a C- or "
+                                 "F-contiguous array only", *user_location())
+
+
+def _ordered(fn):
+    rule = ARRAY_RULES[fn]
+    if fn is np.reshape:
+        def ordered(tape, a, shape=None, order="C", **kwargs):
+            return rule(tape, a, shape, order=_resolve_order(primal_of(a), order), **kwargs)
+    else:
+        def ordered(tape, a, order="C"):
+            return rule(tape, a, order=_resolve_order(primal_of(a), order))
+    ARRAY_RULES[fn] = ordered
+
+
+_ordered(np.reshape)
+_ordered(np.ravel)
 
 
 # -- building arrays from pieces ----------------------------------------------------------
@@ -70,6 +106,10 @@ def _join(tape, join, split, items, *args, **kwargs):
 
 def _concatenate_rule(tape, arrays_, axis=0, **kwargs):
     items = list(arrays_)
+    if axis is None:  # numpy flattens every array first
+        items = [ARRAY_RULES[np.ravel](tape, x) if is_active(x) else np.ravel(x)
+                 for x in items]
+        axis = 0
     sizes = [np.shape(primal_of(x))[axis] for x in items]
     bounds = np.cumsum(sizes)[:-1]
     return _join(tape, np.concatenate, lambda g: np.split(g, bounds, axis=axis), items,

@@ -1332,12 +1332,38 @@ def s_swap_by_transpose(x):
     return x.transpose(0, 2, 1).reshape(2, 12).T
 
 
+def s_reshape_order_f(x):
+    return np.reshape(x, (4, 6), order="F")
+
+
+def s_reshape_positional_order_and_method(x):
+    return np.reshape(x, (6, 4), "F") + x.reshape(6, 4, order="F")
+
+
+def s_reshape_order_a_of_a_transpose(x):
+    return np.reshape(x.T, (4, 6), order="A")
+
+
+def s_ravel_and_flatten_order_f(x):
+    return np.ravel(x, order="F") + x.flatten("F") + x.T.ravel("K")
+
+
+def s_moveaxis(x):
+    return np.moveaxis(x, 0, -1)
+
+
+def s_swapaxes(x):
+    return np.swapaxes(x, 0, 2)
+
+
 SHAPE_FUNCTIONS = [s_transpose, s_transpose_axes, s_transpose_axes2, s_transpose_negative,
                    s_T, s_transpose_method, s_transpose_method_tuple, s_reshape_flat, s_reshape,
                    s_reshape_method, s_reshape_method_tuple, s_ravel, s_ravel_method, s_flatten,
                    s_expand_dims, s_expand_dims_last, s_expand_dims_tuple, s_squeeze,
                    s_squeeze_axis, s_squeeze_method, s_broadcast_to, s_copy,
-                   s_swap_by_transpose]
+                   s_swap_by_transpose, s_reshape_order_f, s_reshape_positional_order_and_method,
+                   s_reshape_order_a_of_a_transpose, s_ravel_and_flatten_order_f, s_moveaxis,
+                   s_swapaxes]
 
 
 @pytest.mark.parametrize("fn", SHAPE_FUNCTIONS, ids=lambda f: f.__name__)
@@ -1369,6 +1395,15 @@ def test_concatenate(axis):
 
     def f(a, b):
         return np.sum(np.concatenate([a, b * b, c, a], axis=axis) * w)
+
+    check_grad(ad(f), a, b)
+
+
+def test_concatenate_with_axis_none_flattens():
+    a, b = rand((2, 3), 128), rand((4,), 129)
+
+    def f(a, b):
+        return np.sum(np.concatenate([a, b * 2.0, np.ones(2)], axis=None) * np.arange(12.0))
 
     check_grad(ad(f), a, b)
 
