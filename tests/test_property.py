@@ -33,7 +33,8 @@ when a decision on a float (a comparison, ``max``, ...) or a singularity lies wi
 original's exactly, its pullback must be linear, ``preaccumulate=False`` must give the
 same gradient, and the caller's arguments must end as the original leaves them.
 
-Budget: ``ASTAD_FUZZ_EXAMPLES`` programs (default 60, a few seconds), derandomized.
+Budget: ``ASTAD_FUZZ_EXAMPLES`` programs (default 60, a few seconds), derandomized so
+that CI checks the same programs every time; ``ASTAD_FUZZ_SEED=n`` draws other programs.
 A long run: ``ASTAD_FUZZ_EXAMPLES=3000 pytest tests/test_property.py -s`` (prints the
 count of programs checked). Every failure found so far is a plain regression test at
 the end of this file.
@@ -54,6 +55,7 @@ import tempfile
 import threading
 
 import pytest
+import hypothesis
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
@@ -62,11 +64,12 @@ from forward_mode import Fwd, Trace, fmath, primal, tangent
 from oracles import assert_grad_close
 
 MAX_EXAMPLES = int(os.environ.get("ASTAD_FUZZ_EXAMPLES", "60"))
+SEED = os.environ.get("ASTAD_FUZZ_SEED")  # unset: the same programs on every run (CI)
 
 FUZZ_SETTINGS = settings(
     max_examples=MAX_EXAMPLES,
     deadline=None,
-    derandomize=True,
+    derandomize=SEED is None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                            HealthCheck.data_too_large],
@@ -757,6 +760,8 @@ def test_random_programs_match_forward_mode_and_finite_differences():
         with time_limit(EXAMPLE_SECONDS):
             check_program(program, stats)
 
+    if SEED is not None:
+        run = hypothesis.seed(int(SEED))(run)
     run()
     print(f"\nfuzz: {stats['checked']} programs checked against forward mode and finite "
           f"differences, {stats['raised']} raising the original's exception, "
