@@ -17,7 +17,11 @@ tracemalloc:
   tape, plus the result), per tape entry;
 - ``pullback peak``: the peak during ``pullback(1.0)`` (the adjoint array, the backward
   sweep and the gradient lists), per tape entry;
-- ``primal peak``: the peak during one call of the plain function, for comparison.
+- ``primal peak``: the peak during one call of the plain function, for comparison;
+- ``value_and_grad peak / scalar op``: the peak of a whole ``f.value_and_grad(*args)``
+  call (tape, adjoints, gradient lists) divided by the number of scalar operations the
+  program executes (the entries of the ``preaccumulate=False`` tape). With every argument
+  a float or a list of floats this runs the specialised code of astad/scalarloops.py.
 
 The arguments are built before tracing starts, so they are not counted. Every
 measurement runs after a warm-up call (code generation and caches are not counted), in
@@ -81,6 +85,10 @@ def measure(case, preaccumulate):
         tracemalloc.stop()
     back_peak = peak - base
     del grads, pullback
+    # the whole value_and_grad call: for all-float arguments this is the specialised code
+    # (astad/scalarloops.py), whose tape holds slot numbers and partials but no duals
+    f.value_and_grad(*args)
+    _, vg_peak, _ = _traced(lambda: f.value_and_grad(*args))
     return {
         "program": case.program, "size": case.size, "size_label": case.size_label,
         "preaccumulate": preaccumulate, "tape_length": tape,
@@ -89,6 +97,7 @@ def measure(case, preaccumulate):
         "vjp_peak_bytes_per_entry": vjp_peak / tape if tape else None,
         "kept_bytes_per_entry": kept / tape if tape else None,
         "pullback_peak_bytes_per_entry": back_peak / tape if tape else None,
+        "value_and_grad_peak_bytes": vg_peak,
     }
 
 
@@ -103,14 +112,17 @@ def _bytes(b):
 
 def table(rows):
     head = ("| program | size | preaccumulate | tape entries | primal peak | vjp peak "
-            "| vjp peak / entry | kept / entry | pullback peak / entry |")
-    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|--:|"]
+            "| vjp peak / entry | kept / entry | pullback peak / entry "
+            "| value_and_grad peak / scalar op |")
+    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
+        per_op = r.get("value_and_grad_peak_bytes_per_op")
         lines.append(
             f"| {r['program']} | {r['size_label']} | {r['preaccumulate']} "
             f"| {r['tape_length']} | {_bytes(r['primal_peak_bytes'])} "
             f"| {_bytes(r['vjp_peak_bytes'])} | {r['vjp_peak_bytes_per_entry']:.0f} B "
-            f"| {r['kept_bytes_per_entry']:.0f} B | {r['pullback_peak_bytes_per_entry']:.0f} B |")
+            f"| {r['kept_bytes_per_entry']:.0f} B | {r['pullback_peak_bytes_per_entry']:.0f} B "
+            f"| {'-' if per_op is None else f'{per_op:.0f} B'} |")
     return "\n".join(lines)
 
 
@@ -130,9 +142,16 @@ def main(argv=None):
     for program, ns in sizes.items():
         for n in ns:
             case = programs.make_case(program, n, random.Random(12345))
+            pair = []
             for pre in (True, False):
                 r = measure(case, pre)
                 rows.append(r)
+                pair.append(r)
+            # scalar operations executed = the entries of the one-entry-per-operation tape
+            ops = pair[1]["tape_length"]
+            for r in pair:
+                r["scalar_ops"] = ops
+                r["value_and_grad_peak_bytes_per_op"] = r["value_and_grad_peak_bytes"] / ops
                 print(f"  {case.name:<20} preaccumulate={str(pre):<5} tape "
                       f"{r['tape_length']:>7}  vjp peak {r['vjp_peak_bytes_per_entry']:.0f} "
                       f"B/entry", flush=True)
