@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_rules import NEW_ARRAYS, RESULT_KIND, register_vjp
+from .array_rules import NEW_ARRAYS, RESULT_KIND, refuse_keywords, register_vjp
 from .arrays import ARRAY_RULES, cotangent, accumulate, is_active, new_array, new_scalar, \
     parent_of, primal_of, unbroadcast
 from .errors import NotDifferentiableError, user_location
@@ -52,6 +52,7 @@ def _matmul_b(g, r, a, b, **kw):
 
 
 register_vjp(np.matmul, _matmul_a, _matmul_b)
+refuse_keywords(np.matmul, ("axes", "axis"), "only the last two axes multiply")
 
 
 # -- dot: matmul for 1- and 2-d operands, a product with a 0-d one ------------------------

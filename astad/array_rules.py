@@ -262,8 +262,10 @@ def _inside(a, lo, hi):
     return mask
 
 
-register_vjp(np.clip,
-             lambda g, r, a, a_min=None, a_max=None, **kw: g * _inside(a, a_min, a_max),
+register_vjp(np.clip,  # (bounds by keyword too: np.clip(x, min=0.0))
+             lambda g, r, a, a_min=None, a_max=None, **kw: g * _inside(
+                 a, kw.get("min") if a_min is None else a_min,
+                 kw.get("max") if a_max is None else a_max),
              lambda g, r, a, a_min, a_max=None, **kw: unbroadcast(g * (a < a_min), np.shape(
                  a_min)),
              lambda g, r, a, a_min, a_max, **kw: unbroadcast(g * (a > a_max), np.shape(a_max)))
@@ -336,17 +338,21 @@ def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, initial=
     return _expand(g, x.shape, axis, keepdims) * others
 
 
-def _var_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+def _var_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+             correction=None, **kw):
+    if correction is not None:  # numpy 2's name for ddof
+        ddof = correction
     n = _count(np.shape(x), axis)
     centred = x - np.mean(x, axis=axis, keepdims=True)
     return _expand(g, np.shape(x), axis, keepdims) * 2.0 * centred / (n - ddof)
 
 
-def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+             correction=None, **kw):
     # where every element equals the mean (one element, or ties) std is at a kink like
     # abs at 0: the derivative taken there is 0 (for one element std is constant)
     r_full = _expand(r, np.shape(x), axis, keepdims)
-    var_grad = _var_vjp(g, r, x, axis, ddof=ddof, keepdims=keepdims)
+    var_grad = _var_vjp(g, r, x, axis, ddof=ddof, keepdims=keepdims, correction=correction)
     return np.where(r_full != 0, var_grad / np.where(r_full != 0, 2.0 * r_full, 1.0), 0.0)
 
 
@@ -365,6 +371,24 @@ register_vjp(np.amin, _extreme_vjp)
 register_vjp(np.prod, _prod_vjp)
 register_vjp(np.var, _var_vjp)
 register_vjp(np.std, _std_vjp)
+
+
+def refuse_keywords(fn, keywords, why):
+    """``fn``'s rule, refusing (when called) keyword arguments its vjps do not follow."""
+    rule = ARRAY_RULES[fn]
+
+    def checked(tape, *args, **kwargs):
+        for name in keywords:
+            if kwargs.get(name) is not None:
+                raise NotDifferentiableError(f"astad does not differentiate "
+                                             f"{fn.__name__}(..., {name}=...): {why}",
+                                             *user_location())
+        return rule(tape, *args, **kwargs)
+    ARRAY_RULES[fn] = checked
+
+
+refuse_keywords(np.var, ("mean",), "numpy uses the given mean as it is")
+refuse_keywords(np.std, ("mean",), "numpy uses the given mean as it is")
 register_vjp(np.linalg.norm, _norm_vjp)
 _norm_vjp_rule = ARRAY_RULES[np.linalg.norm]
 
@@ -382,7 +406,15 @@ def _norm_rule(tape, x, ord=None, axis=None, keepdims=False):
 
 
 ARRAY_RULES[np.linalg.norm] = _norm_rule
-register_vjp(np.trace, lambda g, r, a, offset=0, **kw: g * np.eye(*np.shape(a), k=offset))
+def _trace_vjp(g, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    # g (one value per position on the other axes) spread on the diagonal of (axis1, axis2)
+    shape = np.shape(a)
+    axes = (axis1 % len(shape), axis2 % len(shape))
+    diagonal = np.eye(shape[axes[0]], shape[axes[1]], k=offset)
+    return np.moveaxis(np.asarray(g)[..., None, None] * diagonal, (-2, -1), axes)
+
+
+register_vjp(np.trace, _trace_vjp)
 RESULT_KIND.update(dict.fromkeys(
     (np.clip, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std,
      np.linalg.norm, np.trace), NEW_ARRAYS))

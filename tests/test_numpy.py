@@ -2627,6 +2627,42 @@ def test_an_unsupported_array_method_names_itself():
         ad(f).grad(rand((3,), 266))
 
 
+def test_keyword_forms_of_clip_var_std():
+    x = rand((3, 4), 267, -2.0, 2.0)
+
+    def f(x):
+        return (np.sum(np.clip(x, min=-0.5, max=0.7) ** 2) + np.var(x, correction=1)
+                + np.sum(np.std(x, axis=0, correction=1)) + np.sum(np.clip(x, max=0.2)))
+
+    check_grad(ad(f), x)
+
+
+@pytest.mark.parametrize("case", ["axes", "offset", "3d"])
+def test_trace_over_other_axes(case):
+    a = rand((3, 4, 2), 268)
+
+    def f(a):
+        if case == "axes":
+            return np.sum(np.trace(a[:, :, 0], axis1=1, axis2=0, offset=1) * 2.0)
+        if case == "offset":
+            return np.trace(a[:, :, 1], -1) * np.trace(a[:, :, 1].T, 1)
+        return np.sum(np.trace(a, 1, 0, 1) * np.arange(2.0)) + np.sum(
+            np.trace(a, axis1=2, axis2=0) * np.arange(4.0))
+
+    check_grad(ad(f), a)
+
+
+@pytest.mark.parametrize("case", ["var_mean", "matmul_axes"])
+def test_keywords_astad_does_not_follow_are_refused(case):
+    def f(x):
+        if case == "var_mean":
+            return np.var(x, mean=np.mean(x, keepdims=True))
+        return np.sum(np.matmul(x, x, axes=[(0, 1), (0, 1), (0, 1)]))
+
+    with pytest.raises(astad.NotDifferentiableError, match="mean=|axes="):
+        ad(f).grad(rand((3, 3), 269))
+
+
 def test_the_tape_keeps_references_not_copies():
     """The tape keeps what the backward pass reads (exp's result), by reference: not a
     copy of x, and not the temporaries that only a sum or a reshape consumed."""
