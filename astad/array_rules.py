@@ -167,7 +167,8 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
                     f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
                     "arrays, not inside a list", *user_location())
         record = new_array if type(result) is np.ndarray else new_scalar
-        if not parents:
+        kind = getattr(getattr(result, "dtype", None), "kind", "f")
+        if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)
             return result
         if fn in SHAPES_ONLY:
             return record(tape, result, _vjp_backward, tuple(parents),

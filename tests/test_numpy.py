@@ -2627,6 +2627,18 @@ def test_an_unsupported_array_method_names_itself():
         ad(f).grad(rand((3,), 266))
 
 
+def test_reductions_to_an_integer_dtype_carry_no_derivative():
+    x = rand((4,), 270, 0.1, 3.0)
+
+    def f(x):
+        return (np.sum(x, dtype=int) * x[0] + np.cumsum(x, dtype=np.int64)[3] * x[1]
+                + np.sum(x * x))
+
+    g = check_grad(ad(f), x)
+    np.testing.assert_allclose(g, 2.0 * x + np.array([np.sum(x.astype(int)), np.sum(
+        x.astype(int)), 0.0, 0.0]), rtol=1e-12)
+
+
 def test_keyword_forms_of_clip_var_std():
     x = rand((3, 4), 267, -2.0, 2.0)
 
