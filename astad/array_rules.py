@@ -270,7 +270,7 @@ register_vjp(np.clip,  # (bounds by keyword too: np.clip(x, min=0.0))
              lambda g, r, a, a_min, a_max=None, **kw: unbroadcast(g * (a < a_min), np.shape(
                  a_min)),
              lambda g, r, a, a_min, a_max, **kw: unbroadcast(g * (a > a_max), np.shape(a_max)))
-register_elementwise(np.where, None, lambda c, x, y, r: c * 1.0,
+register_elementwise(np.where, None, lambda c, x, y, r: np.asarray(c, dtype=bool) * 1.0,
                      lambda c, x, y, r: (~np.asarray(c, dtype=bool)) * 1.0)
 
 

@@ -2639,6 +2639,17 @@ def test_reductions_to_an_integer_dtype_carry_no_derivative():
         x.astype(int)), 0.0, 0.0]), rtol=1e-12)
 
 
+def test_where_with_a_float_condition_selects_by_truth():
+    x, y = rand((4,), 271), rand((4,), 272)
+    condition = np.array([0.5, 0.0, -2.0, 0.0])  # nonzero: x
+
+    def f(x, y):
+        return np.sum(np.where(condition, x, y) * np.arange(1.0, 5.0))
+
+    gx, gy = check_grad(ad(f), x, y)
+    np.testing.assert_array_equal(gx, [1.0, 0.0, 3.0, 0.0])
+
+
 def test_keyword_forms_of_clip_var_std():
     x = rand((3, 4), 267, -2.0, 2.0)
 
