@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_rules import NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G, register_vjp
+from .array_rules import NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G, refuse_keywords, \
+    register_vjp
 from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
                      new_scalar, parent_of, primal_of, running_tape, unbroadcast)
 from .errors import NotDifferentiableError, user_location
@@ -85,6 +86,66 @@ def _ordered(fn):
 
 _ordered(np.reshape)
 _ordered(np.ravel)
+
+
+# -- moving elements: sort, take, repeat, diff ---------------------------------------------
+def _sort_vjp(g, r, a, axis=-1, kind=None, order=None, **kw):
+    # each sorted element came from one place: send its cotangent back there (ties: the
+    # stable order numpy's sort gives them)
+    if axis is None:
+        return _sort_vjp(g, r, np.ravel(a), -1).reshape(np.shape(a))
+    grad = np.zeros(np.shape(a), dtype=np.result_type(a, 1.0))
+    np.put_along_axis(grad, np.argsort(a, axis=axis, kind="stable"), g, axis=axis)
+    return grad
+
+
+def _take_vjp(g, r, a, indices, axis=None, out=None, mode="raise"):
+    grad = np.zeros(np.shape(a), dtype=np.result_type(a, 1.0))
+    if axis is None:
+        np.add.at(grad.reshape(-1), indices, g)  # (a repeated index adds)
+    else:
+        np.add.at(grad, (slice(None),) * (axis % grad.ndim) + (indices,), g)
+    return grad
+
+
+def _repeat_vjp(g, r, a, repeats, axis=None):
+    # the copies of each element are consecutive: sum them back (one int repeats only)
+    if axis is None:
+        return np.sum(np.reshape(g, (-1, repeats)), axis=1).reshape(np.shape(a))
+    axis %= np.ndim(a)
+    shape = np.shape(a)
+    return np.sum(np.reshape(g, shape[:axis] + (shape[axis], repeats) + shape[axis + 1:]),
+                  axis=axis + 1)
+
+
+def _diff_vjp(g, r, a, n=1, axis=-1, **kw):
+    # diff is x[1:] - x[:-1] along the axis, n times: its transpose, n times
+    axis %= np.ndim(a)
+    pad = [(0, 0)] * np.ndim(a)
+    pad[axis] = (1, 1)
+    for _ in range(n):
+        g = -np.diff(np.pad(g, pad), axis=axis)
+    return g
+
+
+register_vjp(np.sort, _sort_vjp)
+register_vjp(np.take, _take_vjp)
+register_vjp(np.repeat, _repeat_vjp)
+register_vjp(np.diff, _diff_vjp)
+RESULT_KIND.update(dict.fromkeys((np.sort, np.take, np.repeat, np.diff), NEW_ARRAYS))
+refuse_keywords(np.take, ("mode",), "an index out of range must raise")
+refuse_keywords(np.diff, ("prepend", "append"), "pad the array with np.concatenate")
+_repeat_rule = ARRAY_RULES[np.repeat]
+
+
+def _repeat_checked(tape, a, repeats, axis=None):
+    if np.ndim(repeats) != 0:
+        raise NotDifferentiableError("astad differentiates np.repeat with one int repeats "
+                                     "count", *user_location())
+    return _repeat_rule(tape, a, int(repeats), axis)
+
+
+ARRAY_RULES[np.repeat] = _repeat_checked
 
 
 # -- building arrays from pieces ----------------------------------------------------------
@@ -232,7 +293,8 @@ def _method(fn):
 for _name, _fn in (("sum", np.sum), ("mean", np.mean), ("prod", np.prod), ("max", np.max),
                    ("min", np.min), ("var", np.var), ("std", np.std), ("ravel", np.ravel),
                    ("squeeze", np.squeeze), ("dot", np.dot), ("copy", np.copy),
-                   ("trace", np.trace), ("clip", np.clip)):
+                   ("trace", np.trace), ("clip", np.clip), ("repeat", np.repeat),
+                   ("take", np.take), ("cumsum", np.cumsum), ("swapaxes", np.swapaxes)):
     setattr(ArrayDual, _name, _method(_fn))
 ArrayDual.flatten = _method(np.ravel)
 ArrayDual.reshape = lambda self, *shape, **kw: ARRAY_RULES[np.reshape](
