@@ -31,7 +31,9 @@ when a decision on a float (a comparison, ``max``, ...) or a singularity lies wi
 100 finite-difference steps (``forward_mode.Trace``). When the original function raises
 (a domain error), ``.grad`` must raise the same exception. astad's value must equal the
 original's exactly, its pullback must be linear, ``preaccumulate=False`` must give the
-same gradient, and the caller's arguments must end as the original leaves them.
+same gradient, the caller's arguments must end as the original leaves them (holding no
+dual), and a gradient with respect to a random subset of the arguments (``argnums``)
+must be the matching part of the full one.
 
 Budget: ``ASTAD_FUZZ_EXAMPLES`` programs (default 60, a few seconds), derandomized so
 that CI checks the same programs every time; ``ASTAD_FUZZ_SEED=n`` draws other programs.
@@ -60,6 +62,7 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import astad
+from astad.runtime import Dual
 from forward_mode import Fwd, Trace, fmath, primal, tangent
 from oracles import assert_grad_close
 
@@ -514,6 +517,7 @@ class Program:
     source: str       # the module text after MODULE_HEADER
     spec: list        # the arguments: ("float", v) | ("list", [v..]) | ("pt", x, y) | ...
     used: set
+    argnums: object   # an int or a tuple: a second gradient, of some arguments only
 
 
 @st.composite
@@ -555,7 +559,10 @@ def programs(draw):
                 f"({gen.expr(scope, 2)})")
     out.append(f"def f({', '.join(params)}):")
     out += body
-    return Program("\n".join(out) + "\n", spec, gen.used)
+    n = len(params)
+    argnums = draw(st.one_of(st.integers(0, n - 1), st.lists(
+        st.integers(0, n - 1), min_size=1, max_size=n, unique=True).map(tuple)))
+    return Program("\n".join(out) + "\n", spec, gen.used, argnums)
 
 
 # ---------------------------------------------------------------------------------------
@@ -686,6 +693,7 @@ def _check(program, plain, forward, stats):
     ad_value, grad = f.value_and_grad(*after_astad)
     assert ad_value == value
     assert after_astad == after_plain, "the caller's arguments differ from the original's"
+    assert not holds_dual(after_astad)
 
     # forward mode: exact up to rounding (summation order, fused partials)
     expected = build_args(plain, program.spec, tangents)
@@ -707,7 +715,29 @@ def _check(program, plain, forward, stats):
     u_value, u_grad = unfused.value_and_grad(*copy.deepcopy(args))
     assert u_value == value
     assert_grad_close(u_grad, grad, rtol=1e-9, atol=1e-10 * max(scales))
+
+    # some arguments only: the others are constants, run on copies; what the function
+    # stores into them reaches the caller as plain floats
+    some = astad.reverse_diff(plain.f, argnums=program.argnums)
+    after_some = copy.deepcopy(args)
+    some_value, some_grad = some.value_and_grad(*after_some)
+    assert some_value == value
+    assert after_some == after_plain and not holds_dual(after_some)
+    chosen = program.argnums
+    want = expected[chosen] if isinstance(chosen, int) else tuple(expected[k] for k in chosen)
+    assert_grad_close(some_grad, want, rtol=1e-8, atol=1e-9 * max(scales))
     stats["checked"] += 1
+
+
+def holds_dual(value) -> bool:
+    """Whether a dual of astad's is anywhere in these arguments (after the call)."""
+    if type(value) is Dual:
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(holds_dual(v) for v in value)
+    if dataclasses.is_dataclass(value):
+        return any(holds_dual(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return False
 
 
 def _spec_like(spec, grad) -> list:
