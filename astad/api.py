@@ -94,6 +94,7 @@ class DiffFunction:
         self._min_args = sum(1 for p in self._positional if p.default is p.empty)
         self._max_args = float("inf") if self._has_varargs else len(self._positional)
         self._positions_cache: dict = {}
+        self._select: dict = {}  # n_args -> _selection(n_args), for the specialised code
         self._entry = None  # the transformed function, revalidated on every call
         if argnums is not None:
             for k in (argnums,) if isinstance(argnums, int) else argnums:
@@ -162,6 +163,15 @@ class DiffFunction:
         others = tuple(k for k in range(n_args) if k not in positions)
         self._positions_cache[n_args] = (positions, others, single)
         return positions, others, single
+
+    def _selection(self, n_args: int):
+        """Which of the specialised code's gradients (one per argument) to return:
+        ``_ALL``, one index (a single ``argnums``) or a tuple of indices."""
+        positions, _, single = self._positions(n_args)
+        select = positions[0] if single else (
+            _ALL if positions == tuple(range(n_args)) else positions)
+        self._select[n_args] = select
+        return select
 
     def _refuse_enclosing_duals(self, args, others, kwargs) -> None:
         """A dual of an enclosing gradient call must not reach this one (no gradients of
@@ -254,14 +264,14 @@ class DiffFunction:
             else:  # straightline.py: no tape at all
                 out = entry.floats(*args)
             if out is not None:  # None: an argument is not a float (or list of floats)
-                positions, others, single = self._positions_cache.get(len(args)) or \
-                    self._positions(len(args))
-                if single:
-                    return out[0], out[1][positions[0]]
-                if not others and positions[-1] == len(args) - 1 and \
-                        positions == tuple(range(len(args))):
+                select = self._select.get(len(args))
+                if select is None:
+                    select = self._selection(len(args))
+                if select is _ALL:
                     return out
-                return out[0], tuple([out[1][k] for k in positions])
+                if type(select) is int:
+                    return out[0], out[1][select]
+                return out[0], tuple([out[1][k] for k in select])
         paused = gc.isenabled()  # see _pause_gc
         if paused:
             gc.disable()
@@ -321,6 +331,9 @@ def _pause_gc():
     finally:
         if paused:
             gc.enable()
+
+
+_ALL = "all"  # (a marker: every gradient, in argument order)
 
 
 def _cell_filled(cell) -> bool:
