@@ -8,11 +8,26 @@ The analysis is conservative: anything it cannot see through is active.
 """
 from __future__ import annotations
 
+import builtins
+
 import gast
 
 # Builtins whose result never carries a derivative, whatever their arguments.
 INACTIVE_RESULT = {"len", "range", "int", "bool", "str", "repr", "isinstance", "issubclass",
                    "hash", "id", "callable", "hasattr", "format", "ord", "chr", "type"}
+
+
+def shadowed_builtins(fn) -> set:
+    """The builtin names this analysis trusts (``len``, ``range``, ``round``...) that
+    ``fn`` sees bound to something else, a module global or a closure variable: they
+    are analysed like local names, never trusted (a global ``def format(x): return
+    3.0 * x`` was taken for the builtin, and its derivative dropped)."""
+    trusted = INACTIVE_RESULT | {"round", "enumerate"}
+    shadowed = trusted & set(fn.__code__.co_freevars)
+    for name in trusted & fn.__globals__.keys():
+        if fn.__globals__[name] is not getattr(builtins, name, None):
+            shadowed.add(name)
+    return shadowed
 
 
 class Activity:

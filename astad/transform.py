@@ -23,7 +23,7 @@ import types
 
 import gast
 
-from .activity import Activity, bound_names
+from .activity import Activity, bound_names, shadowed_builtins
 from .calls import is_numpy_callable
 from .fuse import Fuser
 from .normalize import INPLACE
@@ -273,7 +273,7 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
     a straight-line function of floats its tapeless value-and-gradient function
     (straightline.py; ``(ast.FunctionDef, text)`` or None).
     """
-    activity = Activity(root, local_names)
+    activity = Activity(root, local_names | shadowed_builtins(fn))
     rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate)
     straight = None
     if preaccumulate and not as_method:  # (before the rewriter changes the tree)

@@ -592,3 +592,61 @@ def test_replacing_a_functions_code_rebuilds_its_transformation():
     finally:
         squares_it.__code__ = old_code
     assert helper_user.value_and_grad(2.0) == (5.0, 4.0)
+
+
+# ---------------------------------------------------------------------------------------
+# Names of builtins the analysis trusts, bound to user functions
+
+SHADOWING_MODULE = '''
+import builtins
+import math
+
+
+def format(x):          # a module function with the name of a builtin
+    return x * 3.0
+
+
+def range(n):           # another: floats, not ints
+    return [0.5 * k + 1.0 for k in builtins.range(n)]
+
+
+def uses_format(x):
+    return format(x) + math.sin(x)
+
+
+def uses_range(x):
+    total = 0.0
+    for k in range(3):
+        total = total + k * x
+    return total
+'''
+
+
+def closure_shadowing_len():
+    def len(x):  # noqa: A001 - shadows the builtin inside this closure on purpose
+        return x * 3.0
+
+    def uses_len(x):
+        return len(x) + math.sin(x)
+    return uses_len
+
+
+@BOTH
+def test_a_user_function_named_like_a_builtin_is_differentiated(tmp_path, preaccumulate):
+    """The activity analysis took a module function named ``format`` for the builtin
+    (whose result is a str) and dropped its derivative: 0.88 instead of 3.88 at 0.5."""
+    import importlib.util
+    path = tmp_path / "shadowing_module.py"
+    path.write_text(SHADOWING_MODULE)
+    spec = importlib.util.spec_from_file_location("shadowing_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = 0.5
+    for f, derivative in [(module.uses_format, 3.0 + math.cos(x)),
+                          (module.uses_range, 1.0 + 1.5 + 2.0),
+                          (closure_shadowing_len(), 3.0 + math.cos(x))]:
+        value, grad = ad(f, preaccumulate).value_and_grad(x)
+        assert value == f(x)
+        assert grad == pytest.approx(derivative, rel=1e-15)
+        _, pullback = ad(f, preaccumulate).vjp(x)
+        assert pullback(1.0) == pytest.approx(derivative, rel=1e-15)
