@@ -54,6 +54,13 @@ class Const:
         self.value = value
 
 
+def _literal(node) -> bool:
+    """A number written in the source (``2.0``, ``-0.5``): never a dual."""
+    if isinstance(node, gast.UnaryOp):
+        node = node.operand
+    return isinstance(node, gast.Constant)
+
+
 def _subst(expression: str, names: dict) -> str:
     return _WORD.sub(lambda m: names[m.group(1)], expression)
 
@@ -257,7 +264,11 @@ class Fuser:
         pairs = []
         for leaf in maybe_active:
             pairs += [f"a{leaf.index}", " + ".join(partials.get(leaf.index, ["0.0"]))]
-        mixed = [f"x = ad.primals({', '.join(params)})", "if x is None:",
+        # A dual where the activity analysis saw only constants would be dropped from the
+        # entry: the ordinary rules take it instead (never a silent lost derivative).
+        unexpected = "".join(f" or type(a{leaf.index}) is Dual" for leaf in leaves
+                             if leaf not in maybe_active and not _literal(leaf.node))
+        mixed = [f"x = ad.primals({', '.join(params)})", f"if x is None{unexpected}:",
                  f"    return {self._fallback(tree, node)}",
                  f"{', '.join(values[leaf.index] for leaf in leaves)}, = x"] + lines + [
                  f"return ad.record(tape, {result}, {', '.join(pairs)})"]
