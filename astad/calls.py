@@ -175,6 +175,10 @@ def rev(f):
         name = None
     if name is not None:
         return getattr(ad, name)
+    if type(f) is type:  # a class seen before (Vec3(...)): its constructor, at once
+        wrapper = _WRAPPERS.get(f)
+        if wrapper is not None:
+            return wrapper
     transformed = getattr(f, "_astad_transformed", None)  # an astad-decorated function
     if transformed is not None and type(f) is not types.MethodType:
         return transformed()
