@@ -182,6 +182,22 @@ class _Writer:
         self.emit(depth, f"{self.names['append']}(({', '.join(pairs)}))", lineno)
         return result, f"len({self.tape}) - 1"
 
+    def constant_only(self, node) -> None:
+        """A name the activity analysis found constant is assigned ``node``: refuse if a
+        differentiated value could reach it other than through ``len`` or ``int`` (which
+        carry no derivative), so that a constant here never hides a derivative, whatever
+        the analysis concluded."""
+        if isinstance(node, gast.Name):
+            if node.id in self.index or node.id in self.lists or node.id in self.matrices \
+                    or node.id in self.rows:
+                raise _NotStraight
+            return
+        if isinstance(node, gast.Call) and (self.builtin(node.func, "len") or
+                                            self.builtin(node.func, "int")):
+            return
+        for child in gast.iter_child_nodes(node):
+            self.constant_only(child)
+
     def subscript(self, node, letter: str, depth: int, lineno: int) -> str:
         """An index expression, in a temporary unless it is a name or a constant (which
         nothing rebinds before the entry that uses it)."""
@@ -221,6 +237,7 @@ class _Writer:
                 self.emit(depth, f"{self.rows[target]} = {starts}[{i} % {length}]", line)
                 return
             if target not in self.index:  # an int counter, a constant
+                self.constant_only(stmt.value)
                 self.emit(depth, f"{target} = {self.plain(stmt.value)}", line)
                 return
             value, index = self.value(stmt.value, depth, line)

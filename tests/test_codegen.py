@@ -611,3 +611,26 @@ def test_lists_of_lists_with_a_shared_row_take_the_ordinary_path():
     assert f.grad(m, v) == f.value_and_grad.__self__._value_and_grad_taped((m, v), {})[1]
     assert f.grad([[1.0, 2.0]], row) == \
         f.value_and_grad.__self__._value_and_grad_taped(([[1.0, 2.0]], row), {})[1]
+
+
+def test_specialised_code_never_takes_a_differentiated_value_for_a_constant():
+    from astad import activity as activity_module
+
+    def f(x):
+        k = 0.0
+        for i in range(3):
+            k = x * 2.0  # a float from x: active
+        return k * x
+    # even if the analysis wrongly called k constant, the specialised code refuses it
+    original = activity_module.Activity.scalar_inactive
+
+    def wrong(self, node):
+        return True if isinstance(node, gast.BinOp) else original(self, node)
+    import gast
+    activity_module.Activity.scalar_inactive = wrong
+    try:
+        entry = codegen.build(f)
+    finally:
+        activity_module.Activity.scalar_inactive = original
+    assert entry.floats is None
+    assert astad.reverse_diff(f).grad(1.5) == 4 * 1.5
