@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from .structure import record_attributes
+
 __all__ = ["check_grads", "GradCheck", "Mismatch"]
 
 
@@ -101,19 +103,6 @@ def _is_record(value) -> bool:
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
-def _attributes(obj) -> list:
-    """Every instance attribute of a dataclass instance (its ``__dict__`` and slots),
-    as astad's gradients hold them."""
-    names = list(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__") and name not in names \
-                    and hasattr(obj, name):
-                names.append(name)
-    return [(name, getattr(obj, name)) for name in names]
-
-
 def _children(value):
     """(step, child) pairs of a container astad walks, or None for a leaf."""
     if isinstance(value, dict):
@@ -123,7 +112,7 @@ def _children(value):
     if isinstance(value, (list, tuple)):
         return [(("i", k), item) for k, item in enumerate(value)]
     if _is_record(value):
-        return [(("a", name), item) for name, item in _attributes(value)]
+        return [(("a", name), item) for name, item in record_attributes(value)]
     return None
 
 
@@ -210,7 +199,7 @@ def _rebuild(value, change, steps=(), memo=None):
     if _is_record(value):
         new = object.__new__(type(value))  # no user __init__/__post_init__ runs
         memo[id(value)] = new
-        for name, item in _attributes(value):
+        for name, item in record_attributes(value):
             object.__setattr__(new, name, _rebuild(item, change, steps + (("a", name),), memo))
         return new
     return _copy_other(value, memo)
@@ -243,7 +232,7 @@ def _random_cotangent(value, rng):
             if type(value) in (list, tuple) else [_random_cotangent(x, rng) for x in value]
     if _is_record(value):
         new = object.__new__(type(value))
-        for name, item in _attributes(value):
+        for name, item in record_attributes(value):
             object.__setattr__(new, name, _random_cotangent(item, rng))
         return new
     return None
@@ -274,7 +263,7 @@ def _inner(w, y, path="result") -> float:
                                  f"evaluations: {type(w).__qualname__} then "
                                  f"{type(y).__qualname__}")
         return sum(_inner(item, getattr(y, name), f"{path}.{name}")
-                   for name, item in _attributes(w))
+                   for name, item in record_attributes(w))
     return 0.0
 
 
