@@ -17,7 +17,7 @@ import numpy as np
 from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
                      new_scalar, parent_of, primal_of, unbroadcast)
 from .errors import NotDifferentiableError, user_location
-from .primitives import PRIMITIVES, ad
+from .primitives import PRIMITIVES, ad, unique_rule_name
 from .runtime import Dual
 
 
@@ -178,7 +178,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
                       (vjps, result, values, kwargs, RESULT_KIND.get(fn)))
     ARRAY_RULES[fn] = rule
     if not _is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev)
-        name = f"vjp_{getattr(fn, '__name__', 'fn')}_{id(fn):x}"
+        name = unique_rule_name("vjp_", fn)
         setattr(ad, name, rule)
         PRIMITIVES[fn] = name
     return fn

@@ -25,12 +25,11 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .errors import AstadError, NotDifferentiableError, user_location
-from .primitives import _register, ad, register_scalar
+from .primitives import _register, ad, register_scalar, unique_rule_name
 from .runtime import Dual, current, new_dual
 from .structure import Interleaving, build_gradient, contains_dual, primal, seed
 
@@ -42,20 +41,6 @@ class _Trigger:
 
 
 _TRIGGER = _Trigger()
-_RULE_COUNTS: dict = {}  # base name -> how many rules have it (names stay unique)
-
-
-def _rule_name(fn) -> str:
-    """A deterministic identifier for the ``ad`` namespace (generated code shows it)."""
-    base = "custom_" + (re.sub(r"\W+", "_", getattr(fn, "__qualname__", None)
-                               or getattr(fn, "__name__", None) or "").strip("_") or "fn")
-    k = _RULE_COUNTS.get(base, 0) + 1
-    name = base if k == 1 else f"{base}_{k}"
-    while hasattr(ad, name):
-        k += 1
-        name = f"{base}_{k}"
-    _RULE_COUNTS[base] = k
-    return name
 
 
 def _is_active(value) -> bool:
@@ -97,7 +82,7 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
             self._signature = None
         self._name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
         self._rule = functools.partial(_custom_rule, self)
-        self._rule_name = _rule_name(fn)
+        self._rule_name = unique_rule_name("custom_", fn)
         _register(self._rule_name, self._rule, self)
 
     def defvjp(self, fwd: Callable[..., tuple[Any, Any]],

@@ -17,6 +17,7 @@ import itertools
 import math
 import numbers
 import operator
+import re
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -162,6 +163,18 @@ def _register(name: str, impl, *originals) -> None:
     setattr(ad, name, impl)
     for original in originals:
         PRIMITIVES[original] = name
+
+
+def unique_rule_name(prefix: str, fn) -> str:
+    """A name for ``fn``'s rule in the ``ad`` namespace, from its qualified name, numbered
+    if taken: generated code shows it, so it must not depend on run-time ids."""
+    base = prefix + (re.sub(r"\W+", "_", getattr(fn, "__qualname__", None)
+                            or getattr(fn, "__name__", None) or "").strip("_") or "fn")
+    name, k = base, 1
+    while hasattr(ad, name):
+        k += 1
+        name = f"{base}_{k}"
+    return name
 
 
 def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = None):

@@ -2041,6 +2041,14 @@ def test_registered_vjp_for_a_user_numpy_function():
     assert SOFTPLUS_VJP_CALLS == [(3, 4)], "the registered derivative was not used"
 
 
+def test_registered_python_function_has_a_deterministic_rule_name():
+    # generated code names the rule after the function, never after a run-time id
+    def f(x):
+        return np.sum(softplus(x))
+
+    assert "ad.vjp_softplus(_tape, x)" in ad(f).source
+
+
 @pytest.fixture
 def restore_logaddexp():
     from astad.arrays import ARRAY_RULES
