@@ -180,7 +180,8 @@ class _Writer:
         if not pairs:
             return result, self.sink
         self.emit(depth, f"{self.names['append']}(({', '.join(pairs)}))", lineno)
-        return result, f"len({self.tape}) - 1"
+        self.emit(depth, f"{self.names['last']} += 1", lineno)
+        return result, self.names["last"]
 
     def constant_only(self, node) -> None:
         """A name the activity analysis found constant is assigned ``node``: refuse if a
@@ -299,6 +300,7 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
     temp = names["temp"]
     names["sink"] = f"{temp}sink"
     names["layout"] = f"{temp}layout"
+    names["last"] = f"{temp}last"
     list_params, matrix_params, rows = _read_only_lists(root, params, local_names)
     lists = {p: (f"{temp}at_{p}", f"{temp}n_{p}") for p in list_params}
     matrices = {p: (f"{temp}rows_{p}", f"{temp}n_{p}") for p in matrix_params}
@@ -358,7 +360,8 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
         (f"    {names['layout']} = ({', '.join(layout)}{',' if len(layout) == 1 else ''})",
          first),
         (f"    {names['tape']} = [()] * ({names['sink']} + 1)", first),
-        (f"    {names['append']} = {names['tape']}.append", first)]
+        (f"    {names['append']} = {names['tape']}.append", first),
+        (f"    {names['last']} = {names['sink']}  # the index of the last entry", first)]
     lines = head + writer.lines
     text = "\n".join(line for line, _ in lines) + "\n"
     function = ast.parse(text).body[0]

@@ -140,6 +140,7 @@ DOT_SPECIALISED = '''
         _vlayout = ((_vat_xs, _vn_xs), (_vat_ys, _vn_ys))
         _tape = [()] * (_vsink + 1)
         _append = _tape.append
+        _vlast = _vsink  # the index of the last entry
         # s = 0.0
         s = 0.0
         s_i = _vsink
@@ -150,8 +151,9 @@ DOT_SPECIALISED = '''
             _vt2 = _vx0 * _vx1
             _vt3 = s + _vt2
             _append((s_i, 1.0, _vat_xs + i % _vn_xs, _vx1, _vat_ys + i % _vn_ys, _vx0))
+            _vlast += 1
             s = _vt3
-            s_i = len(_tape) - 1
+            s_i = _vlast
         # return s
         return gradient_of(_tape, s, s_i, _vsink, _vlayout)
 '''
