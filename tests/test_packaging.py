@@ -5,7 +5,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-
 import astad
 
 ROOT = Path(__file__).resolve().parent.parent
