@@ -223,7 +223,7 @@ def test_tape_is_freed_when_the_gradient_returns():
 
     @astad.reverse_diff(preaccumulate=False)
     def long_chain(x, n):
-        for i in range(n):
+        for _i in range(n):
             x = x * 1.0000001 + 1e-9   # two entries per iteration: 100000 in all
         return x
 

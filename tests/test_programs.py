@@ -492,7 +492,7 @@ def p_for_else(x, cs):
 
 
 def p_early_return_loop(x, y):
-    for i in range(10):
+    for _i in range(10):
         x = x * 1.5
         if x > 5.0:
             return x * y
@@ -680,7 +680,7 @@ def p_truediv_ints(x, n):
 
 def p_flags(x, n, flag):
     r = x
-    for i in range(n):
+    for _i in range(n):
         r = r * x
     if flag:
         r = -r
@@ -1006,7 +1006,8 @@ CASES = [
     C("while_break_b", p_while_break_skips_else, (50.0,), lambda x: 3.0),
     C("while_else_runs", p_while_break_skips_else, (150.0,), lambda x: -1.0),
     C("while_true_break", p_while_true, (0.9,)),
-    C("for_range", p_for_range, (0.7, 6), lambda x, n: (sum(x ** (i - 1) for i in range(1, n + 1)), n)),
+    C("for_range", p_for_range, (0.7, 6),
+      lambda x, n: (sum(x ** (i - 1) for i in range(1, n + 1)), n)),
     C("for_range_step", p_for_range_step, (0.7,), lambda x: 22.0),
     C("for_list", p_for_list_horner, (0.7, [1.0, -2.0, 0.5, 3.0]), _horner_grad),
     C("for_tuple_literal", p_for_tuple_literal, (0.7,), lambda x: 12 * x),
@@ -1242,7 +1243,7 @@ def tl_math(x, y):
 
 def tl_for_loop(x, n):
     s = x
-    for i in range(n):
+    for _i in range(n):
         s = s * x
     return s
 
@@ -1323,7 +1324,7 @@ def test_preaccumulation_shortens_straight_line_tape():
 
 
 def doubling_plain(x):
-    for i in range(50):
+    for _i in range(50):
         x = x + x
     return x
 
@@ -1342,7 +1343,7 @@ def test_doubling_chain_is_exact(decorate):
 
 
 def fanout_plain(x):
-    for level in range(12):
+    for _level in range(12):
         y = math.sin(x) + math.cos(x)
         y = y + math.tanh(x) + x * 0.25
         y = y + math.sin(x * 0.5) + math.cos(x * 0.5)
@@ -1358,7 +1359,7 @@ fanout_primitive = primitive(fanout_plain)
 def fanout_hand(x):
     """Forward accumulation of d fanout / dx (each level uses x eight times)."""
     d = 1.0
-    for level in range(12):
+    for _level in range(12):
         dy = (math.cos(x) - math.sin(x) + (1 - math.tanh(x) ** 2) + 0.25
               + 0.5 * math.cos(x * 0.5) - 0.5 * math.sin(x * 0.5) + 0.02 * x)
         d *= dy * 0.25

@@ -1,8 +1,6 @@
 """structure.py: interleave plans, rebuild without user code, seed, primal, write-back."""
 from __future__ import annotations
 
-import dataclasses
-import sys
 from collections import OrderedDict, defaultdict, namedtuple
 from dataclasses import dataclass
 from typing import Optional

@@ -27,7 +27,8 @@ import random
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Generic, NamedTuple, Optional, TypeVar, Union
+from typing import Generic, NamedTuple, Optional, TypeVar, Union
+from collections.abc import Callable
 
 import pytest
 
@@ -396,7 +397,7 @@ class Outer:
 
 @dataclass
 class Wrap:
-    inner: Optional["Wrap"]
+    inner: Optional[Wrap]
     w: float
 
 
@@ -544,7 +545,7 @@ class Instr:
 @dataclass
 class Cons:
     head: float
-    tail: Optional["Cons"] = None
+    tail: Optional[Cons] = None
 
 
 @dataclass
@@ -554,8 +555,8 @@ class Leaf:
 
 @dataclass
 class Node:
-    left: "Tree"
-    right: "Tree"
+    left: Tree
+    right: Tree
     weight: float
 
 
@@ -574,14 +575,14 @@ class Var:
 
 @dataclass
 class Add:
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
 
 @dataclass
 class Mul:
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
 
 Expr = Add | Mul | Const | Var
@@ -590,7 +591,7 @@ Expr = Add | Mul | Const | Var
 @dataclass
 class Rose:
     value: float
-    forest: "Forest"
+    forest: Forest
 
 
 @dataclass
@@ -1366,9 +1367,9 @@ def evaluate_loop(e, env):
         elif isinstance(n, Var):
             values.append(env[n.name])
         else:
-            r = values.pop()
-            l = values.pop()
-            values.append(l + r if isinstance(n, Add) else l * r)
+            right = values.pop()
+            left = values.pop()
+            values.append(left + right if isinstance(n, Add) else left * right)
     return values[0]
 
 
@@ -2108,8 +2109,8 @@ def test_starred_targets_in_for_loops():
 @dataclass
 class BST:
     key: float
-    left: Optional["BST"] = None
-    right: Optional["BST"] = None
+    left: Optional[BST] = None
+    right: Optional[BST] = None
 
 
 def bst_weighted(xs):
@@ -2397,7 +2398,7 @@ def test_cotangent_paths_through_fields_and_keys():
 @dataclass
 class Chain:
     head: float
-    tail: Optional["Chain"] = None
+    tail: Optional[Chain] = None
 
     def total(self):
         rest = 0.0 if self.tail is None else self.tail.total()
@@ -2440,7 +2441,8 @@ def f_dataclass_keys(d):
 
 def test_frozen_dataclass_keys_are_not_differentiated():
     arg = {FrozenPair(1.0, 2.0): 3.0, FrozenPair(4.0, 0.0): 1.0}
-    g = check(f_dataclass_keys, arg, expected={FrozenPair(1.0, 2.0): 6.0, FrozenPair(4.0, 0.0): 8.0})
+    g = check(f_dataclass_keys, arg,
+              expected={FrozenPair(1.0, 2.0): 6.0, FrozenPair(4.0, 0.0): 8.0})
     assert list(g) == list(arg)
 
 
