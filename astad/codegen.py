@@ -228,9 +228,10 @@ def _add_comments(node: ast.AST, filename: str, seen: set) -> None:
             if lineno is not None and lineno not in seen and not docstring:
                 seen.add(lineno)
                 text = linecache.getline(filename, lineno).strip()
-                compound = any(isinstance(getattr(stmt, f, None), list) and
-                               getattr(stmt, f) and isinstance(getattr(stmt, f)[0], ast.stmt)
-                               for f in ("body", "orelse", "handlers", "cases"))
+                compound = isinstance(stmt, ast.Match) or any(  # (cases are not statements)
+                    isinstance(getattr(stmt, f, None), list) and getattr(stmt, f)
+                    and isinstance(getattr(stmt, f)[0], ast.stmt)
+                    for f in ("body", "orelse", "handlers"))
                 if not compound and getattr(stmt, "end_lineno", lineno) != lineno:
                     text += " ..."
                 if text:
