@@ -1,5 +1,4 @@
 """Transform and codegen: the generated source (snapshots), determinism, locations."""
-import dataclasses
 import math
 import textwrap
 import traceback
@@ -637,28 +636,3 @@ def test_specialised_code_never_takes_a_differentiated_value_for_a_constant():
         activity_module.Activity.scalar_inactive = original
     assert entry.floats is None
     assert astad.reverse_diff(f).grad(1.5) == 4 * 1.5
-
-
-@dataclasses.dataclass
-class _Left:
-    x: float
-
-
-@dataclasses.dataclass
-class _Right:
-    y: float
-
-
-def match_two_variants(v):
-    match v:
-        case _Left(x=x):
-            return x * x
-        case _Right(y=y):
-            return -y
-
-
-def test_a_match_statement_is_commented_as_a_compound_statement():
-    # its cases are not statements: the comment is the line itself, without " ..."
-    source = astad.reverse_diff(match_two_variants).source
-    assert "    # match v:\n    match v:\n" in source
-    assert "..." not in source

@@ -2566,3 +2566,28 @@ def f_starred_displays_and_reduce(ps, xs):
 
 def test_starred_in_displays_sum_start_and_reduce():
     check(f_starred_displays_and_reduce, [Leaf(2.0), Leaf(3.0)], [1.0, -0.5])
+
+
+@dataclass
+class _Left:
+    x: float
+
+
+@dataclass
+class _Right:
+    y: float
+
+
+def match_two_variants(v):
+    match v:
+        case _Left(x=x):
+            return x * x
+        case _Right(y=y):
+            return -y
+
+
+def test_a_match_statement_is_commented_as_a_compound_statement():
+    # its cases are not statements: the comment is the line itself, without " ..."
+    source = ad(match_two_variants).source
+    assert "    # match v:\n    match v:\n" in source
+    assert "..." not in source
