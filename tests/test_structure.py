@@ -78,6 +78,24 @@ def test_aliased_argument_is_copied_once():
     assert shared == [3.0, 2.0]
 
 
+def matrix_rows_times_first_row(m, v):
+    s = 0.0
+    for i in range(len(m)):
+        row = m[i]
+        for j in range(len(row)):
+            s = s + row[j] * v[j] * m[0][j]
+    return s
+
+
+def test_a_row_shared_by_two_rows_is_one_input_on_every_path():
+    # with row = [a, b] twice: f = 2 (0.5 a^2 - b^2), so d/da = 2a, d/db = -4b
+    row = [1.0, 2.0]
+    f = astad.reverse_diff(matrix_rows_times_first_row)
+    g = f.grad([row, row], [0.5, -1.0])            # lists of floats: the specialised code
+    _, pullback = f.vjp([row, row], [0.5, -1.0])   # always the tape
+    assert g == pullback(1.0) == ([[2.0, -8.0], [2.0, -8.0]], [2.0, 8.0])
+
+
 def test_cyclic_structure_argument():
     a = Cell(1.0)
     b = Cell(2.0, a)
