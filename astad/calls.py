@@ -52,7 +52,22 @@ _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
 def _with_tape(f):
     def call(tape, *args, **kwargs):
         return f(*args, **kwargs)
+    call.as_is = f  # (calls_as_is: generated code may call ``f`` directly instead)
     return call
+
+
+def calls_as_is(f) -> bool:
+    """Is D of the class ``f`` the class itself (a dataclass or named tuple, which only
+    stores its arguments)? Then generated code calls ``f`` as the original does."""
+    return isinstance(f, type) and getattr(rev(f), "as_is", None) is f
+
+
+def resolvable_function(f) -> bool:
+    """Is ``f`` a user's plain Python function, whose D is its transformed version
+    taking the tape first (as ``rev`` would find it)? Decorated functions count."""
+    return (type(f) is types.FunctionType and f.__code__ not in GENERATED_CODE
+            and not (getattr(f, "__module__", None) or "").startswith("astad.")
+            and not _uses_zero_argument_super(f.__code__))
 
 
 def _guarded(f, reason: str = ""):

@@ -23,11 +23,11 @@ import gast
 
 from . import fence
 from .activity import bound_names
-from .calls import GENERATED_CODE
+from .calls import GENERATED_CODE, calls_as_is, resolvable_function
 from .normalize import normalize
-from .primitives import ad, rule_namespace
+from .primitives import PRIMITIVES, ad, rule_namespace
 from .source import parse_function
-from .transform import MISSING, Names, transform
+from .transform import CALL_AS_IS, MISSING, Names, transform
 
 _COMMENT_MARK = "@astad-comment@"
 
@@ -46,6 +46,8 @@ class Transformed:
         self.tapes = False  # does ``floats`` build a tape (scalarloops.py)?
 
     def still_valid(self) -> bool:
+        # (a dependency is (namespace, name, value): a module's globals, PRIMITIVES, or
+        # a callee's attributes, _AttributesOf)
         """False once a global this code was specialised on has been rebound."""
         for namespace, name, value in self.dependencies:
             if namespace.get(name, MISSING) is not value:
@@ -55,6 +57,68 @@ class Transformed:
 
 _cache: dict = {}
 _lock = threading.RLock()
+_building: set = set()  # functions being transformed now, by this thread (under _lock)
+
+
+class _AttributesOf:
+    """A function's attributes read like a namespace: a dependency on a callee's
+    ``__code__`` is then checked as one on a global is (still_valid)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def get(self, name, default):
+        return getattr(self.fn, name, default)
+
+
+class _Callees:
+    """D of the callables a function calls by a global name, resolved when it is
+    transformed, so a call costs one Python call instead of an ``ad.rev`` lookup:
+
+    - a dataclass or named tuple (D is the class itself): called as written;
+    - the function itself (a recursion): its transformed version, directly;
+    - another plain Python function: its transformed version, built now (a function
+      still being built, as in a mutual recursion, is left to ``ad.rev``).
+
+    Each answer depends on the global binding (recorded by transform), on no rule being
+    registered for the callee later (PRIMITIVES), and on the callee's own code and
+    dependencies: if any changes, the caller is rebuilt as a whole."""
+
+    def __init__(self, fn, preaccumulate: bool, as_method: bool, names: Names):
+        self.fn, self.preaccumulate, self.as_method = fn, preaccumulate, as_method
+        self.names = names
+        self.functions: dict = {}  # name in generated code -> transformed function
+        self._named: dict = {}  # id(callee) -> that name
+
+    def __call__(self, callee):
+        try:
+            no_rule = [(PRIMITIVES, callee, MISSING)]
+        except TypeError:  # unhashable
+            return None
+        if calls_as_is(callee):
+            return CALL_AS_IS, no_rule
+        if not resolvable_function(callee):
+            return None
+        decorated = getattr(callee, "_astad_transformed", None)  # its own preaccumulate
+        preaccumulate = True if decorated is None else decorated.__self__._preaccumulate
+        code_of = [(_AttributesOf(callee), "__code__", callee.__code__)]
+        if callee is self.fn:
+            if self.as_method or preaccumulate != self.preaccumulate:
+                return None
+            return self.names.factory_def, no_rule
+        if callee in _building:
+            return None
+        try:
+            entry = transformed(callee, preaccumulate)
+        except Exception:  # noqa: BLE001 (ad.rev meets the same error when it is called)
+            return None
+        name = self._named.get(id(callee))
+        if name is None:
+            name = self._named[id(callee)] = self.names.fresh(f"D_{callee.__name__}")
+            self.functions[name] = entry.rev
+        return name, no_rule + code_of + entry.dependencies
 
 
 def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Transformed:
@@ -78,6 +142,15 @@ def transformed_function(fn, as_method: bool = False):
 
 
 def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transformed:
+    with _lock:
+        _building.add(fn)
+        try:
+            return _build(fn, preaccumulate, as_method)
+        finally:
+            _building.discard(fn)
+
+
+def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
     parsed = parse_function(fn)
     node = parsed.node
     if isinstance(node, gast.Lambda):
@@ -88,15 +161,19 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
     fence.check(node, parsed.filename)
     local_names = bound_names(node)
     all_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-    names = Names(all_names | local_names | set(fn.__code__.co_names))
+    names = Names(all_names | local_names | set(fn.__code__.co_names), fn.__name__)
     normalize(node, names.temp)
     local_names = bound_names(node)
+    callees = _Callees(fn, preaccumulate, as_method, names)
     node, dependencies, rules, straight = transform(node, fn, local_names, names,
-                                                    preaccumulate, as_method, parsed.filename)
+                                                    preaccumulate, as_method, parsed.filename,
+                                                    callees)
+    dependencies = _distinct(dependencies)
     function_ast = gast.gast_to_ast(node)
     ast.fix_missing_locations(function_ast)
     compiled_rules = _compile_rules(rules, parsed.filename)
-    rev = _compile(function_ast, fn, parsed.filename, names, compiled_rules)
+    rev = _compile(function_ast, fn, parsed.filename, names,
+                   {**compiled_rules, **callees.functions})
     source = render(function_ast, parsed.filename)
     for name, rule in rules:
         line = linecache.getline(parsed.filename, rule.lineno).strip()
@@ -120,6 +197,16 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
     entry.code = fn.__code__
     entry.tapes = straight is not None and "gradient_of(" in straight[1]
     return entry
+
+
+def _distinct(dependencies: list) -> list:
+    seen, out = set(), []
+    for namespace, name, value in dependencies:
+        key = (id(getattr(namespace, "fn", namespace)), id(name), id(value))
+        if key not in seen:
+            seen.add(key)
+            out.append((namespace, name, value))
+    return out
 
 
 def _compile_rules(rules: list, filename: str) -> dict:
@@ -164,9 +251,12 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
     if hasattr(inner, "co_qualname"):
         inner = inner.replace(co_qualname=fn.__qualname__)
     _remember(inner)
-    cells = []
+    cells, itself = [], None
     for name in inner.co_freevars:
-        if name == names.ad:
+        if name == names.factory_def:  # a recursion: the function calls itself directly
+            itself = types.CellType()
+            cells.append(itself)
+        elif name == names.ad:
             cells.append(types.CellType(ad))
         elif name in rules:
             cells.append(types.CellType(rules[name]))
@@ -177,6 +267,8 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
     rev.__kwdefaults__ = fn.__kwdefaults__
     rev.__qualname__ = fn.__qualname__
     rev.__doc__ = f"astad's transformed version of {fn.__qualname__}"
+    if itself is not None:
+        itself.cell_contents = rev
     return rev
 
 

@@ -9,8 +9,11 @@ assignment, ``if``, loops, returns, containers and comparisons run as written, o
   ``ad.<op>(tape, a, b)``, which appends one tape entry with the local partials
   (section 8.2). Operations on provably inactive operands stay as they are.
 - a call ``f(args)`` becomes ``D[f](tape, args)``: statically ``ad.<rule>`` for a
-  registered primitive (``math.sin``), and ``ad.rev(f)`` otherwise, which finds the
-  transformed version of ``f`` at run time (section 9: recursion needs nothing more).
+  registered primitive (``math.sin``); a direct call of ``f``'s transformed version when
+  ``f`` is a global naming a plain Python function now (the function itself, for a
+  recursion); ``f(args)`` unchanged for a dataclass or named tuple (it only stores its
+  arguments); and ``ad.rev(f)`` otherwise, which finds the transformed version of ``f``
+  at run time (section 9: recursion needs nothing more).
 - ``float``, ``isinstance`` and ``type`` are rewritten to see through a dual.
 - the function takes the tape as its first parameter; nested functions and lambdas
   reach it through their closure.
@@ -35,18 +38,25 @@ _BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "t
                 gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow"}
 _UNARY_RULES = {gast.USub: "neg", gast.UAdd: "pos"}
 MISSING = object()
+CALL_AS_IS = object()  # resolve_callee's answer for a callable whose D is itself
 
 
 class Names:
     """The names generated code adds, chosen so they never clash with the user's."""
 
-    def __init__(self, taken: set):
+    def __init__(self, taken: set, function_name: str = ""):
         self.taken = set(taken)
         self.tape = self._fresh("_tape", exact=True)
         self.ad = self._fresh("ad", exact=True)
         self.temp = self._fresh("_tmp", exact=False)  # a prefix: _tmp0, _tmp1, ...
         self.rule = self._fresh("_line", exact=False)  # fused rules: _line12, _line12_1
-        self.factory_def = self._fresh("_astad_generated", exact=True)
+        # the transformed function's own name in generated code (a recursion calls it)
+        self.factory_def = self.fresh(f"D_{function_name}" if function_name.isidentifier()
+                                      else "_astad_generated")
+
+    def fresh(self, base: str) -> str:
+        """A new name for generated code: ``base``, or ``base`` with underscores added."""
+        return self._fresh(base, exact=True)
 
     def _fresh(self, base: str, exact: bool) -> str:
         def clashes(name):
@@ -61,7 +71,7 @@ class Names:
 
 class ReverseTransform(gast.NodeTransformer):
     def __init__(self, root, fn, names: Names, activity: Activity, local_names: set,
-                 preaccumulate: bool):
+                 preaccumulate: bool, resolve_callee=None):
         self.root = root
         self.globals = fn.__globals__
         self.closure_names = set(fn.__code__.co_freevars)
@@ -72,6 +82,10 @@ class ReverseTransform(gast.NodeTransformer):
         self.dependencies: list = []
         self.fuser = Fuser(self, names.rule) if preaccumulate else None
         self.property_names = _property_names(fn)
+        # callee -> (name of D[callee] in generated code or CALL_AS_IS, the bindings that
+        # choice depends on), or None: found at run time by ad.rev. codegen decides (it
+        # builds D[callee]).
+        self.resolve_callee = resolve_callee
 
     # -- helpers -----------------------------------------------------------------------
     def _tape(self):
@@ -173,6 +187,17 @@ class ReverseTransform(gast.NodeTransformer):
                 return node
         if isinstance(node.func, gast.Name) and node.func.id in self._local_defs():
             return node  # a nested def of this function: already transformed, shares the tape
+        if callee is not MISSING and self.resolve_callee is not None:
+            resolved = self.resolve_callee(callee)
+            if resolved is not None:  # D[f] known now (section 9): called directly
+                name, dependencies = resolved
+                self.dependencies.extend(dependencies)
+                if name is CALL_AS_IS:  # a dataclass or named tuple: it only stores values
+                    return node
+                node.func = gast.copy_location(gast.Name(name, gast.Load(), None, None),
+                                               node.func)
+                node.args.insert(0, self._tape())
+                return node
         rev = self._call(self._rule("rev", node.func), [node.func], [], node.func)
         node.func = rev
         node.args.insert(0, self._tape())
@@ -265,7 +290,7 @@ def _property_names(fn) -> set:
 
 
 def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = True,
-              as_method: bool = False, filename: str = "") -> tuple:
+              as_method: bool = False, filename: str = "", resolve_callee=None) -> tuple:
     """Apply D to ``root`` (a normalized gast.FunctionDef).
 
     Return the new tree, the global bindings it was specialised on, the fused rules
@@ -274,7 +299,8 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
     (straightline.py; ``(ast.FunctionDef, text)`` or None).
     """
     activity = Activity(root, local_names | shadowed_builtins(fn))
-    rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate)
+    rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate,
+                                resolve_callee)
     straight = None
     if preaccumulate and not as_method:  # (before the rewriter changes the tree)
         straight = write_straight_line(root, rewriter.static_rule_name, filename) or \

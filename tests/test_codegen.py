@@ -636,3 +636,98 @@ def test_specialised_code_never_takes_a_differentiated_value_for_a_constant():
         activity_module.Activity.scalar_inactive = original
     assert entry.floats is None
     assert astad.reverse_diff(f).grad(1.5) == 4 * 1.5
+
+
+# -- calls of global functions: resolved at transform time, rebuilt when they change --
+
+CALLEES_MODULE = '''
+import dataclasses
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+
+def square(x):
+    return x * x
+
+
+def cube(x):
+    return x * x * x
+
+
+def through_square(x):
+    return square(x)
+
+
+def twice_square(x):
+    return 2.0 * square(x)
+
+
+def f(p):
+    q = Point(p.x * 2.0, p.y)
+    return through_square(q.x) + square(q.y)
+
+
+def even(x, n):
+    return x if n == 0 else odd(x * 1.5, n - 1)
+
+
+def odd(x, n):
+    return x if n == 0 else even(x * x, n - 1)
+
+
+def depth(x, n):
+    return x if n == 0 else depth(x * x, n - 1)
+'''
+
+
+@pytest.fixture
+def callees(tmp_path, monkeypatch):
+    (tmp_path / "astad_callees.py").write_text(CALLEES_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import astad_callees
+    yield astad_callees
+    del __import__("sys").modules["astad_callees"]
+
+
+def test_calls_of_global_functions_are_direct_and_follow_changes(callees):
+    f = astad.reverse_diff(callees.f)
+    p = callees.Point(1.5, 0.5)
+    value, g = f.value_and_grad(p)
+    # f = (2x)^2 + y^2
+    assert value == pytest.approx(9.25) and (g.x, g.y) == pytest.approx((12.0, 1.0))
+    source = codegen.transformed(f).source
+    assert "D_through_square(_tape, " in source and "D_square(_tape, " in source
+    assert "q = Point(" in source and "ad.rev" not in source
+
+    callees.square = callees.cube  # a callee's callee rebound: f = (2x)^3 + y^3
+    value, g = f.value_and_grad(p)
+    assert value == pytest.approx(27.125) and (g.x, g.y) == pytest.approx((54.0, 0.75))
+
+    # a callee's code replaced (as IPython's autoreload does): f = 2 (2x)^3 + y^3
+    callees.through_square.__code__ = callees.twice_square.__code__
+    value, g = f.value_and_grad(p)
+    assert value == pytest.approx(54.125) and (g.x, g.y) == pytest.approx((108.0, 0.75))
+
+    # a derivative registered for a callee after its first use is the one used
+    astad.register_scalar(callees.cube, lambda x: 0.0)
+    value, g = f.value_and_grad(p)
+    assert value == pytest.approx(54.125) and (g.x, g.y) == (0.0, 0.0)
+
+
+def test_recursion_and_mutual_recursion_through_global_functions(callees):
+    even, depth = astad.reverse_diff(callees.even), astad.reverse_diff(callees.depth)
+    x = 0.8
+    # even(x, 3) = 1.5 (1.5 x)^2 = 3.375 x^2
+    assert even.grad(x, 3)[0] == pytest.approx(6.75 * x)
+    # depth(x, 3) = x^8
+    assert depth.grad(x, 3)[0] == pytest.approx(8 * x ** 7)
+    # the module's depth (not the decorated copy) calls itself directly
+    assert "D_depth(_tape, " in codegen.transformed(callees.depth).source
+    even_source = codegen.transformed(callees.even).source
+    odd_source = codegen.transformed(callees.odd).source
+    # one of the pair was still being built when the other was: found at run time
+    assert ("D_odd(_tape, " in even_source) != ("D_even(_tape, " in odd_source)
