@@ -63,15 +63,31 @@ def _is_record(value) -> bool:
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
+_SLOTS: dict = {}  # class -> the names of its (and its bases') slots
+
+
+def _slot_names(cls) -> tuple:
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = []
+        for klass in cls.__mro__:
+            slots = klass.__dict__.get("__slots__", ())
+            for name in (slots,) if isinstance(slots, str) else slots:
+                if name not in ("__dict__", "__weakref__") and name not in names:
+                    names.append(name)
+        names = _SLOTS[cls] = tuple(names)
+    return names
+
+
 def record_attributes(obj) -> list:
     """All instance attributes of ``obj``: its ``__dict__`` and every filled slot."""
+    slots = _slot_names(type(obj))
+    if not slots:  # (the common case: no class scan per call)
+        return [(name, getattr(obj, name)) for name in getattr(obj, "__dict__", ())]
     names = list(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__") and name not in names \
-                    and hasattr(obj, name):
-                names.append(name)
+    for name in slots:
+        if name not in names and hasattr(obj, name):
+            names.append(name)
     return [(name, getattr(obj, name)) for name in names]
 
 
@@ -160,7 +176,37 @@ class Interleaving:
         """Return (copy of ``value`` holding duals, plan of its shape)."""
         if type(value) is float:
             return self._dual(value), len(self.tape) - 1
+        if _is_record(value) and id(value) not in self.copies:
+            done = self._float_record(value)
+            if done is not None:
+                return done
         return _run(self._walk(value, path, True))
+
+    def _float_record(self, value):
+        """A dataclass whose attributes are all floats (Vec3), inline: what ``_walk``
+        does for it, without a walk. None, with nothing changed, for any other."""
+        attributes = record_attributes(value)
+        for _, x in attributes:
+            if type(x) is not float:
+                return None
+        t = type(value)
+        tape = self.tape
+        i = len(tape)
+        copy = object.__new__(t)
+        children, copied = [], []
+        for name, x in attributes:
+            d = new_dual(Dual)
+            d.v = x
+            d.i = i
+            _setattr(copy, name, d)
+            children.append((name, i))
+            copied.append((name, d))
+            i += 1
+        tape.extend([_NO_ENTRY] * len(copied))
+        plan = _Node("record", t, children, None)
+        frozen = getattr(getattr(t, "__dataclass_params__", None), "frozen", False)
+        self._remember(value, copy, plan, None if frozen else copied)
+        return copy, plan
 
     def copy_constant(self, value):
         """A copy of a mutable argument that is not differentiated (floats stay floats),
@@ -321,6 +367,12 @@ def build_gradient(plan, adjoint: list, arrays: dict):
     values elsewhere, the same types throughout, no user code run."""
     if type(plan) is int:
         return adjoint[plan]
+    if type(plan) is _Node and plan.kind == "record" and \
+            all(type(child) is int for _, child in plan.children):
+        obj = object.__new__(plan.cls)  # a record of float leaves (Vec3), inline
+        for name, child in plan.children:
+            _setattr(obj, name, adjoint[child])
+        return obj
     return _run(_build(plan, adjoint, arrays, {}))
 
 
