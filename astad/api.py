@@ -20,7 +20,7 @@ import numpy as np
 from . import codegen, display
 from .arrays import ArrayDual
 from .errors import AstadError, InputError
-from .runtime import Dual, current, new_dual, sweep
+from .runtime import Dual, current, new_dual, sweep, sweep_and_free
 from .structure import Interleaving, build_gradient, contains_dual, contains_float, primal, \
     seed
 
@@ -61,8 +61,9 @@ class _Forward:
     def value(self):
         return primal(self.result, self.originals)
 
-    def gradients(self, adjoint, arrays):
-        """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A)."""
+    def gradients(self, adjoint, arrays, sweep=sweep):
+        """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A).
+        ``sweep_and_free`` when the tape is not needed again (runtime.py)."""
         sweep(self.tape, adjoint, self.n_inputs, arrays)
         if self.single:
             return build_gradient(self.plans[0], adjoint, arrays)
@@ -299,7 +300,7 @@ class DiffFunction:
             value = forward.value()
             if type(result) is ArrayDual:  # a 0-d float array is float-valued too
                 arrays[result.i] = np.ones((), result.v.dtype)
-        return value, forward.gradients(adjoint, arrays)
+        return value, forward.gradients(adjoint, arrays, sweep_and_free)
 
     def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient of a float-valued function with respect to ``argnums``."""

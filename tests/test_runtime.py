@@ -128,3 +128,86 @@ def test_float_attributes_of_a_dual():
         return x.hex()
     with pytest.raises(astad.AstadError, match="'hex'"):
         g.grad(1.5)
+
+
+def test_sweep_and_free_gives_the_sweeps_adjoints_across_chunks():
+    # a random tape of several chunks (runtime._SWEEP_CHUNK entries each), entries of one
+    # to four parents below themselves: the freeing sweep must add exactly what the
+    # keeping sweep adds, and leave only the inputs' slots
+    import random
+
+    from astad import runtime
+    rng = random.Random(7)
+    n_inputs = 5
+    tape = [()] * n_inputs
+    for k in range(n_inputs, n_inputs + 3 * runtime._SWEEP_CHUNK + 17):
+        entry = ()
+        for _ in range(rng.randint(1, 4)):
+            entry += (rng.randrange(k), rng.uniform(-2.0, 2.0))
+        tape.append(entry)
+    kept = [0.0] * len(tape)
+    kept[-1] = 1.0
+    freed = list(kept)
+    sweep(list(tape), kept, n_inputs, {})
+    runtime.sweep_and_free(tape, freed, n_inputs, {})
+    assert freed == kept and any(freed[:n_inputs])
+    assert len(tape) == n_inputs
+
+
+def test_one_shot_gradients_free_the_tape_and_keep_custom_entries_working():
+    # value_and_grad sweeps and frees its tape chunk by chunk; a custom_vjp entry with a
+    # structured result (its slots only note that the entry must run) far below the top
+    # must still run, and a pullback, which keeps its tape, must give the same twice
+    @astad.custom_vjp
+    def polar(r, t):
+        return (r * math.cos(t), r * math.sin(t))
+
+    def polar_fwd(r, t):
+        return polar(r, t), (r, t)
+
+    def polar_bwd(residuals, g):
+        r, t = residuals
+        gx, gy = g
+        return (gx * math.cos(t) + gy * math.sin(t),
+                -gx * r * math.sin(t) + gy * r * math.cos(t))
+
+    polar.defvjp(polar_fwd, polar_bwd)
+
+    def f(r, t, w):
+        x, y = polar(r, t)
+        s = 0.0
+        for _ in range(700):  # several chunks of entries above the custom one
+            s = s + w * x
+        return s + y * w
+
+    g = astad.reverse_diff(f)
+    r, t, w = 1.5, 0.3, 0.7
+    # f = 700 w r cos t + w r sin t
+    expected = (700 * w * math.cos(t) + w * math.sin(t),
+                -700 * w * r * math.sin(t) + w * r * math.cos(t),
+                700 * r * math.cos(t) + r * math.sin(t))
+    value, grads = g.value_and_grad(r, t, w)
+    assert value == pytest.approx(700 * w * r * math.cos(t) + w * r * math.sin(t), rel=1e-12)
+    assert grads == pytest.approx(expected, rel=1e-12)
+    _, pullback = g.vjp(r, t, w)
+    assert pullback(1.0) == pytest.approx(expected, rel=1e-12)
+    assert pullback(2.0) == pytest.approx(tuple(2 * e for e in expected), rel=1e-12)
+
+
+def test_specialised_float_code_frees_its_tape_and_stays_exact():
+    # the float-specialised loop code (scalarloops.py) sweeps through gradient_of, which
+    # frees its tape chunk by chunk: a dot product of 1000 (several chunks) still has
+    # gradient (ys, xs) exactly
+    def dot(xs, ys):
+        s = 0.0
+        for i in range(len(xs)):
+            s = s + xs[i] * ys[i]
+        return s
+
+    xs = [0.001 * k - 0.3 for k in range(1000)]
+    ys = [math.sin(k) for k in range(1000)]
+    f = astad.reverse_diff(dot)
+    assert "_floats(" in f.source  # the specialised code exists for these arguments
+    value, (gx, gy) = f.value_and_grad(xs, ys)
+    assert value == dot(xs, ys)
+    assert gx == ys and gy == xs
