@@ -22,6 +22,9 @@ tracemalloc:
   call (tape, adjoints, gradient lists) divided by the number of scalar operations the
   program executes (the entries of the ``preaccumulate=False`` tape). With every argument
   a float or a list of floats this runs the specialised code of astad/scalarloops.py.
+  ``of which not the result``: the same peak less the size of what the call returns
+  (the value, the gradient lists and their floats): the tape, the adjoints and the
+  sweep's working memory.
 
 The arguments are built before tracing starts, so they are not counted. Every
 measurement runs after a warm-up call (code generation and caches are not counted), in
@@ -64,6 +67,20 @@ def _traced(fn):
     return result, peak - base, current - base
 
 
+def _size(value, seen=None) -> int:
+    """Bytes of a result made of tuples, lists and floats, each object counted once
+    (not what tracemalloc holds after the call: that includes CPython's free lists, e.g.
+    up to 2000 freed tuples of each length, which the tape's entries fill)."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    total = sys.getsizeof(value)
+    if isinstance(value, (list, tuple)):
+        total += sum(_size(v, seen) for v in value)
+    return total
+
+
 def measure(case, preaccumulate):
     import astad
     f = astad.reverse_diff(preaccumulate=preaccumulate)(case.primal)
@@ -88,7 +105,8 @@ def measure(case, preaccumulate):
     # the whole value_and_grad call: for all-float arguments this is the specialised code
     # (astad/scalarloops.py), whose tape holds slot numbers and partials but no duals
     f.value_and_grad(*args)
-    _, vg_peak, _ = _traced(lambda: f.value_and_grad(*args))
+    result, vg_peak, _ = _traced(lambda: f.value_and_grad(*args))
+    vg_result = _size(result)
     return {
         "program": case.program, "size": case.size, "size_label": case.size_label,
         "preaccumulate": preaccumulate, "tape_length": tape,
@@ -98,6 +116,9 @@ def measure(case, preaccumulate):
         "kept_bytes_per_entry": kept / tape if tape else None,
         "pullback_peak_bytes_per_entry": back_peak / tape if tape else None,
         "value_and_grad_peak_bytes": vg_peak,
+        # what the call returns (the gradient lists, and their floats): held at the peak
+        # too, but it is the answer, not the tape
+        "value_and_grad_result_bytes": vg_result,
     }
 
 
@@ -113,16 +134,18 @@ def _bytes(b):
 def table(rows):
     head = ("| program | size | preaccumulate | tape entries | primal peak | vjp peak "
             "| vjp peak / entry | kept / entry | pullback peak / entry "
-            "| value_and_grad peak / scalar op |")
-    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+            "| value_and_grad peak / scalar op | of which not the result / scalar op |")
+    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         per_op = r.get("value_and_grad_peak_bytes_per_op")
+        working = r.get("value_and_grad_working_bytes_per_op")
         lines.append(
             f"| {r['program']} | {r['size_label']} | {r['preaccumulate']} "
             f"| {r['tape_length']} | {_bytes(r['primal_peak_bytes'])} "
             f"| {_bytes(r['vjp_peak_bytes'])} | {r['vjp_peak_bytes_per_entry']:.0f} B "
             f"| {r['kept_bytes_per_entry']:.0f} B | {r['pullback_peak_bytes_per_entry']:.0f} B "
-            f"| {'-' if per_op is None else f'{per_op:.0f} B'} |")
+            f"| {'-' if per_op is None else f'{per_op:.0f} B'} "
+            f"| {'-' if working is None else f'{working:.0f} B'} |")
     return "\n".join(lines)
 
 
@@ -152,6 +175,8 @@ def main(argv=None):
             for r in pair:
                 r["scalar_ops"] = ops
                 r["value_and_grad_peak_bytes_per_op"] = r["value_and_grad_peak_bytes"] / ops
+                r["value_and_grad_working_bytes_per_op"] = (
+                    r["value_and_grad_peak_bytes"] - r["value_and_grad_result_bytes"]) / ops
                 print(f"  {case.name:<20} preaccumulate={str(pre):<5} tape "
                       f"{r['tape_length']:>7}  vjp peak {r['vjp_peak_bytes_per_entry']:.0f} "
                       f"B/entry", flush=True)
