@@ -157,6 +157,33 @@ class _ArrayLeaf:    # a float numpy array: one input slot, its cotangent in ``a
         self.slot, self.shape, self.dtype = slot, shape, dtype
 
 
+class _FloatRecord:  # a plain dataclass of float attributes only: slots start, start+1...
+    __slots__ = ("cls", "names", "start")
+
+    def __init__(self, cls, names, start):
+        self.cls, self.names, self.start = cls, names, start
+
+
+_PLAIN_RECORDS: dict = {}  # class -> _MUTABLE, _FROZEN, or 0: not a plain dataclass
+_MUTABLE, _FROZEN = 1, 2
+
+
+def _plain_record_kind(cls) -> int:
+    """Is ``cls`` a dataclass whose instances keep every attribute in their ``__dict__``,
+    read and written as stored (no slots, properties or other data descriptors, no
+    ``__getattribute__`` of its own)? Then its ``__dict__`` is its record_attributes."""
+    kind = 0
+    if dataclasses.is_dataclass(cls) and not _slot_names(cls) and \
+            cls.__getattribute__ is object.__getattribute__ and not any(
+                hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")
+                for klass in cls.__mro__ for name, attr in vars(klass).items()
+                if not (name.startswith("__") and name.endswith("__"))):
+        frozen = getattr(getattr(cls, "__dataclass_params__", None), "frozen", False)
+        kind = _FROZEN if frozen else _MUTABLE
+    _PLAIN_RECORDS[cls] = kind
+    return kind
+
+
 class _FloatLeaf:    # a float subclass (numpy.float64): rebuilt with its own type
     __slots__ = ("slot", "cls")
 
@@ -176,36 +203,38 @@ class Interleaving:
         """Return (copy of ``value`` holding duals, plan of its shape)."""
         if type(value) is float:
             return self._dual(value), len(self.tape) - 1
-        if _is_record(value) and id(value) not in self.copies:
-            done = self._float_record(value)
+        kind = _PLAIN_RECORDS.get(type(value))
+        if kind is None:
+            kind = _plain_record_kind(type(value))
+        if kind and id(value) not in self.copies:
+            done = self._float_record(value, kind == _FROZEN)
             if done is not None:
                 return done
         return _run(self._walk(value, path, True))
 
-    def _float_record(self, value):
-        """A dataclass whose attributes are all floats (Vec3), inline: what ``_walk``
-        does for it, without a walk. None, with nothing changed, for any other."""
-        attributes = record_attributes(value)
-        for _, x in attributes:
+    def _float_record(self, value, frozen: bool):
+        """A plain dataclass whose attributes are all floats (Vec3), inline: what
+        ``_walk`` does for it, without a walk. None, with nothing changed, for any other."""
+        attributes = value.__dict__
+        xs = list(attributes.values())
+        for x in xs:
             if type(x) is not float:
                 return None
-        t = type(value)
         tape = self.tape
-        i = len(tape)
-        copy = object.__new__(t)
-        children, copied = [], []
-        for name, x in attributes:
+        start = len(tape)
+        duals = []
+        for i, x in enumerate(xs, start):
             d = new_dual(Dual)
             d.v = x
             d.i = i
-            _setattr(copy, name, d)
-            children.append((name, i))
-            copied.append((name, d))
-            i += 1
-        tape.extend([_NO_ENTRY] * len(copied))
-        plan = _Node("record", t, children, None)
-        frozen = getattr(getattr(t, "__dataclass_params__", None), "frozen", False)
-        self._remember(value, copy, plan, None if frozen else copied)
+            duals.append(d)
+        tape.extend([_NO_ENTRY] * len(xs))
+        t = type(value)
+        copy = object.__new__(t)
+        names = tuple(attributes)
+        copy.__dict__.update(zip(names, duals))
+        plan = _FloatRecord(t, names, start)
+        self._remember(value, copy, plan, None if frozen else duals)
         return copy, plan
 
     def copy_constant(self, value):
@@ -332,7 +361,7 @@ class Interleaving:
         """Give each mutable argument the state the original function would have left:
         the primal of its copy, with copies of other arguments mapped back to them."""
         originals = {id(copy): original for original, copy, _, _ in self.copies.values()}
-        for original, copy, _, snapshot in list(self.copies.values()):
+        for original, copy, plan, snapshot in list(self.copies.values()):
             if snapshot is None:
                 continue  # frozen, or only reached as part of a cycle
             if type(copy) is list:
@@ -346,6 +375,16 @@ class Interleaving:
                     continue
                 original.clear()
                 original.update((k, primal(v, originals)) for k, v in items)
+            elif type(plan) is _FloatRecord:  # (snapshot: the duals, in plan.names order)
+                attributes = copy.__dict__
+                if len(attributes) == len(snapshot) and tuple(attributes) == plan.names \
+                        and all(map(operator.is_, attributes.values(), snapshot)):
+                    continue
+                attributes = list(attributes.items())
+                for name, value in attributes:
+                    _setattr(original, name, primal(value, originals))
+                for name in [n for n in original.__dict__ if n not in copy.__dict__]:
+                    object.__delattr__(original, name)
             else:  # a (non-frozen) dataclass record
                 attributes = record_attributes(copy)
                 if len(attributes) == len(snapshot) and all(
@@ -367,13 +406,16 @@ def build_gradient(plan, adjoint: list, arrays: dict):
     values elsewhere, the same types throughout, no user code run."""
     if type(plan) is int:
         return adjoint[plan]
-    if type(plan) is _Node and plan.kind == "record" and \
-            all(type(child) is int for _, child in plan.children):
-        obj = object.__new__(plan.cls)  # a record of float leaves (Vec3), inline
-        for name, child in plan.children:
-            _setattr(obj, name, adjoint[child])
-        return obj
+    if type(plan) is _FloatRecord:
+        return _float_record_gradient(plan, adjoint)
     return _run(_build(plan, adjoint, arrays, {}))
+
+
+def _float_record_gradient(plan, adjoint):
+    obj = object.__new__(plan.cls)
+    start = plan.start
+    obj.__dict__.update(zip(plan.names, adjoint[start:start + len(plan.names)]))
+    return obj
 
 
 def _build(plan, adjoint, arrays, memo):
@@ -391,6 +433,8 @@ def _build(plan, adjoint, arrays, memo):
         return plan.value
     if t is _FloatLeaf:
         return plan.cls(adjoint[plan.slot])
+    if t is _FloatRecord:
+        return _float_record_gradient(plan, adjoint)
     built = memo.get(id(plan))
     if built is not None:  # an aliased argument: the same gradient object
         return built

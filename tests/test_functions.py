@@ -804,3 +804,50 @@ def test_custom_vjp_with_arrays_in_a_dict_result():
     fd = [(f(v + h * e, w) - f(v - h * e, w)) / (2 * h) for e in np.eye(3)]
     assert type(gv) is np.ndarray and np.allclose(gv, fd, rtol=1e-7, atol=1e-9)
     assert gw == pytest.approx((f(v, w + h) - f(v, w - h)) / (2 * h), rel=1e-7)
+
+
+# -- dataclass arguments of floats (interleaved inline, structure._float_record) --------
+
+@dataclass
+class Pair:
+    a: float
+    b: float
+
+
+@dataclass(frozen=True)
+class FrozenPair:
+    a: float
+    b: float
+
+
+@dataclass
+class PairWithProperty:
+    a: float
+    b: float
+
+    @property
+    def total(self):
+        return self.a + self.b
+
+
+def rescales_and_tags(p, q, r):
+    p.a = p.a * q.b          # the caller's p must look as the original leaves it
+    p.extra = 2.0            # a new attribute, written back as a float
+    del p.b                  # a deleted one, deleted on the caller's object too
+    return p.a * p.extra + q.a * r.total
+
+
+def test_float_dataclass_arguments_mutated_frozen_and_with_a_property():
+    f = astad.reverse_diff(rescales_and_tags)
+    args = (Pair(1.5, 2.0), FrozenPair(0.5, 3.0), PairWithProperty(4.0, -1.0))
+    reference = (Pair(1.5, 2.0), FrozenPair(0.5, 3.0), PairWithProperty(4.0, -1.0))
+    expected = rescales_and_tags(*reference)
+    value, (gp, gq, gr) = f.value_and_grad(*args)
+    # value = 2 p.a q.b + q.a (r.a + r.b)
+    assert value == expected == 2 * 1.5 * 3.0 + 0.5 * 3.0
+    assert vars(args[0]) == vars(reference[0]) == {"a": 4.5, "extra": 2.0}
+    assert type(args[0].a) is float and type(args[0].extra) is float
+    assert (type(gp), type(gq), type(gr)) == (Pair, FrozenPair, PairWithProperty)
+    assert (gp.a, gp.b) == (6.0, 0.0)
+    assert (gq.a, gq.b) == (3.0, 3.0)
+    assert (gr.a, gr.b) == (0.5, 0.5)
