@@ -59,7 +59,10 @@ class _Forward:
         self.plans, self.single, self.originals = plans, single, originals
 
     def value(self):
-        return primal(self.result, self.originals)
+        originals = self.originals  # (the Interleaving, until a value is asked for)
+        if originals is not None and type(originals) is not dict:
+            originals = self.originals = originals.originals()
+        return primal(self.result, originals)
 
     def gradients(self, adjoint, arrays, sweep=sweep):
         """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A).
@@ -245,7 +248,7 @@ class DiffFunction:
             if state is not None and state.copies:
                 state.write_back()
         return _Forward(tape, n_inputs, result, plans, single,
-                        state.originals() if state is not None and state.copies else None)
+                        state if state is not None and state.copies else None)
 
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""

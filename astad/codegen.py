@@ -46,9 +46,10 @@ class Transformed:
         self.tapes = False  # does ``floats`` build a tape (scalarloops.py)?
 
     def still_valid(self) -> bool:
-        # (a dependency is (namespace, name, value): a module's globals, PRIMITIVES, or
-        # a callee's attributes, _AttributesOf)
-        """False once a global this code was specialised on has been rebound."""
+        """False once a binding this code was specialised on has changed. A dependency
+        is (namespace, name, value): a global, an entry of PRIMITIVES (no rule may be
+        registered later for a callee called directly), or a callee's ``__code__``
+        (_AttributesOf)."""
         for namespace, name, value in self.dependencies:
             if namespace.get(name, MISSING) is not value:
                 return False

@@ -360,19 +360,21 @@ class Interleaving:
     def write_back(self) -> None:
         """Give each mutable argument the state the original function would have left:
         the primal of its copy, with copies of other arguments mapped back to them."""
-        originals = {id(copy): original for original, copy, _, _ in self.copies.values()}
+        originals = None  # id(copy) -> original, made once something must be written
         for original, copy, plan, snapshot in list(self.copies.values()):
             if snapshot is None:
                 continue  # frozen, or only reached as part of a cycle
             if type(copy) is list:
                 if len(copy) == len(snapshot) and all(map(operator.is_, copy, snapshot)):
                     continue  # untouched: nothing to do (the common case, at C speed)
+                originals = originals or self.originals()
                 original[:] = [primal(x, originals) for x in copy]
             elif isinstance(copy, dict):
                 items = list(copy.items())
                 if len(items) == len(snapshot) and all(
                         a[0] is b[0] and a[1] is b[1] for a, b in zip(items, snapshot)):
                     continue
+                originals = originals or self.originals()
                 original.clear()
                 original.update((k, primal(v, originals)) for k, v in items)
             elif type(plan) is _FloatRecord:  # (snapshot: the duals, in plan.names order)
@@ -380,8 +382,8 @@ class Interleaving:
                 if len(attributes) == len(snapshot) and tuple(attributes) == plan.names \
                         and all(map(operator.is_, attributes.values(), snapshot)):
                     continue
-                attributes = list(attributes.items())
-                for name, value in attributes:
+                originals = originals or self.originals()
+                for name, value in list(attributes.items()):
                     _setattr(original, name, primal(value, originals))
                 for name in [n for n in original.__dict__ if n not in copy.__dict__]:
                     object.__delattr__(original, name)
@@ -390,6 +392,7 @@ class Interleaving:
                 if len(attributes) == len(snapshot) and all(
                         a[0] == b[0] and a[1] is b[1] for a, b in zip(attributes, snapshot)):
                     continue
+                originals = originals or self.originals()
                 for name, value in attributes:
                     _setattr(original, name, primal(value, originals))
                 for name in [n for n, _ in record_attributes(original)
