@@ -103,7 +103,10 @@ class _Callees:
         if not resolvable_function(callee):
             return None
         decorated = getattr(callee, "_astad_transformed", None)  # its own preaccumulate
-        preaccumulate = True if decorated is None else decorated.__self__._preaccumulate
+        preaccumulate = True if decorated is None else \
+            getattr(getattr(decorated, "__self__", None), "_preaccumulate", None)
+        if preaccumulate is None:  # not api.DiffFunction's: leave it to ad.rev
+            return None
         code_of = [(_AttributesOf(callee), "__code__", callee.__code__)]
         if callee is self.fn:
             if self.as_method or preaccumulate != self.preaccumulate:

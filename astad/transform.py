@@ -192,6 +192,9 @@ class ReverseTransform(gast.NodeTransformer):
             if resolved is not None:  # D[f] known now (section 9): called directly
                 name, dependencies = resolved
                 self.dependencies.extend(dependencies)
+                if isinstance(node.func, gast.Attribute):  # module.f: rebinding f counts
+                    module = self._global_value(node.func.value.id)
+                    self.dependencies.append((vars(module), node.func.attr, callee))
                 if name is CALL_AS_IS:  # a dataclass or named tuple: it only stores values
                     return node
                 node.func = gast.copy_location(gast.Name(name, gast.Load(), None, None),

@@ -851,3 +851,19 @@ def test_float_dataclass_arguments_mutated_frozen_and_with_a_property():
     assert (gp.a, gp.b) == (6.0, 0.0)
     assert (gq.a, gq.b) == (3.0, 3.0)
     assert (gr.a, gr.b) == (0.5, 0.5)
+
+
+def test_a_helper_called_through_its_module_follows_a_rebinding(tmp_path, monkeypatch):
+    (tmp_path / "astad_shapes_helpers.py").write_text(
+        "def square(x):\n    return x * x\n\n\ndef cube(x):\n    return x * x * x\n")
+    (tmp_path / "astad_shapes_user.py").write_text(
+        "import astad_shapes_helpers as helpers\n\n\n"
+        "def area(x):\n    return helpers.square(x) * 3.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import astad_shapes_helpers
+    import astad_shapes_user
+    area = astad.reverse_diff(astad_shapes_user.area)
+    assert "D_square(_tape, x)" in area.source  # resolved when transformed
+    assert area.grad(2.0) == 12.0
+    monkeypatch.setattr(astad_shapes_helpers, "square", astad_shapes_helpers.cube)
+    assert area.grad(2.0) == 36.0  # 9 x^2: the module's new function, not the old one
