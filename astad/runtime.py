@@ -8,7 +8,10 @@ The representation (paper sections 7, 8.1, 8.2, Figure 12):
   local partial derivatives, computed in the forward pass (defunctionalised
   backpropagators, section 8.2);
 - one backward sweep walks the tape from the highest index down (the "resolve order" of
-  section 4), so each entry runs at most once and the sweep is linear in the tape.
+  section 4), so each entry runs at most once and the sweep is linear in the tape. A
+  one-shot gradient frees the entries chunk by chunk as it sweeps (sweep_and_free);
+- the float-specialised code (scalarloops.py) keeps no tuple per entry: its tape is one
+  flat list of (parent, partial) pairs, the same number per entry (sweep_flat).
 Every gradient call owns its tape (it is passed explicitly as the first argument of
 every transformed function), so threads and nested gradient calls never share state.
 Interleave, rebuild and seed, which walk the user's data, are in structure.py.
@@ -165,10 +168,10 @@ def sweep(tape: list, adjoint: list, first: int, arrays: dict) -> None:
             elif n == 2:
                 adjoint[e[0]] += e[1] * g
             elif n == 6:
-                i, a, j, b, l, c = e
+                i, a, j, b, h, c = e
                 adjoint[i] += a * g
                 adjoint[j] += b * g
-                adjoint[l] += c * g
+                adjoint[h] += c * g
             elif n == 3:
                 e[0](adjoint, arrays, k, e[1], e[2])
             else:
@@ -196,17 +199,59 @@ def sweep_and_free(tape: list, adjoint: list, first: int, arrays: dict) -> None:
         del tape[top:]
 
 
-def gradient_of(tape: list, value, index: int, sink: int, layout: tuple):
-    """``(value, gradients)`` for float code specialised by scalarloops.py: ``layout``
-    gives each argument's first slot and length (-1 for a float), or for a list of
-    lists the first slot of each row and None; slot ``sink`` holds
-    the constants and is never swept. None for a result that is not a float: the
-    ordinary path then raises its error."""
+def sweep_flat(tape: list, width: int, adjoint: list, first: int) -> None:
+    """``sweep_and_free`` for the flat tape of the float-specialised code (scalarloops.py):
+    entry ``first + m`` is the ``m``-th run of ``2 * width`` items of ``tape``, its
+    (parent slot, partial) pairs. No entry is an array or custom one there. A list item
+    costs 8 bytes where a tuple per entry costs 56 more, and grouping the items with
+    ``zip`` is faster than unpacking tuples of varying length."""
+    size = 2 * width
+    top = first + len(tape) // size  # one past the last entry
+    while top > first:
+        low = max(first, top - _SWEEP_CHUNK)
+        it = reversed(tape)  # the pairs of entry k, last pair first
+        entries = range(top - 1, low - 1, -1)
+        if width == 2:
+            for k, b, j, a, i in zip(entries, it, it, it, it):
+                g = adjoint[k]
+                if g:
+                    adjoint[i] += a * g
+                    adjoint[j] += b * g
+        elif width == 3:
+            for k, c, h, b, j, a, i in zip(entries, it, it, it, it, it, it):
+                g = adjoint[k]
+                if g:
+                    adjoint[i] += a * g
+                    adjoint[j] += b * g
+                    adjoint[h] += c * g
+        elif width == 1:
+            for k, a, i in zip(entries, it, it):
+                g = adjoint[k]
+                if g:
+                    adjoint[i] += a * g
+        else:  # 4, the widest (scalarloops splits wider entries)
+            for k, d, m, c, h, b, j, a, i in zip(entries, it, it, it, it, it, it, it, it):
+                g = adjoint[k]
+                if g:
+                    adjoint[i] += a * g
+                    adjoint[j] += b * g
+                    adjoint[h] += c * g
+                    adjoint[m] += d * g
+        del tape[(low - first) * size:]
+        top = low
+
+
+def gradient_of(tape: list, width: int, value, index: int, sink: int, layout: tuple):
+    """``(value, gradients)`` for float code specialised by scalarloops.py, whose flat
+    tape holds ``width`` pairs per entry, entry ``sink + 1`` first: ``layout`` gives each
+    argument's first slot and length (-1 for a float), or for a list of lists the first
+    slot of each row and None; slot ``sink`` holds the constants and is never swept.
+    None for a result that is not a float: the ordinary path then raises its error."""
     if type(value) is not float:
         return None
-    adjoint = [0.0] * len(tape)
+    adjoint = [0.0] * (sink + 1 + len(tape) // (2 * width))
     adjoint[index] = 1.0
-    sweep_and_free(tape, adjoint, sink + 1, {})
+    sweep_flat(tape, width, adjoint, sink + 1)
     return value, tuple([adjoint[start] if n is not None and n < 0 else
                          adjoint[start:start + n] if n is not None else
                          [adjoint[a:b] for a, b in zip(start, start[1:])]  # list of lists

@@ -7,8 +7,10 @@ is known: each active local ``x`` can be two locals, its float ``x`` and its tap
 Python would run them, one tape entry with the partials of the whole expression
 (statement-level preaccumulation, fuse.py), and the new index. No dual is created, no
 rule is called, and comparisons and ``if``/``while`` tests read the floats directly.
-The tape and the backward sweep are the ordinary ones (runtime.py): this is the same
-algorithm with the operand kinds resolved when the code is generated, not at run time.
+This is the same algorithm with the operand kinds resolved when the code is generated,
+not at run time. Only the tape's layout differs (runtime.sweep_flat): one flat list of
+(parent slot, partial) pairs, the same number of pairs for every entry of the function
+(padded or split), so an entry costs no tuple of its own.
 
 A name that holds a constant (``x = 0.0``, later ``x = x + v * dt``) gets the index of a
 slot reserved for constants, after the arguments' slots: the sweep never reaches it, so
@@ -78,6 +80,29 @@ class _Locals(dict):
         return None
 
 
+class _Entry:
+    """One tape entry of the generated code, its (parent slot, partial) pairs, written
+    out when the function's width is known: narrower entries are padded with pairs
+    (constants' slot, 0.0), wider ones split in two (see ``lines``)."""
+
+    def __init__(self, depth: int, pairs: list, in_loop: bool):
+        self.depth, self.pairs, self.in_loop = depth, pairs, in_loop
+
+    def lines(self, names: dict, width: int) -> list:
+        """Text lines. An entry of more than ``width`` pairs first writes an entry of its
+        last pairs, then one of its first ``width - 1`` pairs and (that entry, 1.0): the
+        sweep then adds the same products to each adjoint in the same order."""
+        pairs, lines = self.pairs, []
+        if len(pairs) > width:
+            lines = _Entry(self.depth, pairs[width - 1:], self.in_loop).lines(names, width)
+            pairs = pairs[:width - 1] + [(names["last"], "1.0")]
+        pairs = pairs + [(names["sink"], "0.0")] * (width - len(pairs))
+        fields = ", ".join(f"{slot}, {partial}" for slot, partial in pairs)
+        indent = "    " * self.depth
+        return lines + [f"{indent}{names['extend']}(({fields}))",
+                        f"{indent}{names['last']} += 1"]
+
+
 class _Writer:
     def __init__(self, rule_name, static_callee, activity, filename, names, local_names,
                  lists, matrices, rows):
@@ -98,6 +123,7 @@ class _Writer:
         self.matrices = matrices  # list of lists -> (its rows' first slots, its length)
         self.rows = {r: r + names["suffix"] for r in rows}  # row local -> its first slot
         self.leaves = _Locals(local_names, lists, matrices, rows)
+        self.loops = 0  # how many loops the statement being written is in
 
     def emit(self, depth: int, text: str, lineno: int) -> None:
         self.lines.append(("    " * depth + text, lineno))
@@ -176,11 +202,11 @@ class _Writer:
         for leaf in leaves:
             if indices[leaf.index] is not None:
                 partial = " + ".join(partials.get(leaf.index, ["0.0"]))
-                pairs += [indices[leaf.index], _tidy(partial)]
+                pairs.append((indices[leaf.index], _tidy(partial)))
         if not pairs:
             return result, self.sink
-        self.emit(depth, f"{self.names['append']}(({', '.join(pairs)}))", lineno)
-        self.emit(depth, f"{self.names['last']} += 1", lineno)
+        # written out once every entry is known: each takes the function's width
+        self.lines.append((_Entry(depth, pairs, self.loops > 0), lineno))
         return result, self.names["last"]
 
     def constant_only(self, node) -> None:
@@ -248,12 +274,15 @@ class _Writer:
             if stmt.value is None:
                 raise _NotStraight
             value, index = self.value(stmt.value, depth, line)
-            self.emit(depth, f"return gradient_of({self.tape}, {value}, {index}, "
+            self.emit(depth, f"return gradient_of({self.tape}, {self.names['width']}, "
+                             f"{value}, {index}, "
                              f"{self.sink}, {self.names['layout']})", line)
         elif isinstance(stmt, (gast.If, gast.While)):
             keyword = "if" if isinstance(stmt, gast.If) else "while"
             self.emit(depth, f"{keyword} {self.plain(stmt.test)}:", line)
+            self.loops += keyword == "while"
             self.block(stmt.body, depth + 1)
+            self.loops -= keyword == "while"
             if stmt.orelse:
                 self.emit(depth, "else:", line)
                 self.block(stmt.orelse, depth + 1)
@@ -263,7 +292,9 @@ class _Writer:
                     and isinstance(it, gast.Call) and self.builtin(it.func, "range")):
                 raise _NotStraight
             self.emit(depth, f"for {stmt.target.id} in {self.plain(it)}:", line)
+            self.loops += 1
             self.block(stmt.body, depth + 1)
+            self.loops -= 1
             if stmt.orelse:
                 self.emit(depth, "else:", line)
                 self.block(stmt.orelse, depth + 1)
@@ -291,8 +322,8 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
         s.value, gast.Constant) and isinstance(s.value.value, str))]
     if not body or not isinstance(body[-1], gast.Return):
         return None  # falling off the end returns None, not a float
-    names = {"tape": "_tape", "append": "_append", "temp": "_v", "suffix": "_i"}
-    for key in ("tape", "append", "temp"):
+    names = {"tape": "_tape", "extend": "_extend", "temp": "_v", "suffix": "_i"}
+    for key in ("tape", "extend", "temp"):
         while any(n.startswith(names[key]) for n in user_names):
             names[key] += "_"
     while any(n + names["suffix"] in user_names for n in user_names):
@@ -308,10 +339,20 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
                      set(local_names) | set(params), lists, matrices, rows)
     if any(p not in writer.index and p not in lists and p not in matrices for p in params):
         return None
+    names["width"] = "_width_"  # a placeholder until every entry is known
     try:
         writer.block(body, 1)
     except _NotStraight:
         return None
+    width = _width([e for e, _ in writer.lines if isinstance(e, _Entry)])
+    lines = []
+    for text, line in writer.lines:
+        if isinstance(text, _Entry):
+            lines += [(t, line) for t in text.lines(names, width)]
+        else:
+            lines.append((text.replace(f"gradient_of({names['tape']}, _width_,",
+                                       f"gradient_of({names['tape']}, {width},"), line))
+    writer.lines = lines
     first = root.lineno
     checks = []
     for p in params:
@@ -359,8 +400,9 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
          first),
         (f"    {names['layout']} = ({', '.join(layout)}{',' if len(layout) == 1 else ''})",
          first),
-        (f"    {names['tape']} = [()] * ({names['sink']} + 1)", first),
-        (f"    {names['append']} = {names['tape']}.append", first),
+        (f"    {names['tape']} = []  # the entries, one after another: {width} (slot, "
+         "partial) pairs each", first),
+        (f"    {names['extend']} = {names['tape']}.extend", first),
         (f"    {names['last']} = {names['sink']}  # the index of the last entry", first)]
     lines = head + writer.lines
     text = "\n".join(line for line, _ in lines) + "\n"
@@ -371,6 +413,18 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
             node.lineno = node.end_lineno = user_line[node.lineno - 1]
             node.col_offset = node.end_col_offset = 0
     return function, text
+
+
+def _width(entries: list) -> int:
+    """The number of (parent, partial) pairs of every entry of the flat tape: the most
+    any entry in a loop has (those are the entries that repeat), at most 4 (the sweep's
+    unrolled cases, runtime.sweep_flat), at least 2 if a wider entry has to be split."""
+    repeated = [len(e.pairs) for e in entries if e.in_loop] or \
+        [len(e.pairs) for e in entries] or [1]
+    width = min(max(repeated), 4)
+    if any(len(e.pairs) > width for e in entries):
+        width = max(width, 2)
+    return width
 
 
 def _read_only_lists(root, params: list, local_names: set) -> tuple:

@@ -138,8 +138,8 @@ DOT_SPECIALISED = '''
         _vat_ys = _vat_xs + _vn_xs
         _vsink = _vat_ys + _vn_ys  # the slot of constants: the sweep stops above it
         _vlayout = ((_vat_xs, _vn_xs), (_vat_ys, _vn_ys))
-        _tape = [()] * (_vsink + 1)
-        _append = _tape.append
+        _tape = []  # the entries, one after another: 3 (slot, partial) pairs each
+        _extend = _tape.extend
         _vlast = _vsink  # the index of the last entry
         # s = 0.0
         s = 0.0
@@ -150,12 +150,12 @@ DOT_SPECIALISED = '''
             _vx1 = ys[i]
             _vt2 = _vx0 * _vx1
             _vt3 = s + _vt2
-            _append((s_i, 1.0, _vat_xs + i % _vn_xs, _vx1, _vat_ys + i % _vn_ys, _vx0))
+            _extend((s_i, 1.0, _vat_xs + i % _vn_xs, _vx1, _vat_ys + i % _vn_ys, _vx0))
             _vlast += 1
             s = _vt3
             s_i = _vlast
         # return s
-        return gradient_of(_tape, s, s_i, _vsink, _vlayout)
+        return gradient_of(_tape, 3, s, s_i, _vsink, _vlayout)
 '''
 
 

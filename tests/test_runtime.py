@@ -211,3 +211,58 @@ def test_specialised_float_code_frees_its_tape_and_stays_exact():
     value, (gx, gy) = f.value_and_grad(xs, ys)
     assert value == dot(xs, ys)
     assert gx == ys and gy == xs
+
+
+def _central_differences(f, args, h=1e-6):
+    grads = []
+    for k in range(len(args)):
+        up, down = list(args), list(args)
+        up[k] += h
+        down[k] -= h
+        grads.append((f(*up) - f(*down)) / (2 * h))
+    return grads
+
+
+def test_flat_tape_pads_narrow_entries_and_splits_wide_ones():
+    # the specialised code's flat tape gives every entry the same number of (slot,
+    # partial) pairs: here 4 (at most 4; the loop has a six-parent entry, split), the
+    # one-parent entry padded, and the eight-parent return entry split twice
+    def wide(a, b, c, d, e):
+        s = 0.0
+        t = 0.0
+        for k in range(3):
+            s = s + a * b + c * d * e + k * a
+            t = s * 0.5
+        return s + t * a * b * c * d * e + a / b - math.sin(c)
+
+    f = astad.reverse_diff(wide)
+    args = (0.7, 1.3, -0.4, 0.9, 1.1)
+    value, grads = f.value_and_grad(*args)
+    assert "4 (slot, partial) pairs" in f.source and "_vlast, 1.0))" in f.source
+    assert "_vsink, 0.0))" in f.source  # a padded entry
+    # the dual path's tape of tuples, one per entry of its own width, agrees
+    _, pullback = f.vjp(*args)
+    assert value == wide(*args)
+    assert grads == pytest.approx(pullback(1.0), rel=1e-13, abs=1e-15)
+    assert grads == pytest.approx(_central_differences(wide, args), rel=1e-6)
+
+
+def test_flat_tape_of_one_parent_entries_widens_for_a_split():
+    # every entry in the loop has one parent, so the width would be 1, but the return
+    # entry has three: the width is 2 and that entry is split
+    def chain(x, y, z):
+        for _ in range(5):
+            x = math.sin(x)
+        return x * y * z
+
+    f = astad.reverse_diff(chain)
+    args = (0.3, 2.0, -1.5)
+    value, grads = f.value_and_grad(*args)
+    assert "2 (slot, partial) pairs" in f.source and "_vlast, 1.0))" in f.source
+    x = 0.3
+    dx = 1.0
+    for _ in range(5):
+        dx *= math.cos(x)
+        x = math.sin(x)
+    assert value == chain(*args)
+    assert grads == pytest.approx((dx * 2.0 * -1.5, x * -1.5, x * 2.0), rel=1e-14)
