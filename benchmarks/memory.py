@@ -22,9 +22,10 @@ tracemalloc:
   call (tape, adjoints, gradient lists) divided by the number of scalar operations the
   program executes (the entries of the ``preaccumulate=False`` tape). With every argument
   a float or a list of floats this runs the specialised code of astad/scalarloops.py.
-  ``of which not the result``: the same peak less the size of what the call returns
-  (the value, the gradient lists and their floats): the tape, the adjoints and the
-  sweep's working memory.
+  ``result / scalar op``: the size of what that call returns (the value, the gradient
+  lists and their floats), the part of any peak that is the answer itself. It is not
+  necessarily alive at the peak: a one-shot gradient frees its tape while it sweeps, so
+  the peak can come as the sweep starts, before the gradients exist.
 
 The arguments are built before tracing starts, so they are not counted. Every
 measurement runs after a warm-up call (code generation and caches are not counted), in
@@ -116,8 +117,7 @@ def measure(case, preaccumulate):
         "kept_bytes_per_entry": kept / tape if tape else None,
         "pullback_peak_bytes_per_entry": back_peak / tape if tape else None,
         "value_and_grad_peak_bytes": vg_peak,
-        # what the call returns (the gradient lists, and their floats): held at the peak
-        # too, but it is the answer, not the tape
+        # what the call returns (the gradient lists and their floats): the answer itself
         "value_and_grad_result_bytes": vg_result,
     }
 
@@ -134,18 +134,18 @@ def _bytes(b):
 def table(rows):
     head = ("| program | size | preaccumulate | tape entries | primal peak | vjp peak "
             "| vjp peak / entry | kept / entry | pullback peak / entry "
-            "| value_and_grad peak / scalar op | of which not the result / scalar op |")
+            "| value_and_grad peak / scalar op | result / scalar op |")
     lines = [head, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         per_op = r.get("value_and_grad_peak_bytes_per_op")
-        working = r.get("value_and_grad_working_bytes_per_op")
+        result = r.get("value_and_grad_result_bytes_per_op")
         lines.append(
             f"| {r['program']} | {r['size_label']} | {r['preaccumulate']} "
             f"| {r['tape_length']} | {_bytes(r['primal_peak_bytes'])} "
             f"| {_bytes(r['vjp_peak_bytes'])} | {r['vjp_peak_bytes_per_entry']:.0f} B "
             f"| {r['kept_bytes_per_entry']:.0f} B | {r['pullback_peak_bytes_per_entry']:.0f} B "
             f"| {'-' if per_op is None else f'{per_op:.0f} B'} "
-            f"| {'-' if working is None else f'{working:.0f} B'} |")
+            f"| {'-' if result is None else f'{result:.0f} B'} |")
     return "\n".join(lines)
 
 
@@ -175,8 +175,8 @@ def main(argv=None):
             for r in pair:
                 r["scalar_ops"] = ops
                 r["value_and_grad_peak_bytes_per_op"] = r["value_and_grad_peak_bytes"] / ops
-                r["value_and_grad_working_bytes_per_op"] = (
-                    r["value_and_grad_peak_bytes"] - r["value_and_grad_result_bytes"]) / ops
+                r["value_and_grad_result_bytes_per_op"] = \
+                    r["value_and_grad_result_bytes"] / ops
                 print(f"  {case.name:<20} preaccumulate={str(pre):<5} tape "
                       f"{r['tape_length']:>7}  vjp peak {r['vjp_peak_bytes_per_entry']:.0f} "
                       f"B/entry", flush=True)
