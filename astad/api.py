@@ -342,7 +342,7 @@ _ALL = "all"  # (a marker: every gradient, in argument order)
 
 def _cell_filled(cell) -> bool:
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018 (reading an empty cell raises)
     except ValueError:
         return False
     return True

@@ -179,7 +179,7 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
     rev = _compile(function_ast, fn, parsed.filename, names,
                    {**compiled_rules, **callees.functions})
     source = render(function_ast, parsed.filename)
-    for name, rule in rules:
+    for _, rule in rules:
         line = linecache.getline(parsed.filename, rule.lineno).strip()
         source += (f"\n\n# line {rule.lineno}, preaccumulated: {line}\n"
                    f"# one tape entry with the partials of the whole expression\n"

@@ -203,16 +203,21 @@ def _user_fallback(plain: str, dunder: str, rdunder: str, op: str) -> str:
 
 
 # --- Operators (section 8.2's primitive operations) --------------------------------
-binary("add", "x + y", "1.0", "1.0", operator.add, sym="+", fallback=_user_fallback("a + b", "__add__", "__radd__", "operator.add"),
+binary("add", "x + y", "1.0", "1.0", operator.add, sym="+",
+       fallback=_user_fallback("a + b", "__add__", "__radd__", "operator.add"),
        inplace="operator.iadd(a, b)")
-binary("sub", "x - y", "1.0", "-1.0", operator.sub, sym="-", fallback=_user_fallback("a - b", "__sub__", "__rsub__", "operator.sub"),
+binary("sub", "x - y", "1.0", "-1.0", operator.sub, sym="-",
+       fallback=_user_fallback("a - b", "__sub__", "__rsub__", "operator.sub"),
        inplace="operator.isub(a, b)")
-binary("mul", "x * y", "y", "x", operator.mul, sym="*", fallback=_user_fallback("a * b", "__mul__", "__rmul__", "operator.mul"),
+binary("mul", "x * y", "y", "x", operator.mul, sym="*",
+       fallback=_user_fallback("a * b", "__mul__", "__rmul__", "operator.mul"),
        inplace="operator.imul(a, b)")
-binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/", fallback=_user_fallback("a / b", "__truediv__", "__rtruediv__", "operator.truediv"),
+binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/",
+       fallback=_user_fallback("a / b", "__truediv__", "__rtruediv__", "operator.truediv"),
        inplace="operator.itruediv(a, b)")
 # x % y == x - y * floor(x / y): d/dx = 1, d/dy = -floor(x / y) = -(x // y)
-binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%", fallback=_user_fallback("a % b", "__mod__", "__rmod__", "operator.mod"),
+binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%",
+       fallback=_user_fallback("a % b", "__mod__", "__rmod__", "operator.mod"),
        inplace="operator.imod(a, b)")
 unary("neg", "-x", "-1.0", operator.neg,
       fallback="-a if type(a) in PLAIN else ad.user_unary(tape, a, '__neg__', operator.neg)")

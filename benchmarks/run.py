@@ -353,7 +353,7 @@ def time_interleaved_multi(variants, target):
     runners = [(label, _make_runner(fn, args), ns, hint)
                for label, fn, args, ns, hint in variants]
     numbers = {}
-    for label, run, ns, hint in runners:
+    for label, run, _, hint in runners:
         numbers[label] = 1 if hint is not None and hint >= target else calibrate(run, target)
     out = {label: {"samples": [], "number": numbers[label]} for label, *_ in runners}
     for r in range(max(ns for _, _, ns, _ in runners)):
@@ -717,7 +717,7 @@ def main(argv=None):
 
     try:
         import astad
-        astad.reverse_diff
+        astad.reverse_diff  # noqa: B018 (fails early if the package is broken)
         import programs
     except Exception as exc:
         print(f"error: cannot import astad / the benchmark programs: "
@@ -746,7 +746,6 @@ def main(argv=None):
     aborted = None
     ladder = Ladder()
     for case in cases:
-        t0 = perf_counter()
         try:
             if peer_list:
                 row = bench_case_peers(case, peer_list, samples, target, limits, ladder)

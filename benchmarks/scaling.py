@@ -17,7 +17,6 @@ is installed, benchmarks/results/scaling.png (time against n, log-log).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import sys
@@ -126,7 +125,7 @@ def plot(results, peer_list, path):
               "jax_jit:compile": dict(color="C3", linestyle="--", alpha=0.6)}
     for ax, program in zip(axes[0], programs):
         rows = results[program]
-        for k, (col, label) in enumerate(cols):
+        for col, label in cols:
             pts = [(r["size"], _value(r, col)) for r in rows]
             pts = [(n, v) for n, v in pts if v is not None]
             if not pts:

@@ -430,13 +430,13 @@ def read_before_written(x):
     y = 1.0
     for i in range(4):
         if i > 1:
-            y = y * z   # z is written below, in an earlier iteration
-        z = x + i
+            y = y * z  # noqa: F821 (z is written below, in an earlier iteration)
+        z = x + i  # noqa: F841
     return y
 
 
 def constant_result_on_a_branch(x):
-    for i in range(2):
+    for _ in range(2):
         if x > 0.0:
             return 2.0
     return x * x
@@ -620,7 +620,7 @@ def test_specialised_code_never_takes_a_differentiated_value_for_a_constant():
 
     def f(x):
         k = 0.0
-        for i in range(3):
+        for _ in range(3):
             k = x * 2.0  # a float from x: active
         return k * x
     # even if the analysis wrongly called k constant, the specialised code refuses it
