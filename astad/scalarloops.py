@@ -32,7 +32,7 @@ import gast
 
 from .fuse import Const, Fuser, Leaf, differentiate
 from .primitives import BINARY_RULES, UNARY_RULES
-from .straightline import _NotStraight, _tidy, _tree
+from .straightline import _NotStraight, _tidy, _tree, parse_with_user_lines
 
 _PURE = (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.BinOp, gast.Name, gast.Constant,
          gast.Call, gast.IfExp, gast.expr_context, gast.cmpop, gast.boolop, gast.unaryop,
@@ -404,15 +404,7 @@ def write_scalar_loops(root, rule_name, static_callee, activity, local_names: se
          "partial) pairs each", first),
         (f"    {names['extend']} = {names['tape']}.extend", first),
         (f"    {names['last']} = {names['sink']}  # the index of the last entry", first)]
-    lines = head + writer.lines
-    text = "\n".join(line for line, _ in lines) + "\n"
-    function = ast.parse(text).body[0]
-    user_line = [lineno or first for _, lineno in lines]
-    for node in ast.walk(function):  # a traceback names the user's file and statement
-        if "lineno" in node._attributes:
-            node.lineno = node.end_lineno = user_line[node.lineno - 1]
-            node.col_offset = node.end_col_offset = 0
-    return function, text
+    return parse_with_user_lines(head + writer.lines, first)
 
 
 def _width(entries: list) -> int:

@@ -167,13 +167,20 @@ def write_straight_line(root, rule_name, filename: str):
     lines += [(f"    {text}", lineno) for text, lineno in forward + backward]
     lines.append((f"    return {result}, ({gradient}{',' if len(params) == 1 else ''})",
                   body[-1].lineno))
+    return parse_with_user_lines(lines)
+
+
+def parse_with_user_lines(lines: list, default_line: int | None = None):
+    """The function written as ``lines`` of (text, user line), parsed, each node carrying
+    the user's line (``default_line`` where a line has none), so a traceback through it
+    names the user's file and statement; and its text."""
     text = "\n".join(line for line, _ in lines) + "\n"
     function = ast.parse(text).body[0]
-    user_line = [lineno for _, lineno in lines]
-    for n in ast.walk(function):  # a traceback names the user's file and statement
-        if "lineno" in n._attributes:
-            n.lineno = n.end_lineno = user_line[n.lineno - 1]
-            n.col_offset = n.end_col_offset = 0
+    user_line = [lineno or default_line for _, lineno in lines]
+    for node in ast.walk(function):
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = user_line[node.lineno - 1]
+            node.col_offset = node.end_col_offset = 0
     return function, text
 
 
