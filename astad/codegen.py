@@ -172,6 +172,11 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
     node, dependencies, rules, straight = transform(node, fn, local_names, names,
                                                     preaccumulate, as_method, parsed.filename,
                                                     callees)
+    # ``rev`` copies the defaults now: a new __defaults__ tuple must rebuild it (and its
+    # callers, which include these dependencies), as a call of ``fn`` would use it
+    dependencies += [(_AttributesOf(fn), name, getattr(fn, name))
+                     for name in ("__defaults__", "__kwdefaults__")
+                     if getattr(fn, name) is not None]
     dependencies = _distinct(dependencies)
     function_ast = gast.gast_to_ast(node)
     ast.fix_missing_locations(function_ast)

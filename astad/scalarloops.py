@@ -31,7 +31,7 @@ import re
 import gast
 
 from .fuse import Const, Fuser, Leaf, differentiate
-from .primitives import BINARY_RULES, UNARY_RULES
+from .primitives import BINARY_RULES, UNARY_RULES, rule_namespace
 from .straightline import _NotStraight, _tidy, _tree, parse_with_user_lines
 
 _PURE = (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.BinOp, gast.Name, gast.Constant,
@@ -132,6 +132,20 @@ class _Writer:
         import builtins
         return self.static_callee(func) is getattr(builtins, name)
 
+    def same_in_rules(self, func) -> bool:
+        """Does ``func``, written as is in the generated function (whose globals are the
+        rules' namespace), name the callable it names in the user's code? Not for
+        ``m.sin`` after ``import math as m``, nor a user's function called ``gamma``."""
+        import builtins
+        namespace = rule_namespace()
+        if isinstance(func, gast.Name):
+            found = namespace.get(func.id, getattr(builtins, func.id, None))
+        elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            found = getattr(namespace.get(func.value.id), func.attr, None)
+        else:
+            return False
+        return found is not None and found is self.static_callee(func)
+
     # -- expressions ---------------------------------------------------------------------
     def plain(self, node) -> str:
         """An expression run as Python on floats (a test, a range bound): only names of
@@ -141,7 +155,8 @@ class _Writer:
             if isinstance(n, gast.Call):
                 if n.keywords or any(isinstance(a, gast.Starred) for a in n.args) or not (
                         self.rule_name(n.func) is not None or
-                        any(self.builtin(n.func, b) for b in _PLAIN_BUILTINS)):
+                        any(self.builtin(n.func, b) for b in _PLAIN_BUILTINS)) or \
+                        not self.same_in_rules(n.func):
                     raise _NotStraight
                 callees.update(id(c) for c in gast.walk(n.func))
             elif id(n) in callees:
@@ -268,8 +283,11 @@ class _Writer:
                 self.emit(depth, f"{target} = {self.plain(stmt.value)}", line)
                 return
             value, index = self.value(stmt.value, depth, line)
-            self.emit(depth, f"{target} = {value}", line)
-            self.emit(depth, f"{self.index[target]} = {index}", line)
+            assignments = [f"{target} = {value}", f"{self.index[target]} = {index}"]
+            if re.search(rf"\b{target}\b", index):  # k = xs[k]: the slot reads the old k
+                assignments.reverse()
+            for text in assignments:
+                self.emit(depth, text, line)
         elif isinstance(stmt, gast.Return):
             if stmt.value is None:
                 raise _NotStraight

@@ -731,3 +731,73 @@ def test_recursion_and_mutual_recursion_through_global_functions(callees):
     odd_source = codegen.transformed(callees.odd).source
     # one of the pair was still being built when the other was: found at run time
     assert ("D_odd(_tape, " in even_source) != ("D_even(_tape, " in odd_source)
+
+
+
+def test_a_callees_new_defaults_rebuild_its_callers(tmp_path, monkeypatch):
+    # D[f] copies f's defaults when it is built: new defaults must rebuild it and the
+    # callers that call it directly, as a plain call would use them
+    (tmp_path / "astad_defaults.py").write_text(
+        "def scaled(x, c=2.0):\n    return c * x\n\n\n"
+        "def uses_scaled(x):\n    return scaled(x) + x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import astad_defaults as module
+    f = astad.reverse_diff(module.uses_scaled)
+    assert f.value_and_grad(3.0) == (9.0, 3.0)
+    module.scaled.__defaults__ = (5.0,)
+    assert f(3.0) == 18.0
+    assert f.value_and_grad(3.0) == (18.0, 6.0)
+    assert f.vjp(3.0)[1](1.0) == 6.0
+    del __import__("sys").modules["astad_defaults"]
+
+
+def test_specialised_code_reads_an_element_slot_before_rebinding_its_index():
+    # k = xs[k]: the element's tape slot uses the old k (an int), not the new float
+    def hop(xs, x):
+        k = 1
+        for _ in range(1):
+            k = xs[k]
+        return k * x
+
+    f = astad.reverse_diff(hop)
+    assert "_floats(" in f.source
+    xs = [3.0, 1.0]
+    assert f.value_and_grad(xs, 2.0) == (2.0, ([0.0, 2.0], 1.0))
+    assert f.vjp(xs, 2.0)[1](1.0) == ([0.0, 2.0], 1.0)
+
+
+def test_specialised_code_calls_in_tests_only_what_the_user_calls(tmp_path, monkeypatch):
+    # a test's call is written as the user wrote it into a function whose globals are the
+    # rules' namespace: it must name the same function there, or the code is not used
+    (tmp_path / "astad_test_calls.py").write_text(textwrap.dedent('''
+        import math as m
+
+
+        def gamma(x):  # the user's own, named like math.gamma
+            return 2.0 * x
+
+
+        def with_alias(x):
+            t = x
+            while m.sin(t) < 0.9:
+                t = t * 1.1
+            return t
+
+
+        def with_own(x):
+            t = x
+            while gamma(t) < 5.0:
+                t = t + x
+            return t
+        '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import astad_test_calls as module
+    astad.register_scalar(module.gamma, lambda x: 2.0)
+    for fn, x, expected in [(module.with_alias, 0.3, None), (module.with_own, 1.0, (3.0, 3.0))]:
+        f = astad.reverse_diff(fn)
+        value, grad = f.value_and_grad(x)
+        assert value == fn(x)
+        assert grad == f.vjp(x)[1](1.0)
+        if expected is not None:
+            assert (value, grad) == expected
+    del __import__("sys").modules["astad_test_calls"]
