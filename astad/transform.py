@@ -97,9 +97,12 @@ class ReverseTransform(gast.NodeTransformer):
         """The name of the registered rule ``func`` resolves to now, or None."""
         callee = self._static_callee(func)
         try:
-            return PRIMITIVES.get(callee) if callee is not MISSING else None
+            rule = PRIMITIVES.get(callee) if callee is not MISSING else None
         except TypeError:
             return None
+        if rule is not None:  # a derivative registered for it later (custom_vjp) rebuilds
+            self.dependencies.append((PRIMITIVES, callee, rule))
+        return rule
 
     def _fused(self, node):
         return self.fuser.try_fuse(node) if self.fuser is not None else None
@@ -176,6 +179,7 @@ class ReverseTransform(gast.NodeTransformer):
                 node.func = self._rule(tapeless, node.func)
                 return node
             if rule is not None:
+                self.dependencies.append((PRIMITIVES, callee, rule))  # (as static_rule_name)
                 node.func = self._rule(rule, node.func)
                 node.args.insert(0, self._tape())
                 return node

@@ -801,3 +801,61 @@ def test_specialised_code_calls_in_tests_only_what_the_user_calls(tmp_path, monk
         if expected is not None:
             assert (value, grad) == expected
     del __import__("sys").modules["astad_test_calls"]
+
+
+
+def softplus(x):  # (globals: a call of a global is resolved at transform time)
+    return math.log1p(math.exp(x))
+
+
+def twice_softplus(x):
+    return 2.0 * softplus(x)
+
+
+def looped_softplus(x):
+    s = 0.0
+    for _ in range(2):
+        s = s + softplus(x)
+    return s
+
+
+def test_a_derivative_registered_again_later_is_the_one_used():
+    # a rule resolved at transform time is a dependency like a global: registering another
+    # derivative for the same function afterwards rebuilds the functions that call it
+    astad.register_scalar(softplus, lambda x: 1.0 / (1.0 + math.exp(-x)))
+    f, g = astad.reverse_diff(twice_softplus), astad.reverse_diff(looped_softplus)
+    sigmoid = 1.0 / (1.0 + math.exp(-0.5))
+    assert f.grad(0.5) == pytest.approx(2.0 * sigmoid) and g.grad(0.5) == f.grad(0.5)
+    astad.register_scalar(softplus, lambda x: 10.0)
+    assert f.grad(0.5) == 20.0 and g.grad(0.5) == 20.0
+    assert f.vjp(0.5)[1](1.0) == 20.0 and g.vjp(0.5)[1](1.0) == 20.0
+
+
+def erf_line(x):
+    y = math.erf(x) * 3.0
+    return y
+
+
+def erf_loop(x):
+    s = 0.0
+    for _ in range(3):
+        s = s + math.erf(x)
+    return s
+
+
+def test_a_custom_vjp_given_later_to_a_builtin_rule_is_the_one_used():
+    # the specialised float code (straight-line and loops) and the tape follow it too
+    from astad.primitives import PRIMITIVES
+    f, g = astad.reverse_diff(erf_line), astad.reverse_diff(erf_loop)
+    assert "_floats(" in f.source and "_floats(" in g.source
+    derf = 2.0 / math.sqrt(math.pi) * math.exp(-0.25)
+    assert f.grad(0.5) == pytest.approx(3.0 * derf) and g.grad(0.5) == pytest.approx(3 * derf)
+    before = PRIMITIVES[math.erf]
+    try:
+        astad.custom_vjp(math.erf).defvjp(lambda x: (math.erf(x), None),
+                                          lambda _, ct: (7.0 * ct,))
+        assert f.grad(0.5) == 21.0 and g.grad(0.5) == 21.0
+        assert f.vjp(0.5)[1](1.0) == 21.0 and g.vjp(0.5)[1](1.0) == 21.0
+    finally:
+        PRIMITIVES[math.erf] = before
+    assert f.grad(0.5) == pytest.approx(3.0 * derf)  # and back
