@@ -18,6 +18,7 @@ import linecache
 import re
 import threading
 import types
+import weakref
 
 import gast
 
@@ -56,6 +57,8 @@ class Transformed:
         return True
 
 
+# (id(fn), preaccumulate, as_method) -> Transformed, dropped when fn is: a function made
+# at run time (a closure over a large array, say) must not be kept alive by astad
 _cache: dict = {}
 _lock = threading.RLock()
 _building: set = set()  # functions being transformed now, by this thread (under _lock)
@@ -68,10 +71,11 @@ class _AttributesOf:
     __slots__ = ("fn",)
 
     def __init__(self, fn):
-        self.fn = fn
+        self.fn = weakref.ref(fn)  # (the cache entry must not keep its own key alive)
 
     def get(self, name, default):
-        return getattr(self.fn, name, default)
+        fn = self.fn()
+        return default if fn is None else getattr(fn, name, default)
 
 
 class _Callees:
@@ -129,14 +133,18 @@ def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Tran
     """The cached transformation of ``fn``, rebuilt if a global it resolved has changed.
 
     ``as_method``: the tape is the second parameter, after ``self`` (calls.rev)."""
-    key = (fn, preaccumulate, as_method)
-    entry = _cache.get(key)
+    key = (id(fn), preaccumulate, as_method)
+    entry = _cache.get(key)  # (fn is alive, so an entry under its id is its own)
     if entry is not None and entry.code is fn.__code__ and entry.still_valid():
         return entry
     with _lock:
         entry = _cache.get(key)
-        if entry is None or entry.code is not fn.__code__ or not entry.still_valid():
+        if entry is None or entry.code is not fn.__code__ or entry.function() is not fn \
+                or not entry.still_valid():
             entry = build(fn, preaccumulate, as_method)
+            entry.function = weakref.ref(fn)
+            if key not in _cache:
+                weakref.finalize(fn, _cache.pop, key, None)
             _cache[key] = entry
     return entry
 

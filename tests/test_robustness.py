@@ -650,3 +650,37 @@ def test_a_user_function_named_like_a_builtin_is_differentiated(tmp_path, preacc
         assert grad == pytest.approx(derivative, rel=1e-15)
         _, pullback = ad(f, preaccumulate).vjp(x)
         assert pullback(1.0) == pytest.approx(derivative, rel=1e-15)
+
+
+def test_functions_made_at_run_time_are_not_kept_alive_by_astad():
+    # a closure made per call (over a large array, say) is transformed and cached; once
+    # the caller drops it, astad's cache must not keep it, or its data, alive
+    import gc
+    import weakref
+
+    class Data(list):  # (a list subclass can be weakly referenced)
+        pass
+
+    def make_loss(data):
+        def loss(w):
+            return data[0] * w * w
+        return loss
+
+    def make_caller(loss):
+        def call(w):
+            return loss(w) + 0.0
+        return call
+
+    refs = []
+    for k in range(3):
+        data = Data([float(k + 1)])
+        loss = make_loss(data)
+        f = astad.reverse_diff(loss)
+        assert f.grad(2.0) == 4.0 * (k + 1)  # d/dw of c w^2 at 2
+        # and the same closure through ad.rev (called, not decorated)
+        g = astad.reverse_diff(make_caller(loss))
+        assert g.grad(2.0) == 4.0 * (k + 1)
+        refs.append((weakref.ref(data), weakref.ref(loss)))
+        del data, loss, f, g
+    gc.collect()
+    assert all(ref() is None for pair in refs for ref in pair)
