@@ -11,8 +11,9 @@ naming every gradient entry that disagrees, by its path in the arguments
 the relative error. It walks the argument structures astad's gradients mirror: floats,
 lists, tuples, named tuples, dicts, dataclasses and float numpy arrays.
 
-For a float result every checked entry of the gradient is compared with a central
-difference of the function. For any other result (a list, a dict, an array, ...) the
+For a float result every checked entry of the gradient ``.grad`` returns is compared
+with a central difference of the function, and ``.vjp``'s pullback must give the same
+gradient (``.grad`` may run code specialised for float arguments, ``.vjp`` never does). For any other result (a list, a dict, an array, ...) the
 check uses the adjoint identity ``<w, J v> == <J^T w, v>``: ``J^T w`` comes from
 ``f.vjp`` with a random cotangent ``w`` shaped like the result, and each of its entries
 is compared with the central difference of ``<w, f(x)>`` along that entry. In both
@@ -366,6 +367,12 @@ def check_grads(f: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: flo
                              "there is no derivative to check")
     gradient = pullback(w)
     gradients = {positions[0]: gradient} if single else dict(zip(positions, gradient))
+    by_vjp = None
+    if scalar:  # check what .grad returns: the specialised float code, where it applies
+        by_vjp = gradients
+        call_args, call_kwargs = fresh()
+        gradient = decorated.value_and_grad(*call_args, **call_kwargs)[1]
+        gradients = {positions[0]: gradient} if single else dict(zip(positions, gradient))
 
     def objective(change=_same) -> float:
         a, kw = fresh(change)
@@ -416,6 +423,16 @@ def check_grads(f: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: flo
             comparisons.append((_format_path("args", steps), g_value, fd))
 
     n_entries = len(comparisons) - 1
+    if by_vjp is not None:  # and that .vjp's pullback gives the same gradient
+        for steps, _ in leaves:
+            path = _format_path("args", steps[:1])
+            ours = np.asarray(_get(gradients[steps[0][1]], steps[1:], path), dtype=float)
+            theirs = np.asarray(_get(by_vjp[steps[0][1]], steps[1:], path), dtype=float)
+            if ours.shape != theirs.shape or not np.allclose(ours, theirs, rtol=rtol,
+                                                             atol=atol, equal_nan=True):
+                raise AssertionError(
+                    f"check_grads({name}): .grad and .vjp(...)[1](1.0) disagree at "
+                    f"{_format_path('args', steps)}: {ours!r} and {theirs!r}")
 
     # 3. a random direction over every float of the chosen arguments
     if leaves and (sampled_out or not scalar):

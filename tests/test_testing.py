@@ -362,3 +362,32 @@ def test_astad_errors_propagate():
         return x
     with pytest.raises(astad.InputError):
         check_grads(f, 3)  # an int: nothing to differentiate
+
+
+def test_a_float_result_is_checked_through_grad_and_vjp_alike():
+    # .grad runs the specialised float code where there is one, .vjp always the tape:
+    # check_grads checks the first against finite differences, and the second against it
+    def f(x, y):
+        s = 0.0
+        for _ in range(3):
+            s = s + x * y
+        return s
+
+    g = astad.reverse_diff(f)
+    assert "_floats(" in g.source
+    assert check_grads(g, 1.5, -0.5).checked == 2
+    entry = g.grad.__self__._entry  # (this test's own function: nothing else shares it)
+    right = entry.floats
+    entry.floats = lambda x, y: (right(x, y)[0], (1.0, 1.0))  # a wrong specialised code
+    try:
+        with pytest.raises(AssertionError, match=r"args\[0\]"):
+            check_grads(g, 1.5, -0.5)
+        # the same gradient as the tape's, written out: passes
+        entry.floats = lambda x, y: (right(x, y)[0], (3 * y, 3 * x))
+        assert check_grads(g, 1.5, -0.5).checked == 2
+        # a pullback that disagrees with .grad
+        g.vjp = lambda *args: (f(*args), lambda cotangent: (0.0, 0.0))
+        with pytest.raises(AssertionError, match=r"disagree at args\[0\]"):
+            check_grads(g, 1.5, -0.5)
+    finally:
+        entry.floats = right
