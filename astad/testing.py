@@ -16,10 +16,11 @@ with a central difference of the function, and ``.vjp``'s pullback must give the
 gradient (``.grad`` may run code specialised for float arguments, ``.vjp`` never does).
 For any other result (a list, a dict, an array, ...) the check uses the adjoint
 identity ``<w, J v> == <J^T w, v>``: ``J^T w`` comes from ``f.vjp`` with a random
-cotangent ``w`` shaped like the result, and each of its entries is compared with the central difference of ``<w, f(x)>`` along that entry. In both
-cases one more comparison takes a random direction ``v`` over every float of the chosen
-arguments, so the elements of large arrays that are not checked one by one (at most
-``max_elements`` per array are) still take part.
+cotangent ``w`` shaped like the result, and each of its entries is compared with the
+central difference of ``<w, f(x)>`` along that entry. In both cases one more comparison
+takes a random direction ``v`` over every float of the chosen arguments, so the elements
+of large arrays that are not checked one by one (at most ``max_elements`` per array
+are) still take part.
 """
 from __future__ import annotations
 
