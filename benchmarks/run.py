@@ -400,6 +400,20 @@ class Ladder:
     min_exponent = {"compile": 1.5, "call": 1.0}
 
 
+def record_medians(row: dict, t: dict) -> None:
+    """The primal, gradient and hand-written medians of the timings ``t`` into ``row``,
+    with their ratios and the time per tape entry."""
+    row["primal_s"] = t["primal"]["median"]
+    row["grad_s"] = t["grad"]["median"]
+    row["hand_s"] = t["hand"]["median"] if "hand" in t else None
+    row["grad_over_primal"] = row["grad_s"] / row["primal_s"]
+    row["grad_over_hand"] = row["grad_s"] / row["hand_s"] if row["hand_s"] else None
+    tl = row["tape_length"]
+    row["ns_per_tape_entry"] = row["grad_s"] * 1e9 / tl if tl else float("nan")
+    row["overhead_ns_per_tape_entry"] = ((row["grad_s"] - row["primal_s"]) * 1e9 / tl
+                                         if tl else float("nan"))
+
+
 def _ratio_fields(grad_s, peer_s):
     return {"astad_over_peer": grad_s / peer_s, "peer_over_astad": peer_s / grad_s}
 
@@ -503,15 +517,7 @@ def bench_case_peers(case, peer_list, samples, target, limits, ladder):
     del value, grads, astad_grads      # (not alive during the timings, see above)
     gc.collect()
     t = time_interleaved_multi(variants, target)
-    row["primal_s"] = t["primal"]["median"]
-    row["grad_s"] = t["grad"]["median"]
-    row["hand_s"] = t["hand"]["median"] if "hand" in t else None
-    row["grad_over_primal"] = row["grad_s"] / row["primal_s"]
-    row["grad_over_hand"] = row["grad_s"] / row["hand_s"] if row["hand_s"] else None
-    tl = row["tape_length"]
-    row["ns_per_tape_entry"] = row["grad_s"] * 1e9 / tl if tl else float("nan")
-    row["overhead_ns_per_tape_entry"] = ((row["grad_s"] - row["primal_s"]) * 1e9 / tl
-                                         if tl else float("nan"))
+    record_medians(row, t)
     for peer in peer_list:
         entry = entries[peer.key]
         if entry.get("status") != "ok":
@@ -622,15 +628,7 @@ def bench_case(case, samples, target):
     if case.hand_grad is not None:
         variants.append(("hand", case.hand_grad, case.args))
     t = time_interleaved(variants, samples, target)
-    row["primal_s"] = t["primal"]["median"]
-    row["grad_s"] = t["grad"]["median"]
-    row["hand_s"] = t["hand"]["median"] if "hand" in t else None
-    row["grad_over_primal"] = row["grad_s"] / row["primal_s"]
-    row["grad_over_hand"] = row["grad_s"] / row["hand_s"] if row["hand_s"] else None
-    tl = row["tape_length"]
-    row["ns_per_tape_entry"] = row["grad_s"] * 1e9 / tl if tl else float("nan")
-    row["overhead_ns_per_tape_entry"] = ((row["grad_s"] - row["primal_s"]) * 1e9 / tl
-                                         if tl else float("nan"))
+    record_medians(row, t)
     row["timings"] = t
     return row
 
