@@ -205,10 +205,6 @@ def _one_minus_square(r):
     return np.subtract(1.0, partial, out=partial)
 
 
-def _ones(x, *rest):
-    return np.ones_like(x, dtype=float) if np.ndim(x) else 1.0
-
-
 register_elementwise(np.add, lambda x, y, r: 1.0, lambda x, y, r: 1.0)
 register_elementwise(np.subtract, lambda x, y, r: 1.0, lambda x, y, r: -1.0)
 register_elementwise(np.multiply, lambda x, y, r: y, lambda x, y, r: x)

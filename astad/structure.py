@@ -91,15 +91,6 @@ def record_attributes(obj) -> list:
     return [(name, getattr(obj, name)) for name in names]
 
 
-def _new_record(cls, attributes) -> object:
-    """An instance of ``cls`` with these attributes, made without calling ``__init__``
-    (so validating, frozen and slotted dataclasses are rebuilt as they are)."""
-    obj = object.__new__(cls)
-    for name, value in attributes:
-        _setattr(obj, name, value)
-    return obj
-
-
 def _holds_float(obj) -> bool:
     return any(_is_float(v) for v in getattr(obj, "__dict__", {}).values())
 
