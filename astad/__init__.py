@@ -10,10 +10,10 @@
 from .api import DiffFunction, Pullback, reverse_diff
 from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnavailableError,
                      UnsupportedSyntaxError)
-from .primitives import register_scalar
-from .array_rules import register_elementwise, register_vjp
-from . import calls as _calls  # noqa: F401  (installs ad.rev)
-from .custom import custom_vjp, stop_gradient
+from .rules.scalar import register_scalar
+from .rules.array import register_elementwise, register_vjp
+from .runtime import calls as _calls  # noqa: F401  (installs ad.rev)
+from .rules.custom import custom_vjp, stop_gradient
 from . import testing  # noqa: F401  (astad.testing.check_grads)
 from .display import show
 

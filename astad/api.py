@@ -17,10 +17,12 @@ from typing import Any, Protocol, overload
 
 import numpy as np
 
-from . import codegen, display
-from .arrays import ArrayDual
+from . import codegen
+
+from . import display
+from .runtime.array_dual import ArrayDual
 from .errors import AstadError, InputError
-from .runtime import Dual, current, new_dual, sweep, sweep_and_free
+from .runtime.tape import Dual, current, new_dual, sweep, sweep_and_free
 from .structure import Interleaving, build_gradient, contains_dual, contains_float, primal, \
     seed
 

@@ -22,13 +22,13 @@ import weakref
 
 import gast
 
-from . import fence
-from .activity import bound_names
-from .calls import GENERATED_CODE, calls_as_is, resolvable_function
-from .normalize import normalize
-from .primitives import PRIMITIVES, ad, rule_namespace
-from .source import parse_function
-from .transform import CALL_AS_IS, MISSING, Names, transform
+from .front import fence
+from .front.activity import bound_names
+from .runtime.calls import GENERATED_CODE, calls_as_is, resolvable_function
+from .front.normalize import normalize
+from .rules.scalar import PRIMITIVES, ad, rule_namespace
+from .front.source import parse_function
+from .reverse.transform import CALL_AS_IS, MISSING, Names, transform
 
 _COMMENT_MARK = "@astad-comment@"
 

@@ -27,9 +27,9 @@ import types
 
 import numpy as np
 
-from .arrays import ArrayDual, interleave_array, is_float_array
+from .runtime.array_dual import ArrayDual, interleave_array, is_float_array
 from .errors import InputError
-from .runtime import Dual, new_dual
+from .runtime.tape import Dual, new_dual
 
 _NO_ENTRY = ()
 _setattr = object.__setattr__

@@ -616,7 +616,7 @@ def test_lists_of_lists_with_a_shared_row_take_the_ordinary_path():
 
 
 def test_specialised_code_never_takes_a_differentiated_value_for_a_constant():
-    from astad import activity as activity_module
+    from astad.front import activity as activity_module
 
     def f(x):
         k = 0.0
@@ -845,7 +845,7 @@ def erf_loop(x):
 
 def test_a_custom_vjp_given_later_to_a_builtin_rule_is_the_one_used():
     # the specialised float code (straight-line and loops) and the tape follow it too
-    from astad.primitives import PRIMITIVES
+    from astad.rules.scalar import PRIMITIVES
     f, g = astad.reverse_diff(erf_line), astad.reverse_diff(erf_loop)
     assert "_floats(" in f.source and "_floats(" in g.source
     derf = 2.0 / math.sqrt(math.pi) * math.exp(-0.25)

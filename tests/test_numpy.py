@@ -2051,7 +2051,7 @@ def test_registered_python_function_has_a_deterministic_rule_name():
 
 @pytest.fixture
 def restore_logaddexp():
-    from astad.arrays import ARRAY_RULES
+    from astad.runtime.array_dual import ARRAY_RULES
     saved = ARRAY_RULES[np.logaddexp]
     yield
     ARRAY_RULES[np.logaddexp] = saved

@@ -28,6 +28,10 @@ def test_wheel_has_py_typed_and_the_version(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "astad/py.typed" in names
     assert "astad/testing.py" in names and "astad/__main__.py" in names
+    # every module of every subpackage (front, reverse, forward, runtime, rules) ships
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "astad").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert modules <= set(names), sorted(modules - set(names))
     metadata = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     requires = sorted(line.split(":", 1)[1].strip() for line in metadata.splitlines()

@@ -62,7 +62,7 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import astad
-from astad.runtime import Dual
+from astad.runtime.tape import Dual
 from forward_mode import Fwd, Trace, fmath, primal, tangent
 from oracles import assert_grad_close
 

@@ -21,7 +21,7 @@ from fractions import Fraction
 import pytest
 
 import astad
-from astad import runtime
+from astad.runtime import tape as runtime
 from forward_mode import Fwd, fmath
 from oracles import assert_grad_close, central_fd
 from test_structured import run_deep

@@ -4,8 +4,8 @@ import math
 import pytest
 
 import astad
-from astad.primitives import ad
-from astad.runtime import Dual, sweep
+from astad.rules.scalar import ad
+from astad.runtime.tape import Dual, sweep
 from astad.structure import Interleaving, build_gradient, primal, seed
 
 
@@ -136,7 +136,7 @@ def test_sweep_and_free_gives_the_sweeps_adjoints_across_chunks():
     # keeping sweep adds, and leave only the inputs' slots
     import random
 
-    from astad import runtime
+    from astad.runtime import tape as runtime
     rng = random.Random(7)
     n_inputs = 5
     tape = [()] * n_inputs

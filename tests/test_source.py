@@ -3,7 +3,7 @@ import gast
 import pytest
 
 import astad
-from astad.source import parse_function
+from astad.front.source import parse_function
 
 
 def top_level(x):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import astad
-from astad.runtime import Dual
+from astad.runtime.tape import Dual
 from astad.structure import Interleaving, build_gradient, contains_dual, primal, seed
 
 

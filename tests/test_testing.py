@@ -249,7 +249,7 @@ def test_array_result():
 @pytest.fixture
 def restore_array_rules():
     """Rules registered in a test for numpy's own functions are removed afterwards."""
-    from astad.arrays import ARRAY_RULES
+    from astad.runtime.array_dual import ARRAY_RULES
     saved = dict(ARRAY_RULES)
     yield
     ARRAY_RULES.clear()

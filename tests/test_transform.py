@@ -6,9 +6,9 @@ import gast
 import pytest
 
 import astad
-from astad.activity import Activity, bound_names
+from astad.front.activity import Activity, bound_names
 from astad.codegen import build
-from astad.normalize import normalize
+from astad.front.normalize import normalize
 
 
 def activity_of(src: str) -> Activity:

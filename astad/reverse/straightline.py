@@ -27,7 +27,7 @@ import re
 import gast
 
 from .fuse import _BINOPS, _UNARYOPS, Const, Leaf, Op, differentiate
-from .primitives import UNARY_RULES
+from ..rules.scalar import UNARY_RULES
 
 
 class _NotStraight(Exception):

@@ -31,7 +31,7 @@ import re
 import gast
 
 from .fuse import Const, Fuser, Leaf, differentiate
-from .primitives import BINARY_RULES, UNARY_RULES, rule_namespace
+from ..rules.scalar import BINARY_RULES, UNARY_RULES, rule_namespace
 from .straightline import _NotStraight, _tidy, _tree, parse_with_user_lines
 
 _PURE = (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.BinOp, gast.Name, gast.Constant,

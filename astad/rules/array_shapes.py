@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_rules import NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G, refuse_keywords, \
+from .array import NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G, refuse_keywords, \
     register_vjp
-from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
-                     new_scalar, parent_of, primal_of, running_tape, unbroadcast)
-from .errors import NotDifferentiableError, user_location
-from .runtime import Dual
+from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active,
+    new_array, new_scalar, parent_of, primal_of, running_tape, unbroadcast)
+from ..errors import NotDifferentiableError, user_location
+from ..runtime.tape import Dual
 
 
 # -- shape --------------------------------------------------------------------------------

@@ -15,17 +15,17 @@ numpy calls need no rewriting: ``ArrayDual`` (and ``Dual``) implement numpy's di
 protocols (``__array_ufunc__``, ``__array_function__``), so ``np.sin(x)``, ``np.sum(x)``,
 ``x @ w`` find their rules in ``ARRAY_RULES`` and record on the tape of the gradient call
 running in this thread. A numpy function without a rule raises an error naming it.
-The rules themselves are in ``array_rules.py`` (how rules are given; element-wise
-functions, reductions), ``array_shapes.py`` (shapes, joining, indexing, the operators
-and methods of ArrayDual) and ``array_linalg.py`` (products, linear algebra, einsum);
+The rules themselves are in ``rules/array.py`` (how rules are given; element-wise
+functions, reductions), ``rules/array_shapes.py`` (shapes, joining, indexing, the operators
+and methods of ArrayDual) and ``rules/array_linalg.py`` (products, linear algebra, einsum);
 users add their own with ``astad.register_vjp`` or ``astad.register_elementwise``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .errors import AstadError, NotDifferentiableError, user_location
-from .runtime import Dual, PrimalView, current, new_dual
+from ..errors import AstadError, NotDifferentiableError, user_location
+from .tape import Dual, PrimalView, current, new_dual
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
 ARRAY_RULES: dict = {}

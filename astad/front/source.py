@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import gast
 
-from .errors import SourceUnavailableError
+from ..errors import SourceUnavailableError
 
 
 @dataclass

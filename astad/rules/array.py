@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .arrays import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active, new_array,
-                     new_scalar, parent_of, primal_of, unbroadcast)
-from .errors import NotDifferentiableError, user_location
-from .primitives import PRIMITIVES, ad, unique_rule_name
-from .runtime import Dual
+from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active,
+    new_array, new_scalar, parent_of, primal_of, unbroadcast)
+from ..errors import NotDifferentiableError, user_location
+from .scalar import PRIMITIVES, ad, unique_rule_name
+from ..runtime.tape import Dual
 
 
 # -- the two ways to give a rule ----------------------------------------------------------

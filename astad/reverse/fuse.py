@@ -25,7 +25,7 @@ import re
 
 import gast
 
-from .primitives import BINARY_RULES, TOTAL_RULES, UNARY_RULES
+from ..rules.scalar import BINARY_RULES, TOTAL_RULES, UNARY_RULES
 
 _BINOPS = {gast.Add: ("add", "+"), gast.Sub: ("sub", "-"), gast.Mult: ("mul", "*"),
            gast.Div: ("truediv", "/")}
@@ -285,7 +285,7 @@ class Fuser:
 
     def _fallback(self, tree, node) -> str:
         """The group written with the ordinary rules: correct for any operand types."""
-        from .normalize import INPLACE
+        from ..front.normalize import INPLACE
 
         def write(n, top: bool) -> str:
             if isinstance(n, Const):

@@ -26,11 +26,11 @@ import types
 
 import gast
 
-from .activity import Activity, bound_names, shadowed_builtins
-from .calls import is_numpy_callable
+from ..front.activity import Activity, bound_names, shadowed_builtins
+from ..runtime.calls import is_numpy_callable
 from .fuse import Fuser
-from .normalize import INPLACE
-from .primitives import PRIMITIVES, TAPELESS_BUILTINS
+from ..front.normalize import INPLACE
+from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS
 from .scalarloops import write_scalar_loops
 from .straightline import write_straight_line
 

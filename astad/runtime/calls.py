@@ -21,14 +21,14 @@ import dataclasses
 import inspect
 import types
 
-from .errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
+from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
-from .primitives import PRIMITIVES, ad
+from ..rules.scalar import PRIMITIVES, ad
 import numpy as np
 
-from .array_rules import array_from, constant_array_method
-from .arrays import ArrayDual
-from .structure import contains_dual
+from ..rules.array import array_from, constant_array_method
+from .array_dual import ArrayDual
+from ..structure import contains_dual
 
 # Code objects astad generated: their functions already take part in the transform.
 GENERATED_CODE: set = set()
@@ -157,7 +157,7 @@ def _transformed_or_raise(fn, as_method: bool = False):
     # run on every call of a user function cost about 1 us)
     global _codegen_transformed
     if _codegen_transformed is None:
-        from .codegen import transformed_function
+        from ..codegen import transformed_function
         _codegen_transformed = transformed_function
     return _codegen_transformed(fn, as_method)
 

@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
-from .arrays import ArrayDual
-from .runtime import Dual, current as _current, gradient_of, new_dual
+from ..errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
+from ..runtime.array_dual import ArrayDual
+from ..runtime.tape import Dual, current as _current, gradient_of, new_dual
 
 # The namespace generated code calls into, as ``ad.<name>``.
 ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")

@@ -22,7 +22,7 @@ import math
 
 import threading
 
-from .errors import NotDifferentiableError, user_location
+from ..errors import NotDifferentiableError, user_location
 
 
 class PrimalView:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gast
 
-from .errors import UnsupportedSyntaxError
+from ..errors import UnsupportedSyntaxError
 
 # Calls that would run code astad never sees (so it could not transform it).
 _FORBIDDEN_CALLS = {

@@ -28,10 +28,10 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .errors import AstadError, NotDifferentiableError, user_location
-from .primitives import _register, register_scalar, unique_rule_name
-from .runtime import Dual, current, new_dual
-from .structure import Interleaving, build_gradient, contains_dual, primal, seed
+from ..errors import AstadError, NotDifferentiableError, user_location
+from .scalar import _register, register_scalar, unique_rule_name
+from ..runtime.tape import Dual, current, new_dual
+from ..structure import Interleaving, build_gradient, contains_dual, primal, seed
 
 
 class _Trigger:

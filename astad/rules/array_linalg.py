@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_rules import NEW_ARRAYS, RESULT_KIND, refuse_keywords, register_vjp
-from .arrays import ARRAY_RULES, cotangent, accumulate, is_active, new_array, new_scalar, \
-    parent_of, primal_of, unbroadcast
-from .errors import NotDifferentiableError, user_location
+from .array import NEW_ARRAYS, RESULT_KIND, refuse_keywords, register_vjp
+from ..runtime.array_dual import (ARRAY_RULES, cotangent, accumulate, is_active, new_array,
+    new_scalar, parent_of, primal_of, unbroadcast)
+from ..errors import NotDifferentiableError, user_location
 
 
 def _swap(a):

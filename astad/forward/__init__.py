@@ -1,0 +1,1 @@
+"""Forward mode: the dual-numbers forward transform (primal and tangent)."""

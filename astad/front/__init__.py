@@ -1,0 +1,1 @@
+"""The shared front end of both modes: source, fence, normalize, activity."""
