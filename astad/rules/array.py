@@ -184,6 +184,33 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     return fn
 
 
+# Forward mode (astad/forward) reads the same table: a function registered with
+# register_vjp gives its jvps with register_jvp; an element-wise function registered by
+# its partials needs nothing more (its jvp is the sum of partial * tangent).
+JVPS: dict = {}  # fn -> one jvp per argument (None: not differentiable there)
+# Rules whose vjps (jvps) accept a cotangent (tangent) with extra leading axes, one per
+# direction, and give a result with the same leading axes: a Jacobian's rows (columns)
+# in one call. Any other rule is called once per direction.
+BATCHED_VJPS: set = set()
+BATCHED_JVPS: set = set()
+
+
+def register_jvp(fn: F, *jvps: Callable[..., Any] | None, batched: bool = False) -> F:
+    """Register ``fn``'s forward-mode rule: one Jacobian-vector product per argument (None
+    where the argument is not differentiable), ``jvps[k](t, result, *args, **kwargs)``,
+    the tangent of the result caused by tangent ``t`` of argument ``k`` (shaped like that
+    argument). The result's tangent is the sum over the differentiated arguments.
+
+    ``batched=True`` says every jvp also accepts ``t`` with extra leading axes (several
+    directions at once) and gives a tangent with the same leading axes.
+    Like vjps, jvps must compute with numpy functions astad differentiates (no
+    ``np.asarray`` of their inputs, no ``out=``), so that derivatives of derivatives work.
+    """
+    JVPS[fn] = tuple(jvps)
+    (BATCHED_JVPS.add if batched else BATCHED_JVPS.discard)(fn)
+    return fn
+
+
 def _is_numpy(fn) -> bool:
     return type(fn) is np.ufunc or (getattr(fn, "__module__", None) or "").startswith("numpy")
 
