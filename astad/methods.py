@@ -32,16 +32,14 @@ since Python 3.13 no longer lets ``classmethod`` bind the object it wraps.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import sys
 import types
 
 from . import api, codegen
 from .errors import AstadError, InputError
-from .pickling import importable
 
-_FunctionType, _MethodType, _partial = types.FunctionType, types.MethodType, functools.partial
+_FunctionType, _MethodType, _new_gradients = types.FunctionType, types.MethodType, object.__new__
 
 
 def decorate(fn, argnums, preaccumulate: bool):
@@ -145,10 +143,11 @@ class DiffMethod:
                              function.__defaults__, function.__closure__)
         if function.__kwdefaults__ is not None:
             copy.__kwdefaults__ = function.__kwdefaults__
+        gradients = _new_gradients(_Gradients)
+        gradients.method, gradients.obj = self, obj
         copy.__dict__ = {
-            "grad": _partial(_bound_grad, self, obj),
-            "value_and_grad": _partial(_bound_value_and_grad, self, obj),
-            "vjp": _partial(_bound_vjp, self, obj),
+            "grad": gradients.grad, "value_and_grad": gradients.value_and_grad,
+            "vjp": gradients.vjp,
             "source": function.source, "_repr_html_": function._repr_html_,
             "_astad_method": self, "_astad_bound_transformed": self._bound_transformed}
         copy.__qualname__ = function.__qualname__  # (3.10 takes the name from the code)
@@ -178,8 +177,6 @@ class DiffMethod:
         return f"<astad method {self.__qualname__}>"
 
     def __reduce__(self):
-        if importable(self):  # Model.__dict__['f'] under staticmethod: by its name
-            return self.__qualname__
         return DiffMethod._rebuilt, (self.function, self._argnums, self._preaccumulate,
                                      self._attributes)
 
@@ -213,17 +210,49 @@ class DiffMethod:
         return shifted[0] if single else tuple(shifted)
 
 
-# the gradient functions of obj.f (partials of these: they pickle, and Dask tokenizes them)
-def _bound_grad(method, obj, *args, **kwargs):
-    return method.view(len(args) + 1).grad(obj, *args, **kwargs)
+class _Gradients:
+    """The gradient functions of ``obj.f``, bound to ``obj``: the arguments after ``obj``
+    are differentiated, ``argnums`` counted from the first of them."""
+
+    __slots__ = ("method", "obj")
+
+    @classmethod
+    def _make(cls, method, obj):
+        gradients = cls.__new__(cls)
+        gradients.method, gradients.obj = method, obj
+        return gradients
+
+    def grad(self, *args, **kwargs):
+        return self.method.view(len(args) + 1).grad(self.obj, *args, **kwargs)
+
+    def value_and_grad(self, *args, **kwargs):
+        return self.method.view(len(args) + 1).value_and_grad(self.obj, *args, **kwargs)
+
+    def vjp(self, *args, **kwargs):
+        return self.method.view(len(args) + 1).vjp(self.obj, *args, **kwargs)
+
+    def __reduce__(self):
+        # as obj.name.grad when that gives them back: it pickles wherever obj does (the
+        # function of a class method is not what Model.name gives: not by reference)
+        obj, name = self.obj, self.method.__name__
+        try:
+            again = getattr(obj, name)
+        except Exception:  # noqa: BLE001 (the user's __getattr__ or property may raise)
+            again = None
+        if isinstance(again, types.MethodType) and \
+                again.__func__.__dict__.get("_astad_method") is self.method:
+            return _gradients_of, (obj, name)
+        return _Gradients._make, (self.method, obj)
+
+    def __dask_tokenize__(self):
+        from dask.base import normalize_token  # (only Dask asks for a token)
+
+        return ("astad.method", normalize_token(self.method.function),
+                normalize_token(self.obj))
 
 
-def _bound_value_and_grad(method, obj, *args, **kwargs):
-    return method.view(len(args) + 1).value_and_grad(obj, *args, **kwargs)
-
-
-def _bound_vjp(method, obj, *args, **kwargs):
-    return method.view(len(args) + 1).vjp(obj, *args, **kwargs)
+def _gradients_of(obj, name):
+    return getattr(obj, name).grad.__self__
 
 
 class DiffClassMethod:
