@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from dask.base import tokenize
 from dask.distributed import Client, LocalCluster
+from joblib.externals.loky import get_reusable_executor
 
 import scale_out_models as models
 from scale_out_models import Oscillator, array_loss, loss, spiral
@@ -67,6 +68,7 @@ def damping(t, c):
     return math.exp(-c * t)
 """,
         """\
+import astad
 
 @astad.reverse_diff
 def response(a, c, ts):
@@ -155,8 +157,8 @@ def test_process_pool_executor():
         assert_same(list(executor.map(models.call, *zip(*calls))), expected)
 
 
-@pytest.mark.parametrize("backend", ["loky", "multiprocessing"])
-def test_joblib(backend):
+@pytest.mark.parametrize("backend", ["multiprocessing", "loky"])  # (loky keeps threads:
+def test_joblib(backend):                                            # fork before them)
     calls, expected = other_calls()
     parallel = joblib.Parallel(n_jobs=2, backend=backend)
     assert_same(parallel(joblib.delayed(loss.grad)(*case) for case in CASES), EXPECTED)
@@ -165,6 +167,7 @@ def test_joblib(backend):
         fit = models.make_loss([(0.1 * k, 1.0 / (1 + k)) for k in range(6)])
         got = parallel(joblib.delayed(fit.grad)(1.0 + 0.1 * k, 0.3) for k in range(8))
         assert got == [fit.grad(1.0 + 0.1 * k, 0.3) for k in range(8)]
+        get_reusable_executor().shutdown(wait=True)  # no threads left for a later fork
 
 
 # -- Dask distributed, worker processes on localhost ----------------------------------------
@@ -209,6 +212,7 @@ SCRIPT = '''
 import math, pickle, sys
 from dataclasses import dataclass
 import cloudpickle
+import astad
 
 def smooth_abs(x):
     return math.sqrt(x * x + 1e-3)
