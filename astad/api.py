@@ -11,6 +11,7 @@ import contextlib
 import functools
 import gc
 import inspect
+import threading
 import types
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
@@ -29,6 +30,7 @@ from .structure import Interleaving, build_gradient, contains_dual, contains_flo
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
+_finishing = threading.RLock()  # (DiffFunction.__getattr__)
 
 
 class Pullback:
@@ -142,14 +144,19 @@ class DiffFunction:
         return diff
 
     def __getattr__(self, name):
-        # only an unfinished DiffFunction lacks attributes: finish it now
-        if name.startswith("__") and name != "__name__" or "_fn" not in self.__dict__ \
-                or "_signature" in self.__dict__:
+        # only an unfinished DiffFunction lacks attributes: finish it now (once, for all
+        # threads: a Dask worker may run several tasks of one function at once)
+        if name.startswith("__") and name != "__name__" or "_fn" not in self.__dict__:
             raise AttributeError(name)
-        fn = self._fn
-        self.__init__(fn, self._argnums, self._preaccumulate)
-        self._entry = codegen.transformed(fn, self._preaccumulate)
-        return getattr(self, name)
+        with _finishing:
+            if "_signature" not in self.__dict__:
+                finished = DiffFunction(self._fn, self._argnums, self._preaccumulate)
+                finished._entry = codegen.transformed(self._fn, self._preaccumulate)
+                state = dict(finished.__dict__)
+                signature = state.pop("_signature")  # the mark of a finished one: set last
+                self.__dict__.update(state)
+                self._signature = signature
+        return object.__getattribute__(self, name)
 
     def __reduce__(self):
         return pickling.reduce_machinery(self)
