@@ -18,9 +18,11 @@ Why a bound method of a copy: CPython runs a call of a Python function or of a b
 method of one inside the caller's interpreter loop, while a call of any other callable
 (a ``functools.partial``, an object with ``__call__``) goes through C, which costs
 recursion depth: measured, a recursive method bound through a ``partial`` reached half
-the original's depth on Python 3.10 and 3.11 and at most 747 levels on 3.12. The copy
-costs about 1 us per ``obj.f`` (a plain bound method: 0.06 us); ``Model.f(obj, ...)`` is
-free.
+the original's depth on Python 3.10 and 3.11 and at most 747 levels on 3.12; bound this
+way it reaches the original's depth, in the call and in ``.grad``. The price is paid at
+each ``obj.f``: making the copy takes about 20 times a plain method's binding
+(``benchmarks/methods.py``). ``Model.f`` costs one descriptor call, then runs the
+function directly.
 
 A function is taken to be defined in a class body when its qualified name says so
 (``Model.energy``, not ``make.<locals>.f``) or ``reverse_diff`` is called from a class
@@ -28,7 +30,9 @@ body. ``@classmethod`` and ``@staticmethod`` may be written above or below
 ``@reverse_diff``: below, ``reverse_diff`` wraps them itself (``DiffClassMethod``, a
 ``staticmethod`` of the decorated function); above, a hook that ``reverse_diff`` leaves
 in the class body re-wraps them the same way when the class is made (``__set_name__``),
-since Python 3.13 no longer lets ``classmethod`` bind the object it wraps.
+since Python 3.13 no longer lets ``classmethod`` bind the object it wraps. (A class body
+whose namespace is not a dict, as ``Enum``'s, gets no hook; nor does ``NamedTuple``, which
+sets attributes one by one: on 3.13 write ``@reverse_diff`` above ``@classmethod`` there.)
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from . import api, codegen
 from .errors import AstadError, InputError
 
 _FunctionType, _MethodType, _new_gradients = types.FunctionType, types.MethodType, object.__new__
+_NAMES_FROM_NAME = sys.version_info < (3, 11)
 
 
 def decorate(fn, argnums, preaccumulate: bool):
@@ -149,12 +154,13 @@ class DiffMethod:
             "grad": gradients.grad, "value_and_grad": gradients.value_and_grad,
             "vjp": gradients.vjp,
             "source": function.source, "_repr_html_": function._repr_html_,
-            "_astad_method": self, "_astad_bound_transformed": self._bound_transformed}
-        copy.__qualname__ = function.__qualname__  # (3.10 takes the name from the code)
+            "_astad_method": self}
+        if _NAMES_FROM_NAME:  # (3.11 and later take the qualified name from the code)
+            copy.__qualname__ = function.__qualname__
         copy.__annotations__ = function.__annotations__
         return _MethodType(copy, obj)
 
-    def _bound_transformed(self, obj):
+    def bound_transformed(self, obj):
         """What ``ad.rev`` (calls.py) gives for ``obj.f`` inside differentiated code: the
         transformed method, with the tape after ``obj``, bound to ``obj`` (a C-level
         bound method: a recursion costs one frame per level, as the original)."""
