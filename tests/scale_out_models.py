@@ -87,3 +87,20 @@ def parameters(count, seed=0):
         ys = [float(y) for y in rng.uniform(-0.5, 0.5, size=5)]
         cases.append((float(rng.normal()), float(rng.normal()), xs, ys))
     return cases
+
+
+class Scaled:
+    """A stand-in for a function transform (``astad.grad(f)`` and the like, to come): a
+    callable made from a user's function and options, pickled the way astad's will be."""
+
+    def __init__(self, fn, factor=1.0):
+        self.fn, self.factor = fn, factor
+
+    def __call__(self, *args):
+        return self.factor * self.fn.grad(*args)[0]
+
+    def __reduce__(self):
+        return astad.pickling.transform_reduction(Scaled, self.fn, {"factor": self.factor})
+
+    def __dask_tokenize__(self):
+        return astad.pickling.transform_token(Scaled, self.fn, {"factor": self.factor})

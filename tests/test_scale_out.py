@@ -136,6 +136,17 @@ def test_dask_tokens_are_deterministic_and_tell_functions_apart():
     assert tokenize(oscillator.energy.grad) != tokenize(Oscillator(9.0, 0.1).energy.grad)
 
 
+def test_function_transforms_pickle_from_the_user_function_and_options():
+    transform = models.Scaled(loss, factor=2.0)
+    fit = models.make_loss([(0.0, 1.0), (1.0, 0.5)])
+    for made, args in ((transform, CASES[0]), (models.Scaled(fit, 3.0), (1.0, 0.2))):
+        data = cloudpickle.dumps(made)
+        assert pickle.loads(data)(*args) == made(*args)
+        assert tokenize(pickle.loads(data)) == tokenize(made)
+    assert b"tanh" not in pickle.dumps(transform)  # the function by reference
+    assert tokenize(transform) != tokenize(models.Scaled(loss, factor=3.0))
+
+
 # -- process pools --------------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_multiprocessing_pool(method):
@@ -150,8 +161,7 @@ def test_multiprocessing_pool(method):
 
 def test_process_pool_executor():
     calls, expected = other_calls()
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(2, mp_context=context) as executor:
+    with ProcessPoolExecutor(2) as executor:  # (the platform's start method; spawn: above)
         results = list(executor.map(loss.value_and_grad, *zip(*CASES), chunksize=10))
         assert_same([gradient for _, gradient in results], EXPECTED)
         assert_same(list(executor.map(models.call, *zip(*calls))), expected)
