@@ -29,6 +29,7 @@ import copyreg
 import hashlib
 import linecache
 import sys
+import threading
 import types
 
 __all__ = ["machinery", "rebuild_transform", "transform_reduction", "transform_token",
@@ -179,19 +180,55 @@ def transform_token(factory, fn, options: dict) -> tuple:
 
 # -- Dask's tokens --------------------------------------------------------------------------
 def function_token(fn) -> tuple:
-    """What identifies ``fn`` for Dask, the same in every process: an importable function
-    by its module, name and code; any other by its content as Dask itself tokenizes it
-    (code, closure, defaults, the globals it reads), so that two closures over different
-    data never share a token."""
+    """What identifies ``fn`` for Dask, the same in every process and after unpickling: an
+    importable function by its module, name and code; any other by its content (code,
+    closure, defaults and the globals it reads, by Dask's own tokens), so that two
+    closures over different data never share a token. (Dask's default, the bytes of
+    cloudpickle, depends on which equal strings happen to be one object, which unpickling
+    changes.)"""
     if importable(fn):
         return ("reference", fn.__module__, fn.__qualname__, code_digest(fn.__code__))
     from dask.base import normalize_token  # (only Dask asks for a token)
 
-    bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              fn.__closure__)  # without astad's attributes
-    bare.__kwdefaults__ = fn.__kwdefaults__
-    bare.__qualname__, bare.__module__ = fn.__qualname__, fn.__module__
-    return ("value", normalize_token(bare))
+    seen = _tokenizing.__dict__.setdefault("ids", set())
+    if id(fn) in seen:  # a recursion through a global: named, not entered again
+        return ("recursion", fn.__qualname__)
+    seen.add(id(fn))
+    try:
+        namespace = fn.__globals__
+        reads = [(name, _value_token(namespace[name], normalize_token))
+                 for name in sorted(_names(fn.__code__)) if name in namespace]
+        closure = [_value_token(cell.cell_contents, normalize_token)
+                   if _filled(cell) else "<empty>" for cell in fn.__closure__ or ()]
+        return ("value", fn.__module__, fn.__qualname__, code_digest(fn.__code__),
+                normalize_token(fn.__defaults__), normalize_token(fn.__kwdefaults__),
+                closure, reads)
+    finally:
+        seen.discard(id(fn))
+
+
+_tokenizing = threading.local()
+
+
+def _value_token(value, normalize_token):
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    if isinstance(value, types.FunctionType):
+        return function_token(value)
+    if isinstance(value, type) and not importable(value):
+        return ("class", value.__module__, value.__qualname__,
+                [(name, _value_token(member, normalize_token))
+                 for name, member in sorted(vars(value).items())
+                 if isinstance(member, types.FunctionType)])
+    return normalize_token(value)
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (reading an empty cell raises)
+    except ValueError:
+        return False
+    return True
 
 
 def diff_token(diff) -> tuple:

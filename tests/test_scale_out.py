@@ -213,6 +213,8 @@ def test_dask_runs_closures_and_notebook_cells_by_value(client):
     cases = [(1.0 + 0.1 * k, 0.2 + 0.05 * k, ts) for k in range(30)]
     got = client.gather(client.map(response.value_and_grad, *zip(*cases)))
     assert got == [response.value_and_grad(*case) for case in cases]
+    assert client.submit(models.token_of, response.grad).result() == tokenize(response.grad)
+    assert client.submit(models.token_of, fit.grad).result() == tokenize(fit.grad)
     # the worker had no copy of the cell: the source travelled with the function
     assert client.submit(lambda f: "def response(" in f.source, response).result()
 
