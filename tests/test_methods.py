@@ -272,3 +272,20 @@ def test_setting_a_decorated_method_on_a_class_afterwards():
     Plain.f = astad.reverse_diff(Plain.f)
     assert Plain(2.0).f.grad(0.0) == 2.0
     assert Plain(2.0).f(0.0) == 2.0
+
+
+def test_options_apply_through_the_instance():
+    class Wave:
+        def __init__(self, k):
+            self.k = k
+
+        @astad.reverse_diff(preaccumulate=False)
+        def height(self, x):
+            return self.k * math.sin(x) * x
+
+    wave = Wave(2.0)
+    assert wave.height.grad(0.5) == pytest.approx(2.0 * (math.cos(0.5) * 0.5 + math.sin(0.5)))
+    assert wave.height.vjp(0.5)[1].tape_length == 3  # one entry per operation: *, sin, *
+    spring = Spring(2.0)
+    with pytest.raises(astad.InputError, match="keyword arguments are not differentiated"):
+        spring.work.grad(3.0, y=0.5)  # argnums=1 chose y, passed by keyword: a constant
