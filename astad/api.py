@@ -22,9 +22,9 @@ from . import codegen
 from . import display
 from .runtime.array_dual import ArrayDual
 from .errors import AstadError, InputError
-from .runtime.tape import Dual, current, new_dual, sweep, sweep_and_free
-from .structure import Interleaving, build_gradient, contains_dual, contains_float, primal, \
-    seed
+from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
+from .runtime.tape import sweep, sweep_and_free, sweep_general
+from .structure import Interleaving, build_gradient, contains_float, primal, seed
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
@@ -47,8 +47,8 @@ class Pullback:
         forward = self._forward
         with _pause_gc():
             adjoint, arrays = [0.0] * len(forward.tape), {}
-            seed(forward.result, cotangent, adjoint, arrays)
-            return forward.gradients(adjoint, arrays)
+            seed(forward.result, cotangent, adjoint, arrays, level=forward.tape)
+            return forward.gradients(adjoint, arrays, sweep_general if is_nested() else sweep)
 
 
 class _Forward:
@@ -64,7 +64,7 @@ class _Forward:
         originals = self.originals  # (the Interleaving, until a value is asked for)
         if originals is not None and type(originals) is not dict:
             originals = self.originals = originals.originals()
-        return primal(self.result, originals)
+        return primal(self.result, originals, self.tape)
 
     def gradients(self, adjoint, arrays, sweep=sweep):
         """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A).
@@ -179,17 +179,6 @@ class DiffFunction:
         self._select[n_args] = select
         return select
 
-    def _refuse_enclosing_duals(self, args, others, kwargs) -> None:
-        """A dual of an enclosing gradient call must not reach this one (no gradients of
-        gradients): it would be recorded on the wrong tape."""
-        for where, value in [(f"args[{k}]", args[k]) for k in others] + list(kwargs.items()) + [
-                ("a closure variable", c.cell_contents) for c in (self._fn.__closure__ or ())
-                if _cell_filled(c)]:
-            if contains_dual(value):
-                raise InputError(
-                    f"{where} of {self.__name__} is being differentiated by an enclosing "
-                    "gradient call; astad does not compute higher-order derivatives")
-
     def _no_float_error(self, args, positions):
         shown = ", ".join(repr(args[k]) for k in positions)
         hint = ""
@@ -207,9 +196,6 @@ class DiffFunction:
             self._check_call(args, kwargs)
             plan = self._positions(len(args))
         positions, others, single = plan
-        outer_tape = current.tape
-        if outer_tape is not None:  # inside another gradient's forward pass: its duals
-            self._refuse_enclosing_duals(args, others, kwargs)  # must not reach this one
         tape: list = []
         state = None
         dual_args = list(args)
@@ -220,6 +206,7 @@ class DiffFunction:
                 d = new_dual(Dual)
                 d.v = arg
                 d.i = len(tape)
+                d.t = tape
                 tape.append(())
                 dual_args[k] = d
                 plans.append(d.i)
@@ -242,13 +229,13 @@ class DiffFunction:
         if entry is None or entry.code is not self._fn.__code__ or not entry.still_valid():
             entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
         rev = entry.rev
-        current.tape = tape  # for operator overloading and numpy dispatch on duals
-        try:
-            result = rev(tape, *dual_args, **kwargs)
-        finally:
-            current.tape = outer_tape
-            if state is not None and state.copies:
-                state.write_back()
+        # the level this call is: its duals are constants of any differentiation inside it
+        with level(tape):
+            try:
+                result = rev(tape, *dual_args, **kwargs)
+            finally:
+                if state is not None and state.copies:
+                    state.write_back()
         return _Forward(tape, n_inputs, result, plans, single,
                         state if state is not None and state.copies else None)
 
@@ -262,6 +249,7 @@ class DiffFunction:
         """Return ``(value, gradient)`` of a float-valued function."""
         entry = self._entry
         if entry.floats is not None and not kwargs and len(args) == entry.arity and \
+                not is_nested() and \
                 entry.code is self._fn.__code__ and (not entry.dependencies or
                                                      entry.still_valid()):
             if entry.tapes:  # scalarloops.py: a tape of entries (see _pause_gc)
@@ -290,21 +278,26 @@ class DiffFunction:
     def _value_and_grad_taped(self, args, kwargs):
         forward = self._forward(args, kwargs)
         result = forward.result
-        if type(result) is not Dual and not _zero_dimensional(result) and (
+        tape = forward.tape
+        if type(result) not in SCALAR_DUALS and not _zero_dimensional(result) and (
                 isinstance(result, bool) or not isinstance(result, float)):
             raise InputError(
                 f"{self.__name__} returned {type(result).__name__} "
                 f"{_short(forward.value())}; .grad needs a float result. Use "
                 f"{self.__name__}.vjp(...) and call the pullback with a cotangent shaped "
                 "like the result")
-        adjoint, arrays = [0.0] * len(forward.tape), {}
-        if type(result) is Dual:
+        adjoint, arrays = [0.0] * len(tape), {}
+        if type(result) is Dual and result.t is tape:
             adjoint[result.i] = 1.0
             value = result.v
         else:
             value = forward.value()
-            if type(result) is ArrayDual:  # a 0-d float array is float-valued too
+            if type(result) in SCALAR_DUALS:
+                seed(result, 1.0, adjoint, arrays, level=tape)  # (another level's: nothing)
+            elif type(result) is ArrayDual and result.t is tape:  # a 0-d float array
                 arrays[result.i] = np.ones((), result.v.dtype)
+        if is_nested():  # partials may be duals of an enclosing level: recorded there
+            return value, forward.gradients(adjoint, arrays, sweep_general)
         return value, forward.gradients(adjoint, arrays, sweep_and_free)
 
     def grad(self, *args: Any, **kwargs: Any) -> Any:
@@ -340,14 +333,6 @@ def _pause_gc():
 
 
 _ALL = "all"  # (a marker: every gradient, in argument order)
-
-
-def _cell_filled(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 (reading an empty cell raises)
-    except ValueError:
-        return False
-    return True
 
 
 def _short(value) -> str:

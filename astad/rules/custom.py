@@ -29,9 +29,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..errors import AstadError, NotDifferentiableError, user_location
-from .scalar import _register, register_scalar, unique_rule_name
-from ..runtime.tape import Dual, current, new_dual
-from ..structure import Interleaving, build_gradient, contains_dual, primal, seed
+from .scalar import _register, ad, register_scalar, unique_rule_name
+from ..runtime.duals import DUAL_TYPES, SCALAR_DUALS, is_forward, reverse_dual
+from ..structure import (Interleaving, build_gradient, contains_dual, duals_in, level_in,
+                         primal, seed)
 
 
 class _Trigger:
@@ -43,8 +44,19 @@ class _Trigger:
 _TRIGGER = _Trigger()
 
 
-def _is_active(value) -> bool:
-    return type(value) is Dual or (type(value) is not float and contains_dual(value))
+def _holds_level(value, level) -> bool:
+    """Does ``value`` hold a dual of ``level``?"""
+    if type(value) in DUAL_TYPES:
+        return value.t is level
+    return type(value) is not float and any(d.t is level for d in duals_in(value))
+
+
+def call_user(fn, *args, **kwargs):
+    """``fn(*args)`` for a function the user gave (fwd, bwd): transformed when a dual is
+    among the arguments (a derivative of a derivative), so that it is differentiated."""
+    if contains_dual(args) or contains_dual(kwargs):
+        return ad.rev(fn)(None, *args, **kwargs)
+    return fn(*args, **kwargs)
 
 
 class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp)
@@ -99,9 +111,8 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
         return self
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        tape = current.tape
-        if tape is not None and (contains_dual(args) or contains_dual(kwargs)):
-            return self._rule(tape, *args, **kwargs)  # reached from untransformed code
+        if contains_dual(args) or contains_dual(kwargs):
+            return self._rule(None, *args, **kwargs)  # reached from untransformed code
         return self.fn(*args, **kwargs)
 
     def __get__(self, obj, owner=None):
@@ -122,18 +133,18 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
         return bound.args, {name: value for name, value in bound.kwargs.items()
                             if name in kwargs}  # keyword-only arguments as given
 
-    def _forward(self, args, kwargs):
+    def _forward(self, args, kwargs, level):
         if self.fwd is None:
             raise NotDifferentiableError(
                 f"{self._name} is a custom_vjp function without a derivative yet: call "
                 f"{getattr(self.fn, '__name__', 'f')}.defvjp(fwd, bwd) before "
                 "differentiating it", *user_location())
-        out = self.fwd(*args, **kwargs)
+        out = call_user(self.fwd, *args, **kwargs)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise AstadError(f"the fwd of {self._name} must return a pair (result, "
                              f"residuals), got {type(out).__name__}")
         result, residuals = out
-        if contains_dual(result) or contains_dual(residuals):
+        if _holds_level(result, level) or _holds_level(residuals, level):
             raise NotDifferentiableError(
                 f"the fwd of {self._name} computed with a differentiated value that is not "
                 "one of its arguments (read from an enclosing scope?): pass that value as "
@@ -141,7 +152,7 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
         return result, residuals
 
     def _cotangents(self, residuals, g, n: int):
-        cotangents = self.bwd(residuals, g)
+        cotangents = call_user(self.bwd, residuals, g)
         if not isinstance(cotangents, tuple) or len(cotangents) != n:
             got = (f"a tuple of {len(cotangents)}" if isinstance(cotangents, tuple)
                    else type(cotangents).__name__)
@@ -152,7 +163,8 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
 
 
 def _custom_rule(custom: custom_vjp, tape, *args, **kwargs):
-    """D of a call to a custom_vjp function (see the module docstring)."""
+    """D of a call to a custom_vjp function (see the module docstring), at the innermost
+    level among its arguments."""
     args, kwargs = custom._positional(args, kwargs)
     for name, value in kwargs.items():
         if contains_dual(value):
@@ -160,22 +172,27 @@ def _custom_rule(custom: custom_vjp, tape, *args, **kwargs):
                 f"keyword-only argument {name!r} of {custom._name} holds a differentiated "
                 "value; custom derivatives are taken with respect to positional arguments",
                 *user_location())
-    active = [k for k, a in enumerate(args) if _is_active(a)]
-    if not active:
+    level = level_in(args)
+    if level is None:
         return custom.fn(*args, **kwargs)
-    values = [a.v if type(a) is Dual else primal(a) for a in args]
-    result, residuals = custom._forward(values, kwargs)
+    if is_forward(level):
+        raise NotDifferentiableError(
+            f"{custom._name} has a custom_vjp rule, which reverse mode uses; forward mode "
+            "(jvp, jacfwd, hessian) needs a forward rule: define the function with "
+            "astad.custom_jvp instead (JAX makes the same distinction)", *user_location())
+    tape = level
+    active = [k for k, a in enumerate(args) if _holds_level(a, tape)]
+    values = [primal(a, level=tape) for a in args]
+    result, residuals = custom._forward(values, kwargs, tape)
     # a snapshot of each structured argument's duals: later mutation of a list the
     # function was given must not change where the cotangents go
     snapshot = Interleaving(tape)
-    inputs = tuple(snapshot.copy_constant(a) if k in active and type(a) is not Dual else a
-                   for k, a in enumerate(args))
+    inputs = tuple(snapshot.copy_constant(a) if k in active and type(a) not in SCALAR_DUALS
+                   else a for k, a in enumerate(args))
     c = len(tape)
-    if isinstance(result, float):
-        d = new_dual(Dual)
-        d.v = float(result)
-        d.i = c
-        tape.append((_backward, tuple(active), (custom, residuals, None, inputs)))
+    if isinstance(result, float) or type(result) in SCALAR_DUALS:
+        d = reverse_dual(result if type(result) is not float else float(result), c, tape)
+        tape.append((_backward, tuple(active), (custom, residuals, None, inputs, tape)))
         return d
     tape.append(None)  # the entry, filled in once the result's slots are known
     out, plan = Interleaving(tape).interleave(result, f"the result of {custom._name}")
@@ -184,7 +201,7 @@ def _custom_rule(custom: custom_vjp, tape, *args, **kwargs):
         return result
     for slot in range(c + 1, len(tape)):
         tape[slot] = (_note, c, None)
-    tape[c] = (_backward, tuple(active), (custom, residuals, plan, inputs))
+    tape[c] = (_backward, tuple(active), (custom, residuals, plan, inputs, tape))
     return out
 
 
@@ -194,7 +211,7 @@ def _note(adjoint, arrays, k, entry, _):
 
 
 def _backward(adjoint, arrays, k, active, context):
-    custom, residuals, plan, inputs = context
+    custom, residuals, plan, inputs, tape = context
     if plan is None:
         g = adjoint[k]
     else:
@@ -203,7 +220,7 @@ def _backward(adjoint, arrays, k, active, context):
     cotangents = custom._cotangents(residuals, g, len(inputs))
     for position in active:
         seed(inputs[position], cotangents[position], adjoint, arrays,
-             f"argument {position} of {custom._name} (as its bwd returned it)")
+             f"argument {position} of {custom._name} (as its bwd returned it)", tape)
 
 
 # -- stop_gradient ------------------------------------------------------------------------
@@ -216,7 +233,7 @@ def stop_gradient(x: T) -> T:
     Works on floats, arrays and any structure astad walks; outside a gradient call (or on
     values that are not differentiated) it returns ``x`` itself.
     """
-    return primal(x) if contains_dual(x) else x
+    return primal(x) if contains_dual(x) else x  # (every level's duals: a constant to all)
 
 
 _register("stop_gradient", lambda tape, x: stop_gradient(x), stop_gradient)
