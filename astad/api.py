@@ -61,10 +61,15 @@ class _Forward:
         self.plans, self.single, self.originals = plans, single, originals
 
     def value(self):
+        return self.primal_of(self.result)
+
+    def primal_of(self, value):
+        """``value`` (the result or a part of it) with this call's duals replaced by their
+        primals, and copies of the caller's arguments by the arguments themselves."""
         originals = self.originals  # (the Interleaving, until a value is asked for)
         if originals is not None and type(originals) is not dict:
             originals = self.originals = originals.originals()
-        return primal(self.result, originals, self.tape)
+        return primal(value, originals, self.tape)
 
     def gradients(self, adjoint, arrays, sweep=sweep):
         """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A).
@@ -74,6 +79,52 @@ class _Forward:
             return build_gradient(self.plans[0], adjoint, arrays)
         return tuple([adjoint[plan] if type(plan) is int else
                       build_gradient(plan, adjoint, arrays) for plan in self.plans])
+
+
+def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -> _Forward:
+    """One forward pass of reverse mode (Figure 7): interleave the arguments at
+    ``positions`` (every float leaf a fresh input slot of a new tape), run ``rev``
+    (a transformed function, called as ``rev(tape, *args, **kwargs)``) as a level of its
+    own, and write the caller's mutable arguments back. ``no_float_error(args,
+    positions)`` is the error when no chosen argument holds a float."""
+    tape: list = []
+    state = None
+    dual_args = list(args)
+    plans = []
+    for k in positions:
+        arg = args[k]
+        if type(arg) is float:  # the common case, inline
+            d = new_dual(Dual)
+            d.v = arg
+            d.i = len(tape)
+            d.t = tape
+            tape.append(())
+            dual_args[k] = d
+            plans.append(d.i)
+        else:
+            if state is None:
+                state = Interleaving(tape)
+            dual_args[k], plan = state.interleave(arg, _ARG_PATHS[k] if k < 8
+                                                  else f"args[{k}]")
+            plans.append(plan)
+    n_inputs = len(tape)
+    if not n_inputs and not any(contains_float(args[k]) for k in positions):
+        raise no_float_error(args, positions)
+    if others or kwargs:  # the function may store duals into them: it gets copies
+        if state is None:
+            state = Interleaving(tape)
+        for k in others:
+            dual_args[k] = state.copy_constant(args[k])
+        kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
+    # the level this call is: its duals are constants of any differentiation inside it
+    with level(tape):
+        try:
+            result = rev(tape, *dual_args, **kwargs)
+        finally:
+            if state is not None and state.copies:
+                state.write_back()
+    return _Forward(tape, n_inputs, result, plans, single,
+                    state if state is not None and state.copies else None)
 
 
 class DiffFunction:
@@ -117,6 +168,7 @@ class DiffFunction:
         wrapper.grad = self.grad
         wrapper.value_and_grad = self.value_and_grad
         wrapper.vjp = self.vjp
+        wrapper.jvp = self.jvp
         # From now on the gradient follows the function callers see: if its __code__ is
         # replaced (IPython's autoreload), the transformation is rebuilt from the new code.
         self._fn = wrapper
@@ -196,48 +248,11 @@ class DiffFunction:
             self._check_call(args, kwargs)
             plan = self._positions(len(args))
         positions, others, single = plan
-        tape: list = []
-        state = None
-        dual_args = list(args)
-        plans = []
-        for k in positions:
-            arg = args[k]
-            if type(arg) is float:  # the common case, inline
-                d = new_dual(Dual)
-                d.v = arg
-                d.i = len(tape)
-                d.t = tape
-                tape.append(())
-                dual_args[k] = d
-                plans.append(d.i)
-            else:
-                if state is None:
-                    state = Interleaving(tape)
-                dual_args[k], plan = state.interleave(arg, _ARG_PATHS[k] if k < 8
-                                                      else f"args[{k}]")
-                plans.append(plan)
-        n_inputs = len(tape)
-        if not n_inputs and not any(contains_float(args[k]) for k in positions):
-            raise self._no_float_error(args, positions)
-        if others or kwargs:  # the function may store duals into them: it gets copies
-            if state is None:
-                state = Interleaving(tape)
-            for k in others:
-                dual_args[k] = state.copy_constant(args[k])
-            kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
         entry = self._entry
         if entry is None or entry.code is not self._fn.__code__ or not entry.still_valid():
             entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
-        rev = entry.rev
-        # the level this call is: its duals are constants of any differentiation inside it
-        with level(tape):
-            try:
-                result = rev(tape, *dual_args, **kwargs)
-            finally:
-                if state is not None and state.copies:
-                    state.write_back()
-        return _Forward(tape, n_inputs, result, plans, single,
-                        state if state is not None and state.copies else None)
+        return reverse_pass(entry.rev, args, kwargs, positions, others, single,
+                            self._no_float_error)
 
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
@@ -277,32 +292,45 @@ class DiffFunction:
 
     def _value_and_grad_taped(self, args, kwargs):
         forward = self._forward(args, kwargs)
-        result = forward.result
-        tape = forward.tape
-        if type(result) not in SCALAR_DUALS and not _zero_dimensional(result) and (
-                isinstance(result, bool) or not isinstance(result, float)):
-            raise InputError(
-                f"{self.__name__} returned {type(result).__name__} "
-                f"{_short(forward.value())}; .grad needs a float result. Use "
-                f"{self.__name__}.vjp(...) and call the pullback with a cotangent shaped "
-                "like the result")
-        adjoint, arrays = [0.0] * len(tape), {}
-        if type(result) is Dual and result.t is tape:
-            adjoint[result.i] = 1.0
-            value = result.v
-        else:
-            value = forward.value()
-            if type(result) in SCALAR_DUALS:
-                seed(result, 1.0, adjoint, arrays, level=tape)  # (another level's: nothing)
-            elif type(result) is ArrayDual and result.t is tape:  # a 0-d float array
-                arrays[result.i] = np.ones((), result.v.dtype)
-        if is_nested():  # partials may be duals of an enclosing level: recorded there
-            return value, forward.gradients(adjoint, arrays, sweep_general)
-        return value, forward.gradients(adjoint, arrays, sweep_and_free)
+        return float_result_gradient(forward, forward.result, self.__name__)
 
     def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient of a float-valued function with respect to ``argnums``."""
         return self.value_and_grad(*args, **kwargs)[1]
+
+    def jvp(self, primals: tuple, tangents: tuple, **kwargs: Any) -> tuple[Any, Any]:
+        """``(value, tangent)`` by forward mode: the function at ``primals`` (its
+        positional arguments) and its directional derivative along ``tangents`` (one per
+        primal, the same structures; None is zero). Keyword arguments are constants."""
+        from .transforms import jvp
+        from functools import partial
+        function = partial(self._fn, **kwargs) if kwargs else self._fn
+        return jvp(function, primals, tangents)
+
+
+def float_result_gradient(forward: _Forward, out, name: str):
+    """``(value, gradient)`` for a float result ``out`` of the pass ``forward`` (its
+    result, or the first part of it): seed 1.0, sweep, rebuild."""
+    tape = forward.tape
+    if type(out) not in SCALAR_DUALS and not _zero_dimensional(out) and (
+            isinstance(out, bool) or not isinstance(out, float)):
+        raise InputError(
+            f"{name} returned {type(out).__name__} {_short(forward.primal_of(out))}; "
+            f".grad needs a float result. Use {name}.vjp(...) and call the pullback with a "
+            "cotangent shaped like the result")
+    adjoint, arrays = [0.0] * len(tape), {}
+    if type(out) is Dual and out.t is tape:
+        adjoint[out.i] = 1.0
+        value = out.v
+    else:
+        value = forward.primal_of(out)
+        if type(out) in SCALAR_DUALS:
+            seed(out, 1.0, adjoint, arrays, level=tape)  # (another level's: nothing)
+        elif type(out) is ArrayDual and out.t is tape:  # a 0-d float array
+            arrays[out.i] = np.ones((), out.v.dtype)
+    if is_nested():  # partials may be duals of an enclosing level: recorded there
+        return value, forward.gradients(adjoint, arrays, sweep_general)
+    return value, forward.gradients(adjoint, arrays, sweep_and_free)
 
 
 def _zero_dimensional(result) -> bool:

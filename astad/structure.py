@@ -182,7 +182,8 @@ class Interleaving:
     """One gradient call's copies of its arguments (paper: interleave / Figure 7)."""
 
     def __init__(self, tape: list):
-        self.tape = tape
+        self.tape = tape         # one slot per float leaf (for reverse mode, the tape)
+        self.level = tape        # the level the leaves' duals belong to
         self.copies: dict = {}   # id(original) -> (original, copy, plan, snapshot or None)
 
     # -- the leaves: a new dual and its slot (ForwardInterleaving makes forward duals) --
@@ -366,7 +367,7 @@ class Interleaving:
                 if len(copy) == len(snapshot) and all(map(operator.is_, copy, snapshot)):
                     continue  # untouched: nothing to do (the common case, at C speed)
                 originals = originals or self.originals()
-                original[:] = [primal(x, originals, self.tape) for x in copy]
+                original[:] = [primal(x, originals, self.level) for x in copy]
             elif isinstance(copy, dict):
                 items = list(copy.items())
                 if len(items) == len(snapshot) and all(
@@ -374,7 +375,7 @@ class Interleaving:
                     continue
                 originals = originals or self.originals()
                 original.clear()
-                original.update((k, primal(v, originals, self.tape)) for k, v in items)
+                original.update((k, primal(v, originals, self.level)) for k, v in items)
             elif type(plan) is _FloatRecord:  # (snapshot: the duals, in plan.names order)
                 attributes = copy.__dict__
                 if len(attributes) == len(snapshot) and tuple(attributes) == plan.names \
@@ -382,7 +383,7 @@ class Interleaving:
                     continue
                 originals = originals or self.originals()
                 for name, value in list(attributes.items()):
-                    _setattr(original, name, primal(value, originals, self.tape))
+                    _setattr(original, name, primal(value, originals, self.level))
                 for name in [n for n in original.__dict__ if n not in copy.__dict__]:
                     object.__delattr__(original, name)
             else:  # a (non-frozen) dataclass record
@@ -392,7 +393,7 @@ class Interleaving:
                     continue
                 originals = originals or self.originals()
                 for name, value in attributes:
-                    _setattr(original, name, primal(value, originals, self.tape))
+                    _setattr(original, name, primal(value, originals, self.level))
                 for name in [n for n, _ in record_attributes(original)
                              if n not in dict(attributes)]:
                     object.__delattr__(original, name)
@@ -468,6 +469,29 @@ def _build(plan, adjoint, arrays, memo):
         _setattr(obj, name, adjoint[child] if type(child) is int else
                  (yield _build(child, adjoint, arrays, memo)))
     return obj
+
+
+def leaf_slots(plan) -> list:
+    """``(slot, shape)`` of every float leaf ``plan`` describes, in slot order (shape ()
+    for a float, the array's shape for an array); an aliased part once."""
+    found, seen, stack = [], set(), [plan]
+    while stack:
+        p = stack.pop()
+        t = type(p)
+        if t is int:
+            found.append((p, ()))
+        elif t is _FloatLeaf:
+            found.append((p.slot, ()))
+        elif t is _ArrayLeaf:
+            found.append((p.slot, p.shape))
+        elif t is _Run:
+            found.extend((s, ()) for s in range(p.start, p.start + p.n))
+        elif t is _FloatRecord:
+            found.extend((s, ()) for s in range(p.start, p.start + len(p.names)))
+        elif t is _Node and id(p) not in seen:
+            seen.add(id(p))
+            stack.extend(c if p.kind in ("seq", "namedtuple") else c[1] for c in p.children)
+    return sorted(set(found))
 
 
 # -- primal -------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, cotangent, dispatch,
+from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, add_check, cotangent,
+                                  dispatch,
                                   is_active, new_array, new_scalar, parent_of, primal_of,
                                   unbroadcast)
 from ..runtime.duals import DUAL_TYPES, reverse_dual
@@ -406,38 +407,37 @@ register_vjp(np.std, _std_vjp)
 
 
 def refuse_keywords(fn, keywords, why):
-    """``fn``'s rule, refusing (when called) keyword arguments its vjps do not follow."""
-    rule = ARRAY_RULES[fn]
-
-    def checked(tape, *args, **kwargs):
+    """Refuse (when called, in every mode) keyword arguments ``fn``'s rules do not follow."""
+    def check(args, kwargs):
         for name in keywords:
             if kwargs.get(name) is not None:
                 raise NotDifferentiableError(f"astad does not differentiate "
                                              f"{fn.__name__}(..., {name}=...): {why}",
                                              *user_location())
-        return rule(tape, *args, **kwargs)
-    ARRAY_RULES[fn] = checked
+        return args, kwargs
+    add_check(fn, check)
 
 
 refuse_keywords(np.var, ("mean",), "numpy uses the given mean as it is")
 refuse_keywords(np.std, ("mean",), "numpy uses the given mean as it is")
 register_vjp(np.linalg.norm, _norm_vjp)
-_norm_vjp_rule = ARRAY_RULES[np.linalg.norm]
 
 
-def _norm_rule(tape, x, ord=None, axis=None, keepdims=False):
+def _norm_orders(args, kwargs):
     """The Euclidean norm of vectors and the Frobenius norm of matrices only: other
     orders (1, inf, the spectral norm ord=2 of a matrix) are refused when called."""
-    matrix = (axis is None and np.ndim(x) == 2) or (np.ndim(axis) == 1 and
-                                                                len(axis) == 2)
+    names = ("x", "ord", "axis", "keepdims")
+    bound = dict(zip(names, args), **kwargs)
+    x, ord, axis = bound["x"], bound.get("ord"), bound.get("axis")
+    matrix = (axis is None and np.ndim(x) == 2) or (np.ndim(axis) == 1 and len(axis) == 2)
     if ord not in (None, 2, "fro") or (ord == 2 and matrix):
         raise NotDifferentiableError(f"astad differentiates linalg.norm for the 2-norm of "
                                      f"vectors and the Frobenius norm only, not ord={ord!r}",
                                      *user_location())
-    return _norm_vjp_rule(tape, x, ord, axis, keepdims)
+    return args, kwargs
 
 
-ARRAY_RULES[np.linalg.norm] = _norm_rule
+add_check(np.linalg.norm, _norm_orders)
 def _trace_vjp(g, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     # g (one value per position on the other axes) spread on the diagonal of (axis1, axis2)
     shape = np.shape(a)
@@ -467,7 +467,12 @@ def is_dual(value) -> bool:
     return type(value) in DUAL_TYPES
 
 
+PRIMAL_ONLY: set = set()  # functions whose result carries no derivative
+
+
 def _primal_only(fn):
+    PRIMAL_ONLY.add(fn)
+
     def rule(tape, *args, **kwargs):
         return fn(*[_full_primal(a) for a in args],
                   **{k: _full_primal(v) for k, v in kwargs.items()})

@@ -11,7 +11,7 @@ import numpy as np
 
 from .array import NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G, refuse_keywords, \
     register_jvp, register_vjp
-from ..runtime.array_dual import (ARRAY_RULES, ArrayDualBase, accumulate,
+from ..runtime.array_dual import (ARRAY_RULES, ArrayDualBase, accumulate, add_check,
                                   cotangent, dispatch, is_active, new_array, new_scalar,
                                   parent_of, plain_array, primal_of, unbroadcast)
 from ..errors import NotDifferentiableError, user_location
@@ -74,19 +74,21 @@ def _resolve_order(value, order):
                                  "F-contiguous array only", *user_location())
 
 
-def _ordered(fn):
-    rule = ARRAY_RULES[fn]
-    if fn is np.reshape:
-        def ordered(tape, a, shape=None, order="C", **kwargs):
-            return rule(tape, a, shape, order=_resolve_order(plain_array(a), order), **kwargs)
-    else:
-        def ordered(tape, a, order="C"):
-            return rule(tape, a, order=_resolve_order(plain_array(a), order))
-    ARRAY_RULES[fn] = ordered
+def _reshape_order(args, kwargs):
+    # (resolved from the primal array: a cotangent or tangent has a layout of its own)
+    a, shape, *rest = args if len(args) > 1 else (args[0], kwargs.pop("shape", None))
+    order = rest[0] if rest else kwargs.pop("order", "C")
+    return (a, shape), {**kwargs, "order": _resolve_order(plain_array(a), order)}
 
 
-_ordered(np.reshape)
-_ordered(np.ravel)
+def _ravel_order(args, kwargs):
+    a, *rest = args
+    order = rest[0] if rest else kwargs.pop("order", "C")
+    return (a,), {**kwargs, "order": _resolve_order(plain_array(a), order)}
+
+
+add_check(np.reshape, _reshape_order)
+add_check(np.ravel, _ravel_order)
 
 
 # -- moving elements: sort, take, repeat, diff ---------------------------------------------
@@ -136,17 +138,17 @@ register_vjp(np.diff, _diff_vjp)
 RESULT_KIND.update(dict.fromkeys((np.sort, np.take, np.repeat, np.diff), NEW_ARRAYS))
 refuse_keywords(np.take, ("mode",), "an index out of range must raise")
 refuse_keywords(np.diff, ("prepend", "append"), "pad the array with np.concatenate")
-_repeat_rule = ARRAY_RULES[np.repeat]
 
 
-def _repeat_checked(tape, a, repeats, axis=None):
+def _one_repeats_count(args, kwargs):
+    a, repeats, *rest = args if len(args) > 1 else (args[0], kwargs.pop("repeats"))
     if np.ndim(repeats) != 0:
         raise NotDifferentiableError("astad differentiates np.repeat with one int repeats "
                                      "count", *user_location())
-    return _repeat_rule(tape, a, int(repeats), axis)
+    return (a, int(repeats), *rest), kwargs
 
 
-ARRAY_RULES[np.repeat] = _repeat_checked
+add_check(np.repeat, _one_repeats_count)
 
 
 # -- building arrays from pieces ----------------------------------------------------------
@@ -379,19 +381,15 @@ def _missing_attribute(self, name):
 ArrayDualBase.__getattr__ = _missing_attribute
 
 
-def _asarray_rule(tape, a, dtype=None, *args, **kwargs):
+def _real_dtype(args, kwargs):
     """np.asarray(x, dtype) and x.astype(dtype): to an int or bool dtype the result is
-    piecewise constant (derivative 0), as int() of a float dual is; a complex dtype is
-    refused."""
-    if dtype is not None and is_active(a, tape):
-        kind = np.dtype(dtype).kind
-        if kind == "c":
-            raise NotDifferentiableError("astad differentiates real float arrays only, not "
-                                         f"a conversion to {np.dtype(dtype)}", *user_location())
-        if kind != "f":
-            return np.asarray(plain_array(a), dtype, *args, **kwargs)
-    return _asarray_vjp_rule(tape, a, dtype, *args, **kwargs)
+    piecewise constant (derivative 0, as for int() of a float dual: the rules see an
+    integer result); a complex dtype is refused."""
+    dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        raise NotDifferentiableError("astad differentiates real float arrays only, not "
+                                     f"a conversion to {np.dtype(dtype)}", *user_location())
+    return args, kwargs
 
 
-_asarray_vjp_rule = ARRAY_RULES[np.asarray]
-ARRAY_RULES[np.asarray] = _asarray_rule
+add_check(np.asarray, _real_dtype)

@@ -30,6 +30,18 @@ from .duals import (DUAL_TYPES, PrimalView, ScalarDual, innermost,
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
 ARRAY_RULES: dict = {}
+# numpy callable -> prepare(args, kwargs) -> (args, kwargs): what a rule follows, checked
+# (and normalised) before either mode runs it: a keyword the rule does not follow is
+# refused, never ignored
+PREPARE: dict = {}
+
+
+def add_check(fn, step) -> None:
+    """Run ``step(args, kwargs) -> (args, kwargs)`` before ``fn``'s rule, in every mode,
+    after any step registered before it."""
+    before = PREPARE.get(fn)
+    PREPARE[fn] = step if before is None else (
+        lambda args, kwargs: step(*before(args, kwargs)))
 
 
 class ArrayDualBase(PrimalView):
@@ -162,6 +174,9 @@ def dispatch(func, args, kwargs):
     level = innermost(args) if not kwargs else innermost(list(args) + list(kwargs.values()))
     if level is None:  # (numpy asked because of a dual of no level: cannot happen)
         return func(*args, **kwargs)
+    prepare = PREPARE.get(func)
+    if prepare is not None:
+        args, kwargs = prepare(args, kwargs)
     rule = ARRAY_RULES.get(func)
     if rule is None:
         name = getattr(func, "__name__", None) or repr(func)
