@@ -228,3 +228,18 @@ def test_a_dual_kept_in_a_mutable_default_raises_on_the_next_call():
     assert f.grad(3.0) == 6.0  # x * x within the first call
     with pytest.raises(duals.StaleDualError):
         f.grad(4.0)
+
+
+def test_every_name_in_the_rules_text_has_a_general_form():
+    """The general rules (rules/generic.py) compute primal and partials from the same text
+    as the fast paths, on duals: every function the text calls must work on them."""
+    import re
+
+    from astad.rules.generic import general_namespace
+    from astad.rules.scalar import BINARY_RULES, UNARY_RULES
+    namespace = general_namespace()
+    for rules in (UNARY_RULES, BINARY_RULES):
+        for name, expressions in rules.items():
+            for expression in expressions:
+                for word in re.findall(r"(?<![.\w])[A-Za-z_]\w*(?=\()", expression):
+                    assert word in namespace or word in ("abs", "float"), (name, word)

@@ -31,8 +31,8 @@ from ..errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_loc
 from ..runtime.array_dual import ArrayDual, FArrayDual
 from ..runtime.duals import SCALAR_DUALS, Dual, FDual, ScalarDual, forward_dual, new_dual
 from ..runtime.tape import gradient_of
-from .generic import (RULES, _inv, _sign, add_term, apply as general, apply_many, define,
-                      general_namespace)
+from .generic import (RULES, _inv, _sign, add_term, apply as general, apply2 as general2,
+                      apply_many, define, general_namespace)
 
 # The namespace generated code calls into, as ``ad.<name>``.
 ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")
@@ -96,12 +96,14 @@ def mixed(rule, sym: str, a, b):
     number of another type (converted), or anything else (Python's own error)."""
     x, y = a, b
     if type(a) not in SCALAR_DUALS:
-        x = _number(a, sym, True, full_primal(b))
+        if type(a) is not float and type(a) is not int:
+            x = _number(a, sym, True, full_primal(b))
     elif type(b) not in SCALAR_DUALS:
-        y = _number(b, sym, False, full_primal(a))
+        if type(b) is not float and type(b) is not int:
+            y = _number(b, sym, False, full_primal(a))
     if x is ARRAY or y is ARRAY:
         return ARRAY_OPERATORS[sym](a, b)
-    return general(rule, (x, y))
+    return general2(rule, x, y)
 
 
 ad.mixed = mixed
@@ -453,7 +455,7 @@ if hasattr(math, "cbrt"):
 binary("atan2", "atan2(x, y)", "y / (x * x + y * y) if x or y else 0.0",
        "-x / (x * x + y * y) if x or y else 0.0", math.atan2)
 binary("hypot2", "hypot(x, y)", "x / r if r else 0.0", "y / r if r else 0.0",
-       fallback="math.hypot(a, b)")
+       fallback="math.hypot(a, b)", math_name="hypot")
 binary("copysign", "copysign(x, y)", "copysign(1.0, x) * copysign(1.0, y)", "0.0",
        math.copysign)
 binary("fmod", "fmod(x, y)", "1.0", "-float(math.trunc(x / y))", math.fmod)
@@ -675,21 +677,31 @@ TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
 
 
 # --- Operator overloading on duals, for code astad did not transform -------------------
-# The rule is called with no tape: its fast paths do not apply, and the general rule
-# records at the level of the operands (rules/generic.py).
-def _overload(rule, swap: bool = False):
+# A dual is always among the operands here, so the rule's fast paths (which need a tape)
+# do not apply: the general rule records at the level of the operands (rules/generic.py).
+def _overload(rule_name: str, sym: str, swap: bool = False):
+    rule = RULES[rule_name]
+    if swap:
+        return lambda self, other: mixed(rule, sym, other, self)
+    return lambda self, other: mixed(rule, sym, self, other)
+
+
+def _overload_rule(rule, swap: bool = False):
     if swap:
         return lambda self, other: rule(None, other, self)
     return lambda self, other: rule(None, self, other)
 
 
+for _rule_name, _sym, _forward_name, _reflected_name in (
+        ("add", "+", "__add__", "__radd__"), ("sub", "-", "__sub__", "__rsub__"),
+        ("mul", "*", "__mul__", "__rmul__"), ("truediv", "/", "__truediv__", "__rtruediv__"),
+        ("mod", "%", "__mod__", "__rmod__")):
+    setattr(ScalarDual, _forward_name, _overload(_rule_name, _sym))
+    setattr(ScalarDual, _reflected_name, _overload(_rule_name, _sym, swap=True))
 for _rule_name, _forward_name, _reflected_name in (
-        ("add", "__add__", "__radd__"), ("sub", "__sub__", "__rsub__"),
-        ("mul", "__mul__", "__rmul__"), ("truediv", "__truediv__", "__rtruediv__"),
-        ("floordiv", "__floordiv__", "__rfloordiv__"), ("mod", "__mod__", "__rmod__"),
-        ("pow", "__pow__", "__rpow__")):
-    setattr(ScalarDual, _forward_name, _overload(getattr(ad, _rule_name)))
-    setattr(ScalarDual, _reflected_name, _overload(getattr(ad, _rule_name), swap=True))
+        ("floordiv", "__floordiv__", "__rfloordiv__"), ("pow", "__pow__", "__rpow__")):
+    setattr(ScalarDual, _forward_name, _overload_rule(getattr(ad, _rule_name)))
+    setattr(ScalarDual, _reflected_name, _overload_rule(getattr(ad, _rule_name), swap=True))
 ScalarDual.__neg__ = lambda self: ad.neg(None, self)
 ScalarDual.__pos__ = lambda self: ad.pos(None, self)
 ScalarDual.__abs__ = lambda self: ad.abs(None, self)
