@@ -152,7 +152,7 @@ class DiffMethod:
         gradients.method, gradients.obj = self, obj
         copy.__dict__ = {
             "grad": gradients.grad, "value_and_grad": gradients.value_and_grad,
-            "vjp": gradients.vjp,
+            "vjp": gradients.vjp, "jvp": gradients.jvp,
             "source": function.source, "_repr_html_": function._repr_html_,
             "_astad_method": self}
         if _NAMES_FROM_NAME:  # (3.11 and later take the qualified name from the code)
@@ -236,6 +236,11 @@ class _Gradients:
 
     def vjp(self, *args, **kwargs):
         return self.method.view(len(args) + 1).vjp(self.obj, *args, **kwargs)
+
+    def jvp(self, primals, tangents, **kwargs):
+        """Forward mode along ``tangents`` (one per argument after ``obj``, which is a
+        constant: its tangent is zero)."""
+        return self.method.function.jvp((self.obj, *primals), (None, *tangents), **kwargs)
 
     def __reduce__(self):
         # as obj.name.grad when that gives them back: it pickles wherever obj does (the

@@ -14,20 +14,23 @@ rebuilds that on first use, from the same source.
   ``DiffFunction`` in its ``__dict__`` is rebuilt unfinished (``DiffFunction.__getattr__``
   finishes it when first used, once the function is whole). A new process has no copy of
   a notebook cell or of a script on another machine, so the source text of the files the
-  function reaches by value travels with it and is put in ``linecache`` (IPython keeps
-  cells there the same way), where ``inspect`` finds it.
+  function reaches that the other side may lack (``needs_source``) travels with it and is
+  put in ``linecache`` (IPython keeps cells there the same way), where ``inspect`` finds
+  it. A closure of an importable module needs none: its module's file is there.
 
-Function transforms (``astad.grad(f, argnums=...)`` and the like) can use the same
-mechanism: their ``__reduce__`` returns ``transform_reduction(factory, fn, options)``, which
-pickles the importable factory, the user's function (by reference or by value, as above)
-and the options, and rebuilds with ``factory(fn, **options)``; ``transform_token`` gives
-their ``__dask_tokenize__``.
+Function transforms (``astad.grad(f, argnums=...)`` and the like, transforms.py) use the
+same mechanism: their ``__reduce__`` is ``transform_reduction(factory, fn, options)``,
+which pickles the importable factory (the transform's class), the user's function (by
+reference, or by value with its source) and the options, and rebuilds with
+``factory(fn, **options)``; ``transform_token`` is their ``__dask_tokenize__``.
 """
 from __future__ import annotations
 
 import copyreg
+import functools
 import hashlib
 import linecache
+import os
 import sys
 import threading
 import types
@@ -46,12 +49,8 @@ def importable(obj) -> bool:
     if not module_name or not qualname or module_name in ("__main__", "__mp_main__") \
             or "<locals>" in qualname:
         return False
-    cloudpickle = sys.modules.get("cloudpickle")
-    if cloudpickle is not None:
-        by_value = cloudpickle.list_registry_pickle_by_value()
-        parts = module_name.split(".")
-        if any(".".join(parts[:k]) in by_value for k in range(1, len(parts) + 1)):
-            return False
+    if _registered_by_value(module_name):
+        return False
     found = sys.modules.get(module_name)
     try:
         for part in qualname.split("."):
@@ -61,7 +60,30 @@ def importable(obj) -> bool:
     return found is obj
 
 
+def _registered_by_value(module_name: str) -> bool:
+    cloudpickle = sys.modules.get("cloudpickle")
+    if cloudpickle is None:
+        return False
+    by_value = cloudpickle.list_registry_pickle_by_value()
+    parts = module_name.split(".")
+    return any(".".join(parts[:k]) in by_value for k in range(1, len(parts) + 1))
+
+
 # -- the source that travels with a function pickled by value --------------------------------
+def needs_source(fn) -> bool:
+    """May a process that unpickles ``fn`` be unable to read its source? Yes for
+    ``__main__`` (a script, perhaps not on that machine, or a notebook), for a module not
+    imported here or registered with cloudpickle to travel by value, and for code whose
+    file does not exist (a notebook cell, ``exec``); no for an importable module's
+    functions, closures included: the other side imports the module, from its file."""
+    module_name = getattr(fn, "__module__", None)
+    if not module_name or module_name in ("__main__", "__mp_main__") \
+            or module_name not in sys.modules or _registered_by_value(module_name):
+        return True
+    code = getattr(fn, "__code__", None)
+    return code is not None and not os.path.isfile(code.co_filename)
+
+
 _MAX_REACHED = 2000  # objects walked at most (a guard against pathological namespaces)
 
 
@@ -90,8 +112,8 @@ def _functions_in(value) -> list:
 
 def source_bundle(fn) -> dict:
     """``{filename: lines}`` of ``fn``'s file and of the files of every function and class
-    it reaches by name (globals, closure, defaults, methods, recursively) that does not
-    pickle by reference: what another process needs to transform them."""
+    it reaches by name (globals, closure, defaults, methods, recursively) whose source the
+    other side may not have (``needs_source``): what it needs to transform them."""
     files: dict = {}
     seen: set = set()
     stack = [fn]
@@ -100,7 +122,7 @@ def source_bundle(fn) -> dict:
         if id(obj) in seen:
             continue
         seen.add(id(obj))
-        if obj is not fn and importable(obj):
+        if obj is not fn and not needs_source(obj):
             continue  # the other side imports it, with its file
         if isinstance(obj, type):
             if obj.__module__ == "builtins":
@@ -141,7 +163,7 @@ def reduce_machinery(diff) -> tuple:
     """``DiffFunction.__reduce__``: the decorated function, its options and, when it
     travels by value, its source."""
     fn = diff._fn
-    sources = None if importable(fn) else source_bundle(fn)
+    sources = source_bundle(fn) if needs_source(fn) else None
     return machinery, (fn, diff._argnums, diff._preaccumulate, sources)
 
 
@@ -160,22 +182,44 @@ def machinery(fn, argnums, preaccumulate: bool, sources=None):
 
 
 # -- function transforms (astad.grad(f) and the like) ---------------------------------------
-def rebuild_transform(factory, fn, options: dict):
+def rebuild_transform(factory, fn, options: dict, sources=None):
     """The transform ``factory(fn, **options)``, rebuilt where it was unpickled."""
+    install_sources(sources)
     return factory(fn, **options)
 
 
 def transform_reduction(factory, fn, options: dict) -> tuple:
-    """A ``__reduce__`` value for a transform made by ``factory(fn, **options)``:
-    ``factory`` must be importable; ``fn`` pickles by reference or by value (with its
-    source, through its ``DiffFunction`` when it is decorated)."""
-    return rebuild_transform, (factory, fn, dict(options))
+    """``__reduce__`` of a transform made by ``factory(fn, **options)`` (transforms.py):
+    the importable factory, the options, and ``fn`` by reference or by value; a Python
+    function that travels by value takes its source along, as a decorated one does."""
+    function = _python_function(fn)
+    sources = source_bundle(function) if function is not None and needs_source(function) \
+        else None
+    return rebuild_transform, (factory, fn, dict(options), sources)
 
 
 def transform_token(factory, fn, options: dict) -> tuple:
-    """A ``__dask_tokenize__`` value for such a transform."""
-    return ("astad", f"{factory.__module__}.{factory.__qualname__}", function_token(fn),
+    """``__dask_tokenize__`` of such a transform."""
+    if isinstance(fn, types.FunctionType):
+        identity = function_token(fn)
+    else:  # a bound method, a partial, another transform, a callable object
+        from dask.base import normalize_token  # (only Dask asks for a token)
+        identity = normalize_token(fn)
+    return ("astad", f"{factory.__module__}.{factory.__qualname__}", identity,
             sorted(options.items(), key=lambda item: item[0]))
+
+
+def _python_function(fn):
+    """The Python function a callable runs (through bound methods and partials)."""
+    while True:
+        if isinstance(fn, types.FunctionType):
+            return fn
+        if isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        elif isinstance(fn, functools.partial):
+            fn = fn.func
+        else:
+            return None
 
 
 # -- Dask's tokens --------------------------------------------------------------------------

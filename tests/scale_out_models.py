@@ -53,12 +53,16 @@ class Oscillator:
     reference = 2.5
 
 
-def make_loss(data):
+def plain_energy(x, y):
+    """Not decorated: for astad.grad(plain_energy) and the other transforms."""
+    return math.exp(-x * y) + x * x * y
+
+
+def make_loss(data, decorate=True):
     """A closure over its data: not importable, so it travels by value."""
-    @astad.reverse_diff
     def fit(a, c):
         return sum((a * math.exp(-c * t) - y) ** 2 for t, y in data)
-    return fit
+    return astad.reverse_diff(fit) if decorate else fit
 
 
 def call(function, args):
@@ -88,19 +92,3 @@ def parameters(count, seed=0):
         cases.append((float(rng.normal()), float(rng.normal()), xs, ys))
     return cases
 
-
-class Scaled:
-    """A stand-in for a function transform (``astad.grad(f)`` and the like, to come): a
-    callable made from a user's function and options, pickled the way astad's will be."""
-
-    def __init__(self, fn, factor=1.0):
-        self.fn, self.factor = fn, factor
-
-    def __call__(self, *args):
-        return self.factor * self.fn.grad(*args)[0]
-
-    def __reduce__(self):
-        return astad.pickling.transform_reduction(Scaled, self.fn, {"factor": self.factor})
-
-    def __dask_tokenize__(self):
-        return astad.pickling.transform_token(Scaled, self.fn, {"factor": self.factor})

@@ -289,3 +289,12 @@ def test_options_apply_through_the_instance():
     spring = Spring(2.0)
     with pytest.raises(astad.InputError, match="keyword arguments are not differentiated"):
         spring.work.grad(3.0, y=0.5)  # argnums=1 chose y, passed by keyword: a constant
+
+
+def test_forward_mode_and_function_transforms_of_bound_methods():
+    spring = Spring(2.0, rest=1.5)
+    value, tangent = spring.work.jvp((3.0, 0.5), (1.0, 0.0))  # k x sin(y), along x
+    assert value == spring.work(3.0, 0.5) and tangent == pytest.approx(2.0 * math.sin(0.5))
+    assert astad.grad(spring.energy)(2.0) == spring.energy.grad(2.0) == 1.0
+    assert astad.hessian(spring.energy)(2.0) == pytest.approx(2.0)  # k
+    assert astad.grad(Spring.energy, argnums=1)(spring, 2.0) == 1.0

@@ -23,6 +23,7 @@ from dask.base import tokenize
 from dask.distributed import Client, LocalCluster
 from joblib.externals.loky import get_reusable_executor
 
+import astad
 import scale_out_models as models
 from scale_out_models import Oscillator, array_loss, loss, spiral
 
@@ -136,15 +137,32 @@ def test_dask_tokens_are_deterministic_and_tell_functions_apart():
     assert tokenize(oscillator.energy.grad) != tokenize(Oscillator(9.0, 0.1).energy.grad)
 
 
-def test_function_transforms_pickle_from_the_user_function_and_options():
-    transform = models.Scaled(loss, factor=2.0)
-    fit = models.make_loss([(0.0, 1.0), (1.0, 0.5)])
-    for made, args in ((transform, CASES[0]), (models.Scaled(fit, 3.0), (1.0, 0.2))):
-        data = cloudpickle.dumps(made)
-        assert pickle.loads(data)(*args) == made(*args)
-        assert tokenize(pickle.loads(data)) == tokenize(made)
-    assert b"tanh" not in pickle.dumps(transform)  # the function by reference
-    assert tokenize(transform) != tokenize(models.Scaled(loss, factor=3.0))
+def transform_calls():
+    """(transform, args) pairs: astad's function transforms of importable functions,
+    decorated or not, with their results computed here."""
+    calls = [(astad.grad(models.plain_energy, argnums=(0, 1)), (0.3 * k, 1.1))
+             for k in range(8)]
+    calls += [(astad.value_and_grad(loss, argnums=0), case) for case in CASES[:5]]
+    calls += [(astad.jacrev(spiral, argnums=(0, 1)), (2.0, 0.4)),
+              (astad.hessian(models.plain_energy), (0.5, 1.5)),
+              (astad.grad(OSCILLATORS[1][0].energy, argnums=1), OSCILLATORS[1][1])]
+    return calls, [transform(*args) for transform, args in calls]
+
+
+def test_function_transforms_pickle_by_reference_and_by_value():
+    calls, expected = transform_calls()
+    for (transform, args), want in zip(calls, expected):
+        assert b"exp(" not in pickle.dumps(transform)  # by reference: no code, no source
+        for dumps in (pickle.dumps, cloudpickle.dumps):
+            data = dumps(transform)
+            assert pickle.loads(data)(*args) == want
+            assert tokenize(pickle.loads(data)) == tokenize(transform)
+    fit = models.make_loss([(0.0, 1.0), (1.0, 0.5)], decorate=False)  # a closure
+    for transform in (astad.grad(fit, argnums=(0, 1)), astad.hessian(fit)):
+        again = pickle.loads(cloudpickle.dumps(transform))
+        assert again(1.0, 0.2) == transform(1.0, 0.2)
+        assert tokenize(again) == tokenize(transform)
+    assert tokenize(astad.grad(fit)) != tokenize(astad.grad(fit, argnums=1))
 
 
 # -- process pools --------------------------------------------------------------------------
@@ -153,7 +171,9 @@ def test_multiprocessing_pool(method):
     if method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"no {method} start method on this platform")
     calls, expected = other_calls()
+    transforms, transformed = transform_calls()
     with multiprocessing.get_context(method).Pool(2) as pool:
+        assert_same(pool.starmap(models.call, transforms), transformed)
         assert_same(pool.starmap(loss.grad, CASES, chunksize=10), EXPECTED)
         assert_same(pool.starmap(models.call, calls), expected)
         assert pool.apply(models.token_of, (loss.grad,)) == tokenize(loss.grad)
@@ -209,6 +229,9 @@ def test_dask_runs_closures_and_notebook_cells_by_value(client):
     got = client.gather(client.map(fit.grad, *zip(*cases)))
     assert got == [fit.grad(*case) for case in cases]
     response = notebook_cells()
+    shape = astad.grad(response.__wrapped__.__globals__["damping"], argnums=(0, 1))
+    got = client.gather(client.map(shape, [0.1 * k for k in range(20)], [0.7] * 20))
+    assert got == [shape(0.1 * k, 0.7) for k in range(20)]  # an undecorated cell function
     ts = [0.1 * k for k in range(12)]
     cases = [(1.0 + 0.1 * k, 0.2 + 0.05 * k, ts) for k in range(30)]
     got = client.gather(client.map(response.value_and_grad, *zip(*cases)))
