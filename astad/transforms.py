@@ -196,6 +196,13 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     if len(primals) != len(tangents):
         raise InputError(f"jvp got {len(primals)} primals and {len(tangents)} tangents; give "
                          "one tangent per primal")
+    if not has_aux and type(fun) is types.FunctionType and not is_nested() and \
+            resolvable_function(fun):
+        entry = codegen.transformed(fun)
+        if entry.jvp_floats is not None and len(primals) == entry.arity:
+            out = entry.jvp_floats(*primals, *tangents)  # forward/floats.py: no dual
+            if out is not None:  # (None: not every primal and tangent is a float)
+                return out
     pass_ = forward(transformed_callable(fun), tuple(primals), {},
                     tuple(range(len(primals))), tuple(tangents))
     out, aux = _split_aux(pass_.result, has_aux, fun)
