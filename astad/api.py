@@ -156,6 +156,7 @@ class DiffFunction:
         self._positions_cache: dict = {}
         self._select: dict = {}  # n_args -> _selection(n_args), for the specialised code
         self._entry = None  # the transformed function, revalidated on every call
+        self._super = None  # its version for a method using zero-argument super() (_rev)
         if argnums is not None:
             for k in (argnums,) if isinstance(argnums, int) else argnums:
                 if not isinstance(k, int) or isinstance(k, bool):
@@ -179,6 +180,7 @@ class DiffFunction:
         # replaced (IPython's autoreload), the transformation is rebuilt from the new code.
         self._fn = wrapper
         self._entry = codegen.transformed(wrapper, self._preaccumulate)  # now: errors show early
+        self._rev(self._entry)
         wrapper.source = self._entry.source
         wrapper._astad_transformed = self._transformed
         # a notebook shows the original and generated code (display.html); a bound
@@ -226,9 +228,21 @@ class DiffFunction:
     def _transformed(self):
         entry = self._entry  # (one call per recursion level: keep it short)
         if entry.code is self._fn.__code__ and (not entry.dependencies or entry.still_valid()):
-            return entry.rev
+            return entry.rev if self._super is None else self._super
         entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
-        return entry.rev
+        return self._rev(entry)
+
+    def _rev(self, entry):
+        """``entry.rev``; for a method using zero-argument ``super()`` (which finds the
+        object in the first argument), its version taking the tape second, called with the
+        tape first."""
+        if "__class__" not in self._fn.__code__.co_freevars or \
+                "super" not in self._fn.__code__.co_names:
+            self._super = None
+            return entry.rev
+        method = codegen.transformed(self._fn, self._preaccumulate, as_method=True).rev
+        self._super = lambda tape, obj, *args, **kwargs: method(obj, tape, *args, **kwargs)
+        return self._super
 
     # -- gradients ---------------------------------------------------------------------
     def _check_call(self, args, kwargs) -> None:
@@ -295,7 +309,7 @@ class DiffFunction:
         entry = self._entry
         if entry is None or entry.code is not self._fn.__code__ or not entry.still_valid():
             entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
-        return reverse_pass(entry.rev, args, kwargs, positions, others, single,
+        return reverse_pass(self._rev(entry), args, kwargs, positions, others, single,
                             self._no_float_error)
 
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:

@@ -298,3 +298,24 @@ def test_forward_mode_and_function_transforms_of_bound_methods():
     assert astad.grad(spring.energy)(2.0) == spring.energy.grad(2.0) == 1.0
     assert astad.hessian(spring.energy)(2.0) == pytest.approx(2.0)  # k
     assert astad.grad(Spring.energy, argnums=1)(spring, 2.0) == 1.0
+
+
+class _SuperBase:
+    def energy(self, x):
+        return x * x
+
+
+class _SuperModel(_SuperBase):
+    k = 3.0
+
+    @astad.reverse_diff
+    def energy(self, x):
+        return super().energy(x) * self.k
+
+
+def test_a_decorated_method_calling_zero_argument_super():
+    m = _SuperModel()
+    assert m.energy(2.0) == 12.0
+    assert m.energy.grad(2.0) == 12.0  # d/dx 3 x^2
+    gradient = _SuperModel.energy.grad(m, 2.0)
+    assert gradient[1] == 12.0
