@@ -22,10 +22,11 @@ from . import codegen
 
 from . import display
 from . import pickling
-from .runtime.array_dual import ArrayDual
+from .runtime.array_dual import ArrayDual, index_of
 from .errors import AstadError, InputError
 from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
 from .runtime.tape import sweep, sweep_and_free, sweep_general
+from .rules.array_writes import UNDO
 from .structure import Interleaving, build_gradient, contains_float, primal, seed
 
 
@@ -57,11 +58,12 @@ class Pullback:
 class _Forward:
     """What one forward pass leaves for the backward pass."""
 
-    __slots__ = ("tape", "n_inputs", "result", "plans", "single", "originals")
+    __slots__ = ("tape", "n_inputs", "result", "plans", "single", "originals", "writes")
 
-    def __init__(self, tape, n_inputs, result, plans, single, originals):
+    def __init__(self, tape, n_inputs, result, plans, single, originals, writes=()):
         self.tape, self.n_inputs, self.result = tape, n_inputs, result
         self.plans, self.single, self.originals = plans, single, originals
+        self.writes = writes  # [(entry index, Write)]: writes into arrays (array_writes.py)
 
     def value(self):
         return self.primal_of(self.result)
@@ -74,10 +76,26 @@ class _Forward:
             originals = self.originals = originals.originals()
         return primal(value, originals, self.tape)
 
+    def sweep(self, adjoint, arrays, sweep=sweep, **options):
+        """Sweep the tape (``sweep_and_free`` when it is not needed again, runtime.py).
+        Writes into arrays are undone as the sweep passes them, so that every entry sees
+        the values it saw, and done again after it, so that the arrays end as the
+        function left them (array_writes.py)."""
+        writes = self.writes
+        if not writes:
+            sweep(self.tape, adjoint, self.n_inputs, arrays, **options)
+            return
+        for k, _ in writes:  # a write's entry always runs: it undoes the write
+            adjoint[k] = UNDO
+        try:
+            sweep(self.tape, adjoint, self.n_inputs, arrays, **options)
+        finally:
+            for _, write in writes:
+                write.redo()
+
     def gradients(self, adjoint, arrays, sweep=sweep):
-        """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A).
-        ``sweep_and_free`` when the tape is not needed again (runtime.py)."""
-        sweep(self.tape, adjoint, self.n_inputs, arrays)
+        """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A)."""
+        self.sweep(adjoint, arrays, sweep)
         if self.single:
             return build_gradient(self.plans[0], adjoint, arrays)
         return tuple([adjoint[plan] if type(plan) is int else
@@ -120,14 +138,16 @@ def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -
             dual_args[k] = state.copy_constant(args[k])
         kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
     # the level this call is: its duals are constants of any differentiation inside it
-    with level(tape):
+    running_level = level(tape)
+    with running_level:
         try:
             result = rev(tape, *dual_args, **kwargs)
         finally:
             if state is not None and state.copies:
                 state.write_back()
     return _Forward(tape, n_inputs, result, plans, single,
-                    state if state is not None and state.copies else None)
+                    state if state is not None and state.copies else None,
+                    running_level.writes)
 
 
 class DiffFunction:
@@ -385,7 +405,7 @@ def float_result_gradient(forward: _Forward, out, name: str):
         if type(out) in SCALAR_DUALS:
             seed(out, 1.0, adjoint, arrays, level=tape)  # (another level's: nothing)
         elif type(out) is ArrayDual and out.t is tape:  # a 0-d float array
-            arrays[out.i] = np.ones((), out.v.dtype)
+            arrays[index_of(out)] = np.ones((), out.v.dtype)
     if is_nested():  # partials may be duals of an enclosing level: recorded there
         return value, forward.gradients(adjoint, arrays, sweep_general)
     return value, forward.gradients(adjoint, arrays, sweep_and_free)

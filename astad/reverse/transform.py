@@ -255,6 +255,20 @@ class ReverseTransform(gast.NodeTransformer):
             node.args = [self._on_primals(a) for a in node.args]
         return node
 
+    def visit_Assign(self, node):
+        """``obj[index] = value`` becomes ``ad.setitem(tape, value, obj, index)`` (the
+        value first, then the object and the index, as Python evaluates them): a write
+        into an array is a new version of it on the tape (rules/array_writes.py); lists
+        and dicts are written as Python writes them."""
+        self.generic_visit(node)
+        if len(node.targets) != 1 or not isinstance(node.targets[0], gast.Subscript):
+            return node
+        target = node.targets[0]
+        index = _index_expression(target.slice, lambda like: self._rule("slice", like))
+        call = self._call(self._rule("setitem", node),
+                          [self._tape(), node.value, target.value, index], [], node)
+        return gast.copy_location(gast.Expr(value=call), node)
+
     def visit_Attribute(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, gast.Load) and node.attr in self.property_names \
@@ -275,6 +289,20 @@ class ReverseTransform(gast.NodeTransformer):
                      and isinstance(n.ctx, (gast.Store, gast.Param, gast.Del))}
             self._defs = {name for name in assigned if name not in other}
         return self._defs
+
+
+def _index_expression(node, slice_name):
+    """A subscript's index as an expression: ``a:b`` as ``ad.slice(a, b)`` (in a tuple
+    too); ``slice_name(like)`` gives the expression naming ``slice``."""
+    if isinstance(node, gast.Slice):
+        parts = [p if p is not None else gast.Constant(None, None)
+                 for p in (node.lower, node.upper, node.step)]
+        call = gast.Call(func=slice_name(node), args=parts, keywords=[])
+        return gast.copy_location(call, node)
+    if isinstance(node, gast.Tuple):
+        return gast.copy_location(gast.Tuple([_index_expression(e, slice_name)
+                                              for e in node.elts], gast.Load()), node)
+    return node
 
 
 def _property_names(fn) -> set:

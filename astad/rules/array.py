@@ -95,9 +95,7 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
                     _require(fn, partials, k)
                 if type(a) is ArrayDual:
                     scalars_only = False
-                    parents.append((a.i, a.v.shape, a.v.dtype))
-                else:
-                    parents.append((a.i, None, None))
+                parents.append(parent_of(a))
                 partial = partials[k](*values, result)
                 if check_finite and type(partial) is np.ndarray and not np.isfinite(
                         partial.sum()):  # (one pass, reading: an inf or nan makes it so)
@@ -496,6 +494,9 @@ def constant_array_method(method):
     name when a differentiated value is among the arguments, so its rule runs."""
     fn = _CONSTANT_ARRAY_METHODS.get(method.__name__)
     array = method.__self__
+    if method.__name__ == "copy":  # a new array, differentiated so it may be written into
+        from .array_writes import constant
+        return lambda tape, *args, **kwargs: constant(tape, method(*args, **kwargs))
 
     def call(tape, *args, **kwargs):
         if any(is_dual(a) for a in args) or any(is_dual(v) for v in kwargs.values()):
@@ -512,3 +513,4 @@ def constant_array_method(method):
 # shapes, joining, indexing and methods; products and linear algebra (they use the above)
 from . import array_linalg  # noqa: E402,F401
 from .array_shapes import array_from  # noqa: E402,F401  (calls.py: np.array of duals)
+from . import array_writes  # noqa: E402,F401  (writes into arrays, views)

@@ -208,12 +208,21 @@ def array_from(tape, obj, dtype=None, **kwargs):
     if type(obj) in DUAL_TYPES and not isinstance(obj, ScalarDual):
         return obj if dtype is None else dispatch(np.asarray, (obj, dtype), {})
     if not isinstance(obj, (list, tuple)) or not _holds_dual(obj):
-        return np.array(obj, dtype=dtype, **kwargs)
+        from .array_writes import constant  # (a new array: it may be written into)
+        value = np.array(obj, dtype=dtype, **kwargs)
+        return constant(tape, value) if kwargs.get("copy", True) else value
     if dtype is not None and np.dtype(dtype).kind != "f":
         raise NotDifferentiableError("np.array of differentiated values needs a float dtype",
                                      *user_location())
     return np.stack([array_from(tape, x, dtype) if isinstance(x, (list, tuple)) else x
                      for x in obj])
+
+
+def asarray_from(tape, obj, dtype=None, **kwargs):
+    """np.asarray: an array is itself (no copy, as numpy), anything else as np.array."""
+    if type(obj) is np.ndarray and (dtype is None or np.dtype(dtype) == obj.dtype):
+        return obj
+    return array_from(tape, obj, dtype, **kwargs)
 
 
 def _holds_dual(obj) -> bool:

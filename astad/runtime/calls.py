@@ -27,6 +27,7 @@ from ..rules.scalar import PRIMITIVES, ad
 import numpy as np
 
 from ..rules.array import array_from, constant_array_method
+from ..rules.array_shapes import asarray_from
 from .array_dual import ARRAY_DUALS
 from ..structure import contains_dual
 
@@ -229,6 +230,8 @@ def rev(f):
             return _guarded(f, _reason(exc))
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) in _CONTAINER_TYPES:
         return _with_tape(f)
+    if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ufunc:
+        return _with_tape(f)  # np.add.at, np.add.reduce: numpy's dispatch finds the rule
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ndarray:
         return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:
@@ -336,7 +339,7 @@ def is_numpy_callable(f) -> bool:
 # np.array / np.asarray of lists holding duals: numpy cannot dispatch on a list
 _register_rule = PRIMITIVES.__setitem__
 ad.np_array = array_from
-ad.np_asarray = array_from
+ad.np_asarray = asarray_from
 _register_rule(np.array, "np_array")
 _register_rule(np.asarray, "np_asarray")
 
