@@ -19,6 +19,7 @@ from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, cotangent,
 from ..errors import NotDifferentiableError, user_location
 from .scalar import PRIMITIVES, ad, unique_rule_name
 from ..runtime.tape import Dual
+from .array_axes import axes_of, count, expand_reduced, negative_axis, sum_to_shape
 
 
 # -- the two ways to give a rule ----------------------------------------------------------
@@ -65,6 +66,10 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+# The rule table's derivatives, by numpy callable: the partials of element-wise functions
+# and the vjps of every other function (a function has one or the other), as registered.
+PARTIALS: dict = {}
+VJPS: dict = {}
 
 
 def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
@@ -75,6 +80,7 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
     """
     n_partials = len(partials)
     check_finite = fn not in FINITE_PARTIALS
+    PARTIALS[fn] = tuple(partials)  # (the catalogue; forward mode derives jvps from them)
 
     def rule(tape, *args, **kwargs):
         values = [a.v if type(a) is ArrayDual or type(a) is Dual else a for a in args]
@@ -153,6 +159,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     """
     RESULT_KIND.pop(fn, None)  # (astad's own rules say what their vjps return and need)
     SHAPES_ONLY.discard(fn)
+    VJPS[fn] = tuple(vjps)  # (the catalogue, and vjps differentiated again)
 
     def rule(tape, *args, **kwargs):
         values = [primal_of(a) for a in args]
@@ -212,7 +219,8 @@ def register_jvp(fn: F, *jvps: Callable[..., Any] | None, batched: bool = False)
 
 
 def _is_numpy(fn) -> bool:
-    return type(fn) is np.ufunc or (getattr(fn, "__module__", None) or "").startswith("numpy")
+    return type(fn) is np.ufunc or isinstance(fn, tuple) or (  # (a tuple: a ufunc method)
+        getattr(fn, "__module__", None) or "").startswith("numpy")
 
 
 # -- element-wise functions ---------------------------------------------------------------
@@ -286,104 +294,110 @@ def _inside(a, lo, hi):
     return mask
 
 
-register_vjp(np.clip,  # (bounds by keyword too: np.clip(x, min=0.0))
-             lambda g, r, a, a_min=None, a_max=None, **kw: g * _inside(
-                 a, kw.get("min") if a_min is None else a_min,
-                 kw.get("max") if a_max is None else a_max),
-             lambda g, r, a, a_min, a_max=None, **kw: unbroadcast(g * (a < a_min), np.shape(
-                 a_min)),
-             lambda g, r, a, a_min, a_max, **kw: unbroadcast(g * (a > a_max), np.shape(a_max)))
+def _clip_a(g, r, a, a_min=None, a_max=None, **kw):
+    return sum_to_shape(g * _inside(a, a_min, a_max), np.shape(a), np.ndim(r))
+
+
+register_vjp(np.clip, _clip_a,
+             lambda g, r, a, a_min, a_max=None, **kw: sum_to_shape(
+                 g * (a < a_min), np.shape(a_min), np.ndim(r)),
+             lambda g, r, a, a_min, a_max, **kw: sum_to_shape(
+                 g * (a > a_max), np.shape(a_max), np.ndim(r)))
+_clip_rule = ARRAY_RULES[np.clip]
+
+
+def _clip_bounds_by_position(tape, a, a_min=None, a_max=None, **kwargs):
+    """np.clip(x, min=lo, max=hi) (numpy 2.1's keywords) as np.clip(x, lo, hi): a
+    differentiated bound given by keyword is differentiated like one given by position."""
+    if "min" in kwargs:
+        a_min = kwargs.pop("min")
+    if "max" in kwargs:
+        a_max = kwargs.pop("max")
+    return _clip_rule(tape, a, a_min, a_max, **kwargs)
+
+
+ARRAY_RULES[np.clip] = _clip_bounds_by_position
 register_elementwise(np.where, None, lambda c, x, y, r: np.asarray(c, dtype=bool) * 1.0,
                      lambda c, x, y, r: (~np.asarray(c, dtype=bool)) * 1.0)
 
 
 # -- reductions ---------------------------------------------------------------------------
-def _expand(g, shape, axis, keepdims):
-    """Bring the cotangent of a reduction back to the reduced array's shape."""
-    g = np.asarray(g)
-    if axis is not None and not keepdims:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        axes = tuple(a % len(shape) for a in axes)
-        g = np.expand_dims(g, axes)
-    return np.broadcast_to(g, shape)
-
-
-def _count(shape, axis):
-    if axis is None:
-        return int(np.prod(shape))
-    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-    return int(np.prod([shape[a] for a in axes]))
-
-
+# Every vjp here accepts a cotangent with leading (direction) axes: it re-expands the
+# cotangent behind them (array_axes.expand_reduced) and counts axes from the end.
 def _sum_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    return _expand(g, np.shape(x), axis, keepdims)
+    return expand_reduced(g, np.shape(x), axis, keepdims)
 
 
 def _mean_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    return _expand(g, np.shape(x), axis, keepdims) / _count(np.shape(x), axis)
+    n = count(np.shape(x), axis)
+    return expand_reduced(g if n == 1 else g / n, np.shape(x), axis, keepdims)
+
+
+def extreme_share(x, r, axis, keepdims):
+    """d max / d x (or min): 1 at the extreme element, shared evenly between ties (0
+    everywhere when initial= was the extreme)."""
+    hit = x == expand_reduced(r, np.shape(x), axis, keepdims)
+    if np.ndim(x) == 0:
+        return hit * 1.0
+    ties = np.sum(hit, axis=axis, keepdims=True)
+    return hit / np.maximum(ties, 1) if np.any(ties > 1) else hit * 1.0
 
 
 def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
-    # the gradient is shared evenly between tied extreme elements
-    shape = np.shape(x)
-    hit = x == _expand(r, shape, axis, keepdims)
-    if axis is None:  # one element (or a few tied): no pass over a float array
-        where = np.flatnonzero(hit)
-        grad = np.zeros(shape, dtype=np.result_type(x, 1.0))
-        if len(where):  # (none: initial= was the extreme)
-            grad.flat[where] = np.ravel(g)[0] / len(where)
-        return grad
-    g = np.asarray(g)
-    if not keepdims:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        g = np.expand_dims(g, tuple(a % len(shape) for a in axes))
-    return hit * (g / np.maximum(np.sum(hit, axis=axis, keepdims=True), 1))
+    return expand_reduced(g, np.shape(x), axis, keepdims) * extreme_share(x, r, axis, keepdims)
+
+
+def others_product(x, axis):
+    """The product of the other elements along ``axis``, for each element of ``x``:
+    prefix times suffix products along the reduced axes (moved last and flattened), so
+    zeros need no special case."""
+    ndim = np.ndim(x)
+    axes = axes_of(axis, ndim)
+    last = tuple(range(ndim - len(axes), ndim))
+    moved = np.moveaxis(x, axes, last)
+    shape = np.shape(moved)
+    flat = np.reshape(moved, shape[:ndim - len(axes)] + (-1,))
+    ones = np.ones(np.shape(flat)[:-1] + (1,), dtype=x.dtype)
+    left = np.concatenate((ones, np.cumprod(flat[..., :-1], axis=-1)), axis=-1)
+    right = np.concatenate((np.flip(np.cumprod(np.flip(flat[..., 1:], -1), axis=-1), -1),
+                            ones), axis=-1)
+    return np.moveaxis(np.reshape(left * right, shape), last, axes)
 
 
 def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
               **kw):
-    # d prod / d x_j = the product of the others: prefix times suffix products along the
-    # reduced axes (moved last and flattened), so zeros need no special case
-    x = np.asarray(x)
-    ndim = x.ndim
-    if ndim == 0:
-        return g * np.ones_like(x) * (1.0 if initial is None else initial)
-    axes = tuple(range(ndim)) if axis is None else tuple(
-        a % ndim for a in ((axis,) if np.ndim(axis) == 0 else axis))
-    last = tuple(range(ndim - len(axes), ndim))
-    moved = np.moveaxis(x, axes, last)
-    flat = moved.reshape(moved.shape[:ndim - len(axes)] + (-1,))
-    ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype)
-    left = np.concatenate((ones, np.cumprod(flat[..., :-1], axis=-1)), axis=-1)
-    right = np.concatenate((np.cumprod(flat[..., :0:-1], axis=-1)[..., ::-1], ones), axis=-1)
-    others = np.moveaxis((left * right).reshape(moved.shape), last, axes)
+    if np.ndim(x) == 0:
+        others = np.ones(np.shape(x))
+    else:
+        others = others_product(x, axis)
     if initial is not None:
         others = others * initial
-    return _expand(g, x.shape, axis, keepdims) * others
+    return expand_reduced(g, np.shape(x), axis, keepdims) * others
+
+
+def _variance_ddof(ddof, correction):
+    return ddof if correction is None else correction  # (numpy 2's name for ddof)
 
 
 def _var_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
              correction=None, **kw):
-    if correction is not None:  # numpy 2's name for ddof
-        ddof = correction
-    n = _count(np.shape(x), axis)
+    n = count(np.shape(x), axis)
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    return _expand(g, np.shape(x), axis, keepdims) * 2.0 * centred / (n - ddof)
+    scale = 2.0 / (n - _variance_ddof(ddof, correction))
+    return expand_reduced(g, np.shape(x), axis, keepdims) * (centred * scale)
 
 
 def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
              correction=None, **kw):
     # where every element equals the mean (one element, or ties) std is at a kink like
     # abs at 0: the derivative taken there is 0 (for one element std is constant)
-    r_full = _expand(r, np.shape(x), axis, keepdims)
-    var_grad = _var_vjp(g, r, x, axis, ddof=ddof, keepdims=keepdims, correction=correction)
-    return np.where(r_full != 0, var_grad / np.where(r_full != 0, 2.0 * r_full, 1.0), 0.0)
-
-
-def _norm_vjp(g, r, x, ord=None, axis=None, keepdims=False):
-    r_full = _expand(r, np.shape(x), axis, keepdims)
-    return _expand(g, np.shape(x), axis, keepdims) * np.where(r_full != 0, x / np.where(
-        r_full != 0, r_full, 1.0), 0.0)
+    r_full = expand_reduced(r, np.shape(x), axis, keepdims)
+    nonzero = r_full != 0
+    n = count(np.shape(x), axis)
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    partial = np.where(nonzero, centred / np.where(nonzero, r_full, 1.0), 0.0) / (
+        n - _variance_ddof(ddof, correction))
+    return expand_reduced(g, np.shape(x), axis, keepdims) * partial
 
 
 register_vjp(np.sum, _sum_vjp)
@@ -413,43 +427,34 @@ def refuse_keywords(fn, keywords, why):
 
 refuse_keywords(np.var, ("mean",), "numpy uses the given mean as it is")
 refuse_keywords(np.std, ("mean",), "numpy uses the given mean as it is")
-register_vjp(np.linalg.norm, _norm_vjp)
-_norm_vjp_rule = ARRAY_RULES[np.linalg.norm]
 
 
-def _norm_rule(tape, x, ord=None, axis=None, keepdims=False):
-    """The Euclidean norm of vectors and the Frobenius norm of matrices only: other
-    orders (1, inf, the spectral norm ord=2 of a matrix) are refused when called."""
-    matrix = (axis is None and np.ndim(primal_of(x)) == 2) or (np.ndim(axis) == 1 and
-                                                                len(axis) == 2)
-    if ord not in (None, 2, "fro") or (ord == 2 and matrix):
-        raise NotDifferentiableError(f"astad differentiates linalg.norm for the 2-norm of "
-                                     f"vectors and the Frobenius norm only, not ord={ord!r}",
-                                     *user_location())
-    return _norm_vjp_rule(tape, x, ord, axis, keepdims)
-
-
-ARRAY_RULES[np.linalg.norm] = _norm_rule
 def _trace_vjp(g, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     # g (one value per position on the other axes) spread on the diagonal of (axis1, axis2)
-    shape = np.shape(a)
-    axes = (axis1 % len(shape), axis2 % len(shape))
+    shape, ndim = np.shape(a), np.ndim(a)
+    axes = (negative_axis(axis1, ndim), negative_axis(axis2, ndim))
     diagonal = np.eye(shape[axes[0]], shape[axes[1]], k=offset)
-    return np.moveaxis(np.asarray(g)[..., None, None] * diagonal, (-2, -1), axes)
+    return np.moveaxis(np.expand_dims(g, (-2, -1)) * diagonal, (-2, -1), axes)
 
 
 register_vjp(np.trace, _trace_vjp)
 RESULT_KIND.update(dict.fromkeys(
-    (np.clip, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std,
-     np.linalg.norm, np.trace), NEW_ARRAYS))
+    (np.clip, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std, np.trace),
+    NEW_ARRAYS))
 SHAPES_ONLY.update((np.sum, np.mean, np.trace))
+BATCHED_VJPS.update((np.clip, np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
+                     np.var, np.std, np.trace))
 
 
 # -- functions whose result carries no derivative: they see primal values ---------------
+PRIMAL_ONLY: set = set()  # (the catalogue lists them: no derivative, by design)
+
+
 def _primal_only(fn):
     def rule(tape, *args, **kwargs):
         return fn(*[primal_of(a) for a in args], **{k: primal_of(v) for k, v in kwargs.items()})
     ARRAY_RULES[fn] = rule
+    PRIMAL_ONLY.add(fn)
 
 
 for _fn in (np.isnan, np.isinf, np.isfinite, np.argmax, np.argmin, np.argsort, np.shape,
@@ -485,3 +490,14 @@ def constant_array_method(method):
 # shapes, joining, indexing and methods; products and linear algebra (they use the above)
 from . import array_linalg  # noqa: E402,F401
 from .array_shapes import array_from  # noqa: E402,F401  (calls.py: np.array of duals)
+from . import array_gather  # noqa: E402,F401  (scatter-add, ufunc methods)
+from . import array_moves  # noqa: E402,F401
+from . import array_joins  # noqa: E402,F401
+from . import array_reductions  # noqa: E402,F401
+from . import array_elementwise  # noqa: E402,F401
+from . import array_more_shapes  # noqa: E402,F401
+from . import array_einsum  # noqa: E402,F401
+from . import array_products  # noqa: E402,F401
+from . import linalg_decompositions  # noqa: E402,F401
+from . import linalg_more  # noqa: E402,F401
+from . import catalogue  # noqa: E402,F401  (last: it records the rules registered above)
