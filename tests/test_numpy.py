@@ -2108,9 +2108,9 @@ def test_registered_vjp_with_keyword_argument():
 
 def test_a_numpy_function_without_a_rule_names_itself():
     def f(x):
-        return np.sum(np.tile(x, 2))
+        return np.sum(np.interp(x, [0.0, 1.0], [1.0, 2.0]))
 
-    with pytest.raises(astad.NotDifferentiableError, match="tile"):
+    with pytest.raises(astad.NotDifferentiableError, match="interp"):
         ad(f).grad(rand((3,), 215))
 
 
@@ -2629,9 +2629,9 @@ def test_index_methods_on_a_differentiated_array():
 
 def test_an_unsupported_array_method_names_itself():
     def f(x):
-        return np.sum(x.cumprod())
+        return np.sum(x.tolist())
 
-    with pytest.raises(astad.NotDifferentiableError, match="cumprod"):
+    with pytest.raises(astad.NotDifferentiableError, match="tolist"):
         ad(f).grad(rand((3,), 266))
 
 

@@ -496,6 +496,7 @@ from . import array_joins  # noqa: E402,F401
 from . import array_reductions  # noqa: E402,F401
 from . import array_elementwise  # noqa: E402,F401
 from . import array_more_shapes  # noqa: E402,F401
+from . import array_building  # noqa: E402,F401
 from . import array_einsum  # noqa: E402,F401
 from . import array_products  # noqa: E402,F401
 from . import linalg_decompositions  # noqa: E402,F401

@@ -24,10 +24,13 @@ def axes_of(axis, ndim: int) -> tuple:
 
 
 def negative_axes(axis, ndim: int):
-    """``axis`` counted from the end (None: every axis), valid behind leading axes."""
-    if axis is not None and np.ndim(axis) == 0:
+    """``axis`` counted from the end, in the order given (None: every axis), valid behind
+    leading axes."""
+    if axis is None:
+        return tuple(range(-ndim, 0))
+    if np.ndim(axis) == 0:
         return int(axis) % ndim - ndim if ndim else -1
-    return tuple(a - ndim for a in axes_of(axis, ndim))
+    return tuple(int(a) % ndim - ndim for a in axis)
 
 
 def negative_axis(axis: int, ndim: int) -> int:

@@ -43,7 +43,7 @@ def _matmul_cotangent(g, a, b):
 
 def _matmul_a(g, r, a, b, **kw):
     if np.ndim(b) == 1:  # an outer product: a broadcast multiply (matmul with k = 1 is slow)
-        ga = np.multiply(g, b) if np.ndim(a) == 1 else np.multiply(np.expand_dims(g, -1), b)
+        ga = np.multiply(np.expand_dims(g, -1), b)
         return sum_to_shape(ga, np.shape(a), _core_ndim(g, r, ga))
     ga = _matmul_cotangent(g, a, b) @ _swap(b)
     if np.ndim(a) == 1:
@@ -53,7 +53,7 @@ def _matmul_a(g, r, a, b, **kw):
 
 def _matmul_b(g, r, a, b, **kw):
     if np.ndim(a) == 1:
-        gb = np.multiply(a, g) if np.ndim(b) == 1 else np.multiply(
+        gb = np.multiply(np.expand_dims(g, -1), a) if np.ndim(b) == 1 else np.multiply(
             np.expand_dims(a, -1), np.expand_dims(g, -2))
         return sum_to_shape(gb, np.shape(b), _core_ndim(g, r, gb))
     gb = _swap(a) @ _matmul_cotangent(g, a, b)
@@ -63,17 +63,25 @@ def _matmul_b(g, r, a, b, **kw):
 
 
 def _matmul_jvp_a(t, r, a, b, **kw):
-    if np.ndim(a) == 1 and np.ndim(b) == 1:
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 1 and nb == 1:
         return np.sum(t * b, axis=-1)
-    return np.matmul(t, b)
+    if na == 1:  # a row: behind b's stack axes
+        lead = np.shape(t)[:np.ndim(t) - 1]
+        row = np.reshape(t, lead + (1,) * (nb - 2) + (1, np.shape(a)[0]))
+        return np.matmul(row, b)[..., 0, :]
+    return np.matmul(align_core(t, na, max(na, nb)), b)
 
 
 def _matmul_jvp_b(t, r, a, b, **kw):
-    if np.ndim(b) == 1:
-        if np.ndim(a) == 1:
+    na, nb = np.ndim(a), np.ndim(b)
+    if nb == 1:
+        if na == 1:
             return np.sum(a * t, axis=-1)
-        return np.matmul(a, np.expand_dims(t, -1))[..., 0]
-    return np.matmul(a, t)
+        lead = np.shape(t)[:np.ndim(t) - 1]
+        column = np.reshape(t, lead + (1,) * (na - 2) + (np.shape(b)[0], 1))
+        return np.matmul(a, column)[..., 0]
+    return np.matmul(a, align_core(t, nb, max(na, nb)))
 
 
 register_vjp(np.matmul, _matmul_a, _matmul_b)

@@ -18,7 +18,7 @@ from .array_axes import lead_shape, negative_axis
 from .array_gather import gather, positions_of, scatter_add
 from .array_shapes import _may_repeat
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES
+from ..runtime.array_dual import ARRAY_RULES, primal_of
 
 
 # -- moving elements: sort, take, repeat, diff ---------------------------------------------
@@ -161,3 +161,60 @@ def _getitem_jvp(t, r, x, index):
 VJPS[operator.getitem] = (_getitem_vjp, None)
 register_jvp(operator.getitem, _getitem_jvp, None, batched=True)
 BATCHED_VJPS.add(operator.getitem)
+
+
+# -- partition: a permutation found by matching the result's elements to the input's --------
+def _matching_permutation(a, r, axis):
+    """``perm`` with r == take_along_axis(a, perm, axis): equal values matched in order."""
+    from_a = np.argsort(a, axis=axis, kind="stable")
+    from_r = np.argsort(r, axis=axis, kind="stable")
+    return np.take_along_axis(from_a, inverse_permutation(from_r, axis), axis=axis)
+
+
+def _partition_permutation(a, r, axis):
+    a, r = primal_of(a), primal_of(r)
+    if axis is None:
+        return _matching_permutation(np.ravel(a), r, 0)
+    return _matching_permutation(a, r, axis)
+
+
+def _partition_vjp(g, r, a, kth, axis=-1, kind="introselect", order=None):
+    perm = _partition_permutation(a, r, axis)
+    if axis is None:
+        back = along_axis(g, inverse_permutation(perm, 0), 0, 1)
+        return np.reshape(back, lead_shape(g, 1) + np.shape(a))
+    return along_axis(g, inverse_permutation(perm, axis % np.ndim(a)), axis, np.ndim(a))
+
+
+def _partition_jvp(t, r, a, kth, axis=-1, kind="introselect", order=None):
+    perm = _partition_permutation(a, r, axis)
+    if axis is None:
+        return along_axis(np.reshape(t, lead_shape(t, np.ndim(a)) + (-1,)), perm, 0, 1)
+    return along_axis(t, perm, axis, np.ndim(a))
+
+
+register_vjp(np.partition, _partition_vjp, None)
+register_jvp(np.partition, _partition_jvp, None, batched=True)
+
+
+# -- take_along_axis ---------------------------------------------------------------------------
+def _along_positions(arr, indices, axis):
+    return positions_of(np.shape(arr), lambda p: np.take_along_axis(p, indices, axis=axis))
+
+
+def _take_along_axis_vjp(g, r, arr, indices, axis=-1):
+    positions = _along_positions(arr, indices, axis)
+    back = scatter_add(g, positions, int(np.size(arr)))
+    return np.reshape(back, lead_shape(g, np.ndim(positions)) + np.shape(arr))
+
+
+def _take_along_axis_jvp(t, r, arr, indices, axis=-1):
+    if axis is None:
+        return along_axis(np.reshape(t, lead_shape(t, np.ndim(arr)) + (-1,)), indices, 0, 1)
+    return along_axis(t, indices, axis, np.ndim(arr))
+
+
+register_vjp(np.take_along_axis, _take_along_axis_vjp, None)
+register_jvp(np.take_along_axis, _take_along_axis_jvp, None, batched=True)
+RESULT_KIND.update(dict.fromkeys((np.partition, np.take_along_axis), NEW_ARRAYS))
+BATCHED_VJPS.update((np.partition, np.take_along_axis))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .array import BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, register_jvp, register_vjp
-from .array_axes import lead_shape, negative_axis, sum_to_shape
+from .array_axes import align_core, lead_shape, negative_axis, sum_to_shape
 from .array_einsum import einsum_partial, einsum_tangent
 from .array_shapes import _join
 from ..runtime.array_dual import ARRAY_RULES, primal_of
@@ -124,10 +124,13 @@ def _cross_vjp(k):
 def _cross_jvp(k):
     def jvp(t, r, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         ax_a, ax_b, ax_c = _cross_axes(a, b, r, axisa, axisb, axisc, axis)
-        ax_c = -1 if ax_c is None else ax_c
-        if k == 0:
-            return np.cross(t, b, axisa=ax_a, axisb=ax_b, axisc=ax_c)
-        return np.cross(a, t, axisa=ax_a, axisb=ax_b, axisc=ax_c)
+        am, bm = np.moveaxis(a, ax_a, -1), np.moveaxis(b, ax_b, -1)
+        tm = np.moveaxis(t, ax_a if k == 0 else ax_b, -1)
+        tm = align_core(tm, np.ndim((a, b)[k]), max(np.ndim(a), np.ndim(b)))
+        product = np.cross(tm, bm) if k == 0 else np.cross(am, tm)
+        if np.shape(am)[-1] == 2 and np.shape(bm)[-1] == 2:  # no vector axis: z alone
+            return product
+        return np.moveaxis(product, -1, ax_c)
     return jvp
 
 

@@ -323,8 +323,12 @@ for _name, _fn in (("sum", np.sum), ("mean", np.mean), ("prod", np.prod), ("max"
                    ("min", np.min), ("var", np.var), ("std", np.std), ("ravel", np.ravel),
                    ("squeeze", np.squeeze), ("dot", np.dot), ("copy", np.copy),
                    ("trace", np.trace), ("clip", np.clip), ("repeat", np.repeat),
-                   ("take", np.take), ("cumsum", np.cumsum), ("swapaxes", np.swapaxes)):
+                   ("take", np.take), ("cumsum", np.cumsum), ("swapaxes", np.swapaxes),
+                   ("cumprod", np.cumprod), ("diagonal", np.diagonal), ("conj", np.conjugate),
+                   ("conjugate", np.conjugate)):
     setattr(ArrayDual, _name, _method(_fn))
+ArrayDual.real = property(lambda self: self)  # (a differentiated array is real)
+ArrayDual.imag = property(lambda self: np.zeros_like(self.v))
 ArrayDual.flatten = _method(np.ravel)
 ArrayDual.reshape = lambda self, *shape, **kw: ARRAY_RULES[np.reshape](
     _tape(), self, shape[0] if len(shape) == 1 else shape, **kw)

@@ -126,8 +126,8 @@ def _lstsq_vjps():
         x, residuals = results[0], results[1]
         total = 0.0
         if gx is not None:
-            total = _pinv_vjp_from(swap_last(_as_columns(gx, b) @ swap_last(_as_columns(
-                b, b))), a, np.linalg.pinv(a, **({} if rcond is None else {"rcond": rcond})))
+            total = _pinv_vjp_from(_as_columns(gx, b) @ swap_last(_as_columns(b, b)), a,
+                                   np.linalg.pinv(a))
         if gres is not None and np.size(residuals):
             e = _residual(a, b, x)
             total = total - 2.0 * (e * gres) @ swap_last(_as_columns(x, b))

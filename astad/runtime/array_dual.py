@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
+from ..rules.lazy import rule_for as lazy_rule_for
 from .tape import Dual, PrimalView, current, new_dual
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
@@ -127,7 +128,7 @@ def dispatch(func, args, kwargs):
         raise NotDifferentiableError(
             "astad does not differentiate numpy's where= argument; select with np.where "
             "or multiply by the mask instead", *user_location())
-    rule = ARRAY_RULES.get(func)
+    rule = ARRAY_RULES.get(func) or lazy_rule_for(func)  # (scipy.special: on first use)
     if rule is None:
         name = getattr(func, "__name__", None) or repr(func)
         if isinstance(func, tuple):
