@@ -338,12 +338,19 @@ def extreme_share(x, r, axis, keepdims):
     everywhere when initial= was the extreme)."""
     hit = x == expand_reduced(r, np.shape(x), axis, keepdims)
     if np.ndim(x) == 0:
-        return hit * 1.0
+        return hit
     ties = np.sum(hit, axis=axis, keepdims=True)
-    return hit / np.maximum(ties, 1) if np.any(ties > 1) else hit * 1.0
+    return hit / np.maximum(ties, 1) if np.any(ties > 1) else hit  # (bools: one pass less)
 
 
 def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
+    if axis is None and (type(g) is float or type(g) is np.float64):
+        # plain values, one extreme (or a few tied): no pass over a float array
+        where = np.flatnonzero(x == r)
+        grad = np.zeros(np.shape(x), dtype=np.result_type(x, 1.0))
+        if len(where):  # (none: initial= was the extreme)
+            grad.flat[where] = g / len(where)
+        return grad
     return expand_reduced(g, np.shape(x), axis, keepdims) * extreme_share(x, r, axis, keepdims)
 
 

@@ -47,6 +47,11 @@ def _sort_order(a, axis):
 def _sort_vjp(g, r, a, axis=-1, kind=None, order=None, **kw):
     # each sorted element came from one place: its cotangent goes back there
     perm = _sort_order(a, axis)
+    if type(g) is np.ndarray and g.ndim == np.ndim(r):  # plain values: scatter in place
+        grad = np.zeros(np.shape(perm), dtype=np.result_type(a, 1.0))
+        np.put_along_axis(grad, perm, g if axis is not None else np.ravel(g),
+                          axis=-1 if axis is None else axis)
+        return grad.reshape(np.shape(a))
     if axis is None:
         back = along_axis(g, inverse_permutation(perm, 0), 0, 1)
         return np.reshape(back, lead_shape(g, 1) + np.shape(a))
@@ -65,6 +70,13 @@ def _take_positions(a, indices, axis):
 
 
 def _take_vjp(g, r, a, indices, axis=None, out=None, mode="raise"):
+    if type(g) is np.ndarray and g.ndim == np.ndim(r):  # plain values: add in place
+        grad = np.zeros(np.shape(a), dtype=np.result_type(a, 1.0))
+        if axis is None:
+            np.add.at(grad.reshape(-1), indices, g)  # (a repeated index adds)
+        else:
+            np.add.at(grad, (slice(None),) * (axis % grad.ndim) + (indices,), g)
+        return grad
     positions = _take_positions(a, indices, axis)
     back = scatter_add(g, positions, int(np.size(a)))
     return np.reshape(back, lead_shape(g, np.ndim(positions)) + np.shape(a))

@@ -321,7 +321,7 @@ ARRAY_RULES[np.average] = _average_checked
 def _ptp_partial(x, axis):
     high = np.max(primal_of(x), axis=axis, keepdims=True)
     low = np.min(primal_of(x), axis=axis, keepdims=True)
-    return extreme_share(x, high, axis, True) - extreme_share(x, low, axis, True)
+    return 1.0 * extreme_share(x, high, axis, True) - extreme_share(x, low, axis, True)
 
 
 register_vjp(np.ptp, lambda g, r, x, axis=None, out=None, keepdims=False: expand_reduced(
