@@ -173,6 +173,17 @@ C(np.nanvar, F(3, 4, **_NAN), kw=dict(axis=0, ddof=1), tag="ddof")
 C(np.nanpercentile, F(3, 5, **_NAN), K(np.array([25.0, 60.0])), kw=dict(axis=1))
 C(np.nanquantile, F(3, 5, **_NAN), K(0.7))
 C(np.nancumsum, F(3, 4, **_NAN), kw=dict(axis=1))
+# arguments after the array given by position, as numpy's signatures order them
+C(np.nanmax, F(3, 4, **_NAN), K(1), tag="axis-by-position")
+C(np.nanvar, F(3, 4, **_NAN), K(0), K(None), K(None), K(1), tag="ddof-by-position")
+C(np.median, F(3, 5), K(0), tag="axis-by-position")
+C(np.quantile, F(3, 5), K(0.3), K(1), tag="axis-by-position")
+C(np.percentile, F(4, 3), K(60.0), K(0), K(None), K(False), K("lower"), K(True),
+  tag="all-by-position")
+C(np.sum, F(3, 4), K(0), K(None), K(None), K(True), tag="keepdims-by-position")
+C(np.std, F(3, 4), K(1), K(None), K(None), K(1), tag="ddof-by-position")
+C(np.cumprod, F(3, 4, lo=0.5, hi=1.5), K(1), tag="axis-by-position")
+C(np.linalg.norm, F(3, 4), K(2), K(1), K(True), tag="by-position")
 C(np.nancumprod, F(3, 4, lo=0.5, hi=1.5, **_NAN), kw=dict(axis=0))
 C(np.nancumprod, F(3, 2, lo=0.5, hi=1.5, nan=((1, 0),)), tag="flat")
 
@@ -247,6 +258,8 @@ for _fn, _shape in ((np.split, (6, 2)), (np.array_split, (5, 2)), (np.hsplit, (2
                     (np.vsplit, (4, 3)), (np.dsplit, (2, 2, 4))):
     C(_fn, F(*_shape), K(2))
 C(np.split, F(2, 7), K([2, 3]), kw=dict(axis=1), tag="indices")
+C(np.array_split, F(4, 4), K(3), tag="three")
+C(np.array_split, F(2, 5), K(3), K(1), tag="axis-by-position")
 C(np.roll, F(3, 4), K(2))
 C(np.roll, F(3, 4), K((1, -2)), kw=dict(axis=(0, 1)), tag="axes")
 C(np.rollaxis, F(2, 3, 4), K(2), K(0))

@@ -432,6 +432,26 @@ def refuse_keywords(fn, keywords, why):
     ARRAY_RULES[fn] = checked
 
 
+def differentiate_by_keyword(fn, names, check=None):
+    """``fn``'s rule taking the arguments ``names`` (its parameters, in order) by keyword
+    too: they are passed on by position, where the rule records a differentiated one.
+    ``check(**arguments)`` may refuse what the rule does not follow, when it is called."""
+    rule = ARRAY_RULES[fn]
+
+    def by_position(tape, *args, **kwargs):
+        args = list(args)
+        for name in names[len(args):]:
+            if name not in kwargs:
+                break
+            args.append(kwargs.pop(name))
+        if check is not None:
+            check(**dict(zip(names, args)), **kwargs)
+        return rule(tape, *args, **kwargs)
+    ARRAY_RULES[fn] = by_position
+    if fn in PRIMITIVES:  # a Python function: differentiated code calls ad.<its rule name>
+        setattr(ad, PRIMITIVES[fn], by_position)
+
+
 refuse_keywords(np.var, ("mean",), "numpy uses the given mean as it is")
 refuse_keywords(np.std, ("mean",), "numpy uses the given mean as it is")
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, register_jvp, register_vjp
+from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, differentiate_by_keyword,
+    register_jvp, register_vjp)
 from .array_axes import lead_shape, move_core_axes, negative_axes, negative_axis
 from .array_gather import gather, positions_of, scatter_add
 from .array_shapes import getitem
@@ -25,7 +26,7 @@ def _split_axis(fn, ary, args, kwargs):
         return 0
     if fn is np.dsplit:
         return 2
-    return kwargs.get("axis", args[1] if len(args) > 1 else 0)
+    return kwargs.get("axis", args[2] if len(args) > 2 else 0)  # (args: ary, sections, axis)
 
 
 def _split_bounds(pieces, axis):
@@ -229,6 +230,7 @@ register_vjp(np.append, lambda g, r, arr, values, axis=None: _append_parts(
     g, r, arr, values, axis)[0], lambda g, r, arr, values, axis=None: _append_parts(
     g, r, arr, values, axis)[1])
 register_jvp(np.append, _append_jvp(0), _append_jvp(1), batched=True)
+differentiate_by_keyword(np.append, ("arr", "values"))
 
 _SEVERAL_AS_TUPLE = isinstance(np.atleast_1d(0.0, 0.0), tuple)  # (numpy 2; a list before)
 _ATLEAST = {np.atleast_1d: {0: (1,)}, np.atleast_2d: {0: (1, 1), 1: (1, None)},

@@ -16,7 +16,7 @@ import scipy.special as sc
 from scipy.special import _ufuncs
 
 from .array import (BATCHED_VJPS, FINITE_PARTIALS, NEW_ARRAYS, RESULT_KIND,
-    register_elementwise, register_jvp, register_vjp)
+    differentiate_by_keyword, register_elementwise, register_jvp, register_vjp)
 from .array_axes import align_core, expand_reduced, negative_axes, sum_to_shape
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import ARRAY_RULES
@@ -140,4 +140,10 @@ def register_all() -> None:
             register_jvp(fn, *jvps, batched=True)
             BATCHED_VJPS.add(fn)
     RESULT_KIND.update(dict.fromkeys((sc.logsumexp, sc.softmax, sc.log_softmax), NEW_ARRAYS))
+    differentiate_by_keyword(sc.logsumexp, ("a", "axis", "b"), _logsumexp_checks_call)
+    differentiate_by_keyword(sc.polygamma, ("n", "x"))
+
+
+def _logsumexp_checks_call(**arguments):
+    _logsumexp_checks(arguments)
 
