@@ -294,3 +294,14 @@ def test_limits_are_refused_with_their_reason(call, match):
 
     with pytest.raises(astad.NotDifferentiableError, match=match):
         astad.reverse_diff(f).grad(rand((3, 3), 16) + 3.0 * np.eye(3))
+
+
+def test_float_arguments_reach_the_array_rules_as_scalar_duals():
+    def f(a, b, c):
+        ramp = np.linspace(a, b, 5)
+        picked = np.select([ramp > 0.5], [ramp], c)
+        return (np.sum(picked * ramp) + np.sinc(a) + sc.expit(b) * np.arcsinh(c)
+                + np.sum(np.clip(ramp, c, 2.0)) + np.sum(np.append(ramp, np.array([a, c])) ** 2)
+                + np.sum(np.diag(np.full(2, c))) + np.sum(np.r_[a, ramp, c]))
+
+    check_grads(astad.reverse_diff(f), 0.3, 1.7, -0.4)

@@ -19,7 +19,6 @@ from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, cotangent,
 from ..errors import NotDifferentiableError, user_location
 from .scalar import PRIMITIVES, ad, unique_rule_name
 from ..runtime.tape import Dual
-from .array_axes import axes_of, count, expand_reduced, negative_axis, sum_to_shape
 
 
 # -- the two ways to give a rule ----------------------------------------------------------
@@ -285,137 +284,8 @@ register_elementwise(np.fmax, lambda x, y, r: (x >= y) * 1.0, lambda x, y, r: (x
 register_elementwise(np.fmin, lambda x, y, r: (x <= y) * 1.0, lambda x, y, r: (x > y) * 1.0)
 
 
-def _inside(a, lo, hi):
-    mask = np.ones_like(a, dtype=float)
-    if lo is not None:
-        mask = mask * (a >= lo)
-    if hi is not None:
-        mask = mask * (a <= hi)
-    return mask
-
-
-def _clip_a(g, r, a, a_min=None, a_max=None, **kw):
-    return sum_to_shape(g * _inside(a, a_min, a_max), np.shape(a), np.ndim(r))
-
-
-register_vjp(np.clip, _clip_a,
-             lambda g, r, a, a_min, a_max=None, **kw: sum_to_shape(
-                 g * (a < a_min), np.shape(a_min), np.ndim(r)),
-             lambda g, r, a, a_min, a_max, **kw: sum_to_shape(
-                 g * (a > a_max), np.shape(a_max), np.ndim(r)))
-_clip_rule = ARRAY_RULES[np.clip]
-
-
-def _clip_bounds_by_position(tape, a, a_min=None, a_max=None, **kwargs):
-    """np.clip(x, min=lo, max=hi) (numpy 2.1's keywords) as np.clip(x, lo, hi): a
-    differentiated bound given by keyword is differentiated like one given by position."""
-    if "min" in kwargs:
-        a_min = kwargs.pop("min")
-    if "max" in kwargs:
-        a_max = kwargs.pop("max")
-    return _clip_rule(tape, a, a_min, a_max, **kwargs)
-
-
-ARRAY_RULES[np.clip] = _clip_bounds_by_position
 register_elementwise(np.where, None, lambda c, x, y, r: np.asarray(c, dtype=bool) * 1.0,
                      lambda c, x, y, r: (~np.asarray(c, dtype=bool)) * 1.0)
-
-
-# -- reductions ---------------------------------------------------------------------------
-# Every vjp here accepts a cotangent with leading (direction) axes: it re-expands the
-# cotangent behind them (array_axes.expand_reduced) and counts axes from the end.
-def _sum_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    return expand_reduced(g, np.shape(x), axis, keepdims)
-
-
-def _mean_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    n = count(np.shape(x), axis)
-    return expand_reduced(g if n == 1 else g / n, np.shape(x), axis, keepdims)
-
-
-def extreme_share(x, r, axis, keepdims):
-    """d max / d x (or min): 1 at the extreme element, shared evenly between ties (0
-    everywhere when initial= was the extreme)."""
-    hit = x == expand_reduced(r, np.shape(x), axis, keepdims)
-    if np.ndim(x) == 0:
-        return hit
-    ties = np.sum(hit, axis=axis, keepdims=True)
-    return hit / np.maximum(ties, 1) if np.any(ties > 1) else hit  # (bools: one pass less)
-
-
-def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
-    if axis is None and (type(g) is float or type(g) is np.float64):
-        # plain values, one extreme (or a few tied): no pass over a float array
-        where = np.flatnonzero(x == r)
-        grad = np.zeros(np.shape(x), dtype=np.result_type(x, 1.0))
-        if len(where):  # (none: initial= was the extreme)
-            grad.flat[where] = g / len(where)
-        return grad
-    return expand_reduced(g, np.shape(x), axis, keepdims) * extreme_share(x, r, axis, keepdims)
-
-
-def others_product(x, axis):
-    """The product of the other elements along ``axis``, for each element of ``x``:
-    prefix times suffix products along the reduced axes (moved last and flattened), so
-    zeros need no special case."""
-    ndim = np.ndim(x)
-    axes = axes_of(axis, ndim)
-    last = tuple(range(ndim - len(axes), ndim))
-    moved = np.moveaxis(x, axes, last)
-    shape = np.shape(moved)
-    flat = np.reshape(moved, shape[:ndim - len(axes)] + (-1,))
-    ones = np.ones(np.shape(flat)[:-1] + (1,), dtype=x.dtype)
-    left = np.concatenate((ones, np.cumprod(flat[..., :-1], axis=-1)), axis=-1)
-    right = np.concatenate((np.flip(np.cumprod(np.flip(flat[..., 1:], -1), axis=-1), -1),
-                            ones), axis=-1)
-    return np.moveaxis(np.reshape(left * right, shape), last, axes)
-
-
-def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-              **kw):
-    if np.ndim(x) == 0:
-        others = np.ones(np.shape(x))
-    else:
-        others = others_product(x, axis)
-    if initial is not None:
-        others = others * initial
-    return expand_reduced(g, np.shape(x), axis, keepdims) * others
-
-
-def _variance_ddof(ddof, correction):
-    return ddof if correction is None else correction  # (numpy 2's name for ddof)
-
-
-def _var_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
-             correction=None, **kw):
-    n = count(np.shape(x), axis)
-    centred = x - np.mean(x, axis=axis, keepdims=True)
-    scale = 2.0 / (n - _variance_ddof(ddof, correction))
-    return expand_reduced(g, np.shape(x), axis, keepdims) * (centred * scale)
-
-
-def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
-             correction=None, **kw):
-    # where every element equals the mean (one element, or ties) std is at a kink like
-    # abs at 0: the derivative taken there is 0 (for one element std is constant)
-    r_full = expand_reduced(r, np.shape(x), axis, keepdims)
-    nonzero = r_full != 0
-    n = count(np.shape(x), axis)
-    centred = x - np.mean(x, axis=axis, keepdims=True)
-    partial = np.where(nonzero, centred / np.where(nonzero, r_full, 1.0), 0.0) / (
-        n - _variance_ddof(ddof, correction))
-    return expand_reduced(g, np.shape(x), axis, keepdims) * partial
-
-
-register_vjp(np.sum, _sum_vjp)
-register_vjp(np.mean, _mean_vjp)
-register_vjp(np.max, _extreme_vjp)
-register_vjp(np.min, _extreme_vjp)
-register_vjp(np.amax, _extreme_vjp)
-register_vjp(np.amin, _extreme_vjp)
-register_vjp(np.prod, _prod_vjp)
-register_vjp(np.var, _var_vjp)
-register_vjp(np.std, _std_vjp)
 
 
 def refuse_keywords(fn, keywords, why):
@@ -450,27 +320,6 @@ def differentiate_by_keyword(fn, names, check=None):
     ARRAY_RULES[fn] = by_position
     if fn in PRIMITIVES:  # a Python function: differentiated code calls ad.<its rule name>
         setattr(ad, PRIMITIVES[fn], by_position)
-
-
-refuse_keywords(np.var, ("mean",), "numpy uses the given mean as it is")
-refuse_keywords(np.std, ("mean",), "numpy uses the given mean as it is")
-
-
-def _trace_vjp(g, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    # g (one value per position on the other axes) spread on the diagonal of (axis1, axis2)
-    shape, ndim = np.shape(a), np.ndim(a)
-    axes = (negative_axis(axis1, ndim), negative_axis(axis2, ndim))
-    diagonal = np.eye(shape[axes[0]], shape[axes[1]], k=offset)
-    return np.moveaxis(np.expand_dims(g, (-2, -1)) * diagonal, (-2, -1), axes)
-
-
-register_vjp(np.trace, _trace_vjp)
-RESULT_KIND.update(dict.fromkeys(
-    (np.clip, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std, np.trace),
-    NEW_ARRAYS))
-SHAPES_ONLY.update((np.sum, np.mean, np.trace))
-BATCHED_VJPS.update((np.clip, np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
-                     np.var, np.std, np.trace))
 
 
 # -- functions whose result carries no derivative: they see primal values ---------------
@@ -515,12 +364,13 @@ def constant_array_method(method):
 
 
 # shapes, joining, indexing and methods; products and linear algebra (they use the above)
+from . import array_reductions  # noqa: E402,F401  (before the modules using its helpers)
 from . import array_linalg  # noqa: E402,F401
 from .array_shapes import array_from  # noqa: E402,F401  (calls.py: np.array of duals)
 from . import array_gather  # noqa: E402,F401  (scatter-add, ufunc methods)
 from . import array_moves  # noqa: E402,F401
 from . import array_joins  # noqa: E402,F401
-from . import array_reductions  # noqa: E402,F401
+from . import array_statistics  # noqa: E402,F401
 from . import array_elementwise  # noqa: E402,F401
 from . import array_more_shapes  # noqa: E402,F401
 from . import array_building  # noqa: E402,F401

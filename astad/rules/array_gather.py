@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, extreme_share, others_product, register_jvp, register_vjp
+from .array import BATCHED_VJPS, register_jvp, register_vjp
 from .array_axes import expand_reduced, lead_shape, negative_axes, negative_axis
+from .array_reductions import extreme_share, others_product
 
 
 def positions_of(shape, move) -> np.ndarray:

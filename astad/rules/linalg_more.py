@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, extreme_share, register_jvp,
-    register_vjp)
+from .array import BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, register_jvp, register_vjp
+from .array_reductions import extreme_share
 from .array_axes import axes_of, expand_reduced, negative_axes, swap_last
 from .linalg_decompositions import _refuse, register_outputs
 
