@@ -164,6 +164,8 @@ for _method in ("lower", "higher", "nearest", "midpoint"):
 C(np.average, F(3, 4), kw=dict(axis=1))
 C(np.average, F(3, 4), K(1), F(4, **POS), tag="weights")
 C(np.average, F(3, 4), K(0), F(3, 4, **POS), tag="weights-full")
+C(np.average, F(2, 3, 4), K((2, 0)), F(4, 2, **POS), kw=dict(keepdims=True),
+  tag="weights-along-axes")
 _NAN = dict(nan=((0, 1), (2, 3)))
 for _fn in (np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanprod, np.nanvar, np.nanstd,
             np.nanmedian):

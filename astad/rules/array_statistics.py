@@ -11,8 +11,8 @@ import numpy as np
 
 from .array import BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, refuse_keywords, register_jvp, \
     register_vjp
-from .array_axes import axes_of, count, expand_reduced, lead_shape, negative_axes, \
-    negative_axis
+from .array_axes import axes_of, count, expand_reduced, lead_shape, move_core_axes, \
+    negative_axes, negative_axis
 from .array_reductions import (_cumprod_jvp, _cumprod_vjp, _reduce, extreme_share,
     others_product)
 from ..errors import NotDifferentiableError, user_location
@@ -118,17 +118,32 @@ for _fn, _scale, _skip, _median in ((np.quantile, 1.0, False, False),
 
 
 # -- average, ptp ----------------------------------------------------------------------------
-def _average_weights(a, axis, weights):
-    """weights shaped to broadcast against a (numpy: 1-d weights lie along ``axis``)."""
-    if np.ndim(weights) == np.ndim(a) or axis is None:
-        return weights
-    shape = [1] * np.ndim(a)
-    shape[axis_of_weights(axis, np.ndim(a))] = np.shape(weights)[0]
-    return np.reshape(weights, shape)
+def _weights_axes(a, axis):
+    """The axes of ``a`` that weights of fewer axes lie along (in the order given)."""
+    return tuple(int(x) % np.ndim(a) for x in ((axis,) if np.ndim(axis) == 0 else axis))
 
 
-def axis_of_weights(axis, ndim):
-    return (axis if np.ndim(axis) == 0 else axis[0]) % ndim
+def _spread(w, a, axis, core_ndim):
+    """Weights (their last ``core_ndim`` axes, behind any leading axes) placed along
+    ``axis`` of ``a`` so they broadcast against it, as numpy places them."""
+    if core_ndim == np.ndim(a) or axis is None:
+        return w
+    axes = _weights_axes(a, axis)
+    order = tuple(int(k) for k in np.argsort(axes))
+    w = np.transpose(w, move_core_axes(w, core_ndim, order))
+    shape = tuple(n if k in axes else 1 for k, n in enumerate(np.shape(a)))
+    return np.reshape(w, lead_shape(w, core_ndim) + shape)
+
+
+def _gather_weights(per_element, a, axis, weights):
+    """The cotangent of the weights, from one per element of ``a``."""
+    ndim = np.ndim(a)
+    if np.ndim(weights) == ndim or axis is None:
+        return per_element
+    axes = _weights_axes(a, axis)
+    summed = np.sum(per_element, axis=tuple(k - ndim for k in range(ndim) if k not in axes))
+    back = tuple(int(k) for k in np.argsort(np.argsort(axes)))
+    return np.transpose(summed, move_core_axes(summed, len(axes), back))
 
 
 def _average_scale(a, axis, w):
@@ -139,34 +154,28 @@ def _average_vjp_a(g, r, a, axis=None, weights=None, returned=False, *, keepdims
     g_full = expand_reduced(g, np.shape(a), axis, keepdims)
     if weights is None:
         return g_full / count(np.shape(a), axis)
-    w = _average_weights(a, axis, weights)
+    w = _spread(weights, a, axis, np.ndim(weights))
     return g_full * (w / _average_scale(a, axis, w))
 
 
 def _average_vjp_w(g, r, a, axis=None, weights=None, returned=False, *, keepdims=False):
-    w = _average_weights(a, axis, weights)
+    w = _spread(weights, a, axis, np.ndim(weights))
     g_full = expand_reduced(g, np.shape(a), axis, keepdims)
     r_full = expand_reduced(r, np.shape(a), axis, keepdims)
     per_element = g_full * ((a - r_full) / _average_scale(a, axis, w))
-    if np.ndim(weights) == np.ndim(a):
-        return per_element
-    ndim = np.ndim(a)
-    keep = axis_of_weights(axis, ndim) - ndim
-    return np.sum(per_element, axis=tuple(k for k in range(-ndim, 0) if k != keep))
+    return _gather_weights(per_element, a, axis, weights)
 
 
 def _average_jvp_a(t, r, a, axis=None, weights=None, returned=False, *, keepdims=False):
     if weights is None:
         return np.mean(t, axis=negative_axes(axis, np.ndim(a)), keepdims=keepdims)
-    w = _average_weights(a, axis, weights)
+    w = _spread(weights, a, axis, np.ndim(weights))
     return _reduce(t, w / _average_scale(a, axis, w), a, axis, keepdims)
 
 
 def _average_jvp_w(t, r, a, axis=None, weights=None, returned=False, *, keepdims=False):
-    w = _average_weights(a, axis, weights)
-    ndim = np.ndim(a)
-    if np.ndim(weights) != ndim:
-        t = np.reshape(t, lead_shape(t, np.ndim(weights)) + np.shape(w))
+    w = _spread(weights, a, axis, np.ndim(weights))
+    t = _spread(t, a, axis, np.ndim(weights))
     r_full = expand_reduced(r, np.shape(a), axis, keepdims)
     return _reduce(t, (a - r_full) / _average_scale(a, axis, w), a, axis, keepdims)
 
