@@ -11,6 +11,8 @@ a cotangent), so the rules that use it can be differentiated again.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -66,7 +68,7 @@ def expand_reduced(g, shape: tuple, axis, keepdims):
 
 def count(shape: tuple, axis) -> int:
     """How many elements a reduction over ``axis`` combines into each result."""
-    return int(np.prod([shape[a] for a in axes_of(axis, len(shape))], dtype=np.int64))
+    return math.prod(shape[a] for a in axes_of(axis, len(shape)))
 
 
 def sum_to_shape(g, shape, core_ndim: int | None = None):

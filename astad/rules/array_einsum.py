@@ -12,6 +12,7 @@ operand k replaced by its tangent. Both accept leading (direction) axes, as ``..
 """
 from __future__ import annotations
 
+import functools
 import string
 
 import numpy as np
@@ -45,6 +46,11 @@ def split_arguments(args):
 
 def normalize(subscripts: str, shapes) -> tuple:
     """Explicit subscripts (inputs, output) with no ``...`` for operands of ``shapes``."""
+    return _normalize(subscripts, tuple(tuple(shape) for shape in shapes))
+
+
+@functools.lru_cache(maxsize=512)
+def _normalize(subscripts: str, shapes: tuple) -> tuple:
     subscripts = subscripts.replace(" ", "")
     if "->" in subscripts:
         inputs_text, output = subscripts.split("->")
@@ -68,7 +74,7 @@ def normalize(subscripts: str, shapes) -> tuple:
             width = len(shape) - (len(s) - 3)
             s = s.replace("...", ellipsis[len(ellipsis) - width:] if width else "")
         explicit.append(s)
-    return explicit, output.replace("...", ellipsis)
+    return tuple(explicit), output.replace("...", ellipsis)
 
 
 def _sizes(inputs, shapes) -> dict:
@@ -82,7 +88,26 @@ def _sizes(inputs, shapes) -> dict:
 def einsum_partial(k, g, inputs, output, operands):
     """The cotangent of operand ``k`` of ``einsum(inputs -> output, *operands)`` given the
     result's cotangent ``g`` (which may have leading axes)."""
-    shapes = [np.shape(op) for op in operands]
+    shapes = tuple(tuple(np.shape(op)) for op in operands)
+    spec, eyes, n_kept, kept_shape, full_shape, summed = _partial_plan(k, tuple(inputs),
+                                                                        output, shapes)
+    parts = [op for j, op in enumerate(operands) if j != k] + [np.eye(n) for n in eyes]
+    partial = np.einsum(spec, g, *parts, optimize=len(parts) > 1)
+    if full_shape is not None:  # a letter only this operand sums over: broadcast back
+        lead = np.shape(partial)[:np.ndim(partial) - n_kept]
+        partial = np.broadcast_to(np.reshape(partial, lead + kept_shape), lead + full_shape)
+    if summed:  # numpy broadcast a size-1 axis of this operand
+        partial = np.sum(partial, axis=summed, keepdims=True)
+    return partial
+
+
+@functools.lru_cache(maxsize=512)
+def _partial_plan(k, inputs, output, shapes):
+    """How einsum_partial computes operand k's cotangent: (the einsum's subscripts, the
+    sizes of the identity matrices that put a repeated letter's diagonal back, the number
+    of letters the einsum keeps, the shape with 1 for each letter summed inside operand k
+    alone and the shape to broadcast that to (None: none such), the size-1 axes of
+    operand k numpy broadcast)."""
     sizes = _sizes(inputs, shapes)
     target = inputs[k]
     used = set("".join(inputs) + output)
@@ -92,28 +117,21 @@ def einsum_partial(k, g, inputs, output, operands):
         if c in seen:  # a diagonal: the cotangent lies on it
             fresh = next(spare)
             letters.append(fresh)
-            eyes.append((c + fresh, np.eye(sizes[c])))
+            eyes.append(c + fresh)
+            sizes[fresh] = sizes[c]
         else:
             seen.add(c)
             letters.append(c)
-    others = [(s, op) for j, (s, op) in enumerate(zip(inputs, operands)) if j != k]
-    available = set(output).union(*[set(s) for s, _ in others + eyes])
+    others = [s for j, s in enumerate(inputs) if j != k] + eyes
+    available = set(output).union(*[set(s) for s in others])
     kept = "".join(c for c in letters if c in available)
-    spec = ",".join(["..." + output] + [s for s, _ in others + eyes]) + "->..." + kept
-    parts = [op for _, op in others + eyes]
-    partial = np.einsum(spec, g, *parts, optimize=len(parts) > 1)
-    lead = np.shape(partial)[:np.ndim(partial) - len(kept)]
-    if len(kept) != len(letters):  # a letter only this operand sums over: broadcast back
-        size_of = dict(sizes, **{s[1]: sizes[s[0]] for s, _ in eyes})
-        partial = np.broadcast_to(
-            np.reshape(partial, lead + tuple(size_of[c] if c in kept else 1 for c in letters)),
-            lead + tuple(size_of[c] for c in letters))
-    shape = shapes[k]
-    summed = tuple(a - len(shape) for a, n in enumerate(shape) if n == 1 and
-                   np.shape(partial)[len(lead) + a] != 1)
-    if summed:  # numpy broadcast a size-1 axis of this operand
-        partial = np.sum(partial, axis=summed, keepdims=True)
-    return partial
+    spec = ",".join(["..." + output] + others) + "->..." + kept
+    full = tuple(sizes[c] for c in letters)
+    broadcast = None if len(kept) == len(letters) else (
+        tuple(sizes[c] if c in kept else 1 for c in letters), full)
+    summed = tuple(a - len(full) for a, n in enumerate(shapes[k]) if n == 1 and full[a] != 1)
+    return (spec, tuple(sizes[e[0]] for e in eyes), len(kept), *(broadcast or (None, None)),
+            summed)
 
 
 def einsum_tangent(k, t, inputs, output, operands):

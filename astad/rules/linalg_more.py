@@ -236,6 +236,8 @@ _MATRIX_ORDS = (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf)
 
 def norm_partial(x, r, ord=None, axis=None, keepdims=False):
     """d norm(x, ord, axis) / d x, shaped like x."""
+    if axis is None and (ord is None or ord == 2 and np.ndim(x) == 1):  # the 2-norm of all
+        return x / r if r != 0 else x * 0.0
     matrix = _matrix_axes(x, ord, axis)
     if matrix is None:
         if axis is None and (ord is None or np.ndim(x) == 1):
