@@ -22,9 +22,9 @@ from . import codegen
 from . import display
 from .runtime.array_dual import ArrayDual
 from .errors import AstadError, InputError
-from .runtime.tape import Dual, current, new_dual, sweep, sweep_and_free
-from .structure import Interleaving, build_gradient, contains_dual, contains_float, primal, \
-    seed
+from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
+from .runtime.tape import sweep, sweep_and_free, sweep_general
+from .structure import Interleaving, build_gradient, contains_float, primal, seed
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
@@ -47,8 +47,8 @@ class Pullback:
         forward = self._forward
         with _pause_gc():
             adjoint, arrays = [0.0] * len(forward.tape), {}
-            seed(forward.result, cotangent, adjoint, arrays)
-            return forward.gradients(adjoint, arrays)
+            seed(forward.result, cotangent, adjoint, arrays, level=forward.tape)
+            return forward.gradients(adjoint, arrays, sweep_general if is_nested() else sweep)
 
 
 class _Forward:
@@ -61,10 +61,15 @@ class _Forward:
         self.plans, self.single, self.originals = plans, single, originals
 
     def value(self):
+        return self.primal_of(self.result)
+
+    def primal_of(self, value):
+        """``value`` (the result or a part of it) with this call's duals replaced by their
+        primals, and copies of the caller's arguments by the arguments themselves."""
         originals = self.originals  # (the Interleaving, until a value is asked for)
         if originals is not None and type(originals) is not dict:
             originals = self.originals = originals.originals()
-        return primal(self.result, originals)
+        return primal(value, originals, self.tape)
 
     def gradients(self, adjoint, arrays, sweep=sweep):
         """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A).
@@ -74,6 +79,52 @@ class _Forward:
             return build_gradient(self.plans[0], adjoint, arrays)
         return tuple([adjoint[plan] if type(plan) is int else
                       build_gradient(plan, adjoint, arrays) for plan in self.plans])
+
+
+def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -> _Forward:
+    """One forward pass of reverse mode (Figure 7): interleave the arguments at
+    ``positions`` (every float leaf a fresh input slot of a new tape), run ``rev``
+    (a transformed function, called as ``rev(tape, *args, **kwargs)``) as a level of its
+    own, and write the caller's mutable arguments back. ``no_float_error(args,
+    positions)`` is the error when no chosen argument holds a float."""
+    tape: list = []
+    state = None
+    dual_args = list(args)
+    plans = []
+    for k in positions:
+        arg = args[k]
+        if type(arg) is float:  # the common case, inline
+            d = new_dual(Dual)
+            d.v = arg
+            d.i = len(tape)
+            d.t = tape
+            tape.append(())
+            dual_args[k] = d
+            plans.append(d.i)
+        else:
+            if state is None:
+                state = Interleaving(tape)
+            dual_args[k], plan = state.interleave(arg, _ARG_PATHS[k] if k < 8
+                                                  else f"args[{k}]")
+            plans.append(plan)
+    n_inputs = len(tape)
+    if not n_inputs and not any(contains_float(args[k]) for k in positions):
+        raise no_float_error(args, positions)
+    if others or kwargs:  # the function may store duals into them: it gets copies
+        if state is None:
+            state = Interleaving(tape)
+        for k in others:
+            dual_args[k] = state.copy_constant(args[k])
+        kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
+    # the level this call is: its duals are constants of any differentiation inside it
+    with level(tape):
+        try:
+            result = rev(tape, *dual_args, **kwargs)
+        finally:
+            if state is not None and state.copies:
+                state.write_back()
+    return _Forward(tape, n_inputs, result, plans, single,
+                    state if state is not None and state.copies else None)
 
 
 class DiffFunction:
@@ -117,6 +168,7 @@ class DiffFunction:
         wrapper.grad = self.grad
         wrapper.value_and_grad = self.value_and_grad
         wrapper.vjp = self.vjp
+        wrapper.jvp = self.jvp
         # From now on the gradient follows the function callers see: if its __code__ is
         # replaced (IPython's autoreload), the transformation is rebuilt from the new code.
         self._fn = wrapper
@@ -179,17 +231,6 @@ class DiffFunction:
         self._select[n_args] = select
         return select
 
-    def _refuse_enclosing_duals(self, args, others, kwargs) -> None:
-        """A dual of an enclosing gradient call must not reach this one (no gradients of
-        gradients): it would be recorded on the wrong tape."""
-        for where, value in [(f"args[{k}]", args[k]) for k in others] + list(kwargs.items()) + [
-                ("a closure variable", c.cell_contents) for c in (self._fn.__closure__ or ())
-                if _cell_filled(c)]:
-            if contains_dual(value):
-                raise InputError(
-                    f"{where} of {self.__name__} is being differentiated by an enclosing "
-                    "gradient call; astad does not compute higher-order derivatives")
-
     def _no_float_error(self, args, positions):
         shown = ", ".join(repr(args[k]) for k in positions)
         hint = ""
@@ -207,50 +248,11 @@ class DiffFunction:
             self._check_call(args, kwargs)
             plan = self._positions(len(args))
         positions, others, single = plan
-        outer_tape = current.tape
-        if outer_tape is not None:  # inside another gradient's forward pass: its duals
-            self._refuse_enclosing_duals(args, others, kwargs)  # must not reach this one
-        tape: list = []
-        state = None
-        dual_args = list(args)
-        plans = []
-        for k in positions:
-            arg = args[k]
-            if type(arg) is float:  # the common case, inline
-                d = new_dual(Dual)
-                d.v = arg
-                d.i = len(tape)
-                tape.append(())
-                dual_args[k] = d
-                plans.append(d.i)
-            else:
-                if state is None:
-                    state = Interleaving(tape)
-                dual_args[k], plan = state.interleave(arg, _ARG_PATHS[k] if k < 8
-                                                      else f"args[{k}]")
-                plans.append(plan)
-        n_inputs = len(tape)
-        if not n_inputs and not any(contains_float(args[k]) for k in positions):
-            raise self._no_float_error(args, positions)
-        if others or kwargs:  # the function may store duals into them: it gets copies
-            if state is None:
-                state = Interleaving(tape)
-            for k in others:
-                dual_args[k] = state.copy_constant(args[k])
-            kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
         entry = self._entry
         if entry is None or entry.code is not self._fn.__code__ or not entry.still_valid():
             entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
-        rev = entry.rev
-        current.tape = tape  # for operator overloading and numpy dispatch on duals
-        try:
-            result = rev(tape, *dual_args, **kwargs)
-        finally:
-            current.tape = outer_tape
-            if state is not None and state.copies:
-                state.write_back()
-        return _Forward(tape, n_inputs, result, plans, single,
-                        state if state is not None and state.copies else None)
+        return reverse_pass(entry.rev, args, kwargs, positions, others, single,
+                            self._no_float_error)
 
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
@@ -262,6 +264,7 @@ class DiffFunction:
         """Return ``(value, gradient)`` of a float-valued function."""
         entry = self._entry
         if entry.floats is not None and not kwargs and len(args) == entry.arity and \
+                not is_nested() and \
                 entry.code is self._fn.__code__ and (not entry.dependencies or
                                                      entry.still_valid()):
             if entry.tapes:  # scalarloops.py: a tape of entries (see _pause_gc)
@@ -289,27 +292,45 @@ class DiffFunction:
 
     def _value_and_grad_taped(self, args, kwargs):
         forward = self._forward(args, kwargs)
-        result = forward.result
-        if type(result) is not Dual and not _zero_dimensional(result) and (
-                isinstance(result, bool) or not isinstance(result, float)):
-            raise InputError(
-                f"{self.__name__} returned {type(result).__name__} "
-                f"{_short(forward.value())}; .grad needs a float result. Use "
-                f"{self.__name__}.vjp(...) and call the pullback with a cotangent shaped "
-                "like the result")
-        adjoint, arrays = [0.0] * len(forward.tape), {}
-        if type(result) is Dual:
-            adjoint[result.i] = 1.0
-            value = result.v
-        else:
-            value = forward.value()
-            if type(result) is ArrayDual:  # a 0-d float array is float-valued too
-                arrays[result.i] = np.ones((), result.v.dtype)
-        return value, forward.gradients(adjoint, arrays, sweep_and_free)
+        return float_result_gradient(forward, forward.result, self.__name__)
 
     def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient of a float-valued function with respect to ``argnums``."""
         return self.value_and_grad(*args, **kwargs)[1]
+
+    def jvp(self, primals: tuple, tangents: tuple, **kwargs: Any) -> tuple[Any, Any]:
+        """``(value, tangent)`` by forward mode: the function at ``primals`` (its
+        positional arguments) and its directional derivative along ``tangents`` (one per
+        primal, the same structures; None is zero). Keyword arguments are constants."""
+        from .transforms import jvp
+        from functools import partial
+        function = partial(self._fn, **kwargs) if kwargs else self._fn
+        return jvp(function, primals, tangents)
+
+
+def float_result_gradient(forward: _Forward, out, name: str):
+    """``(value, gradient)`` for a float result ``out`` of the pass ``forward`` (its
+    result, or the first part of it): seed 1.0, sweep, rebuild."""
+    tape = forward.tape
+    if type(out) not in SCALAR_DUALS and not _zero_dimensional(out) and (
+            isinstance(out, bool) or not isinstance(out, float)):
+        raise InputError(
+            f"{name} returned {type(out).__name__} {_short(forward.primal_of(out))}; "
+            f".grad needs a float result. Use {name}.vjp(...) and call the pullback with a "
+            "cotangent shaped like the result")
+    adjoint, arrays = [0.0] * len(tape), {}
+    if type(out) is Dual and out.t is tape:
+        adjoint[out.i] = 1.0
+        value = out.v
+    else:
+        value = forward.primal_of(out)
+        if type(out) in SCALAR_DUALS:
+            seed(out, 1.0, adjoint, arrays, level=tape)  # (another level's: nothing)
+        elif type(out) is ArrayDual and out.t is tape:  # a 0-d float array
+            arrays[out.i] = np.ones((), out.v.dtype)
+    if is_nested():  # partials may be duals of an enclosing level: recorded there
+        return value, forward.gradients(adjoint, arrays, sweep_general)
+    return value, forward.gradients(adjoint, arrays, sweep_and_free)
 
 
 def _zero_dimensional(result) -> bool:
@@ -340,14 +361,6 @@ def _pause_gc():
 
 
 _ALL = "all"  # (a marker: every gradient, in argument order)
-
-
-def _cell_filled(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 (reading an empty cell raises)
-    except ValueError:
-        return False
-    return True
 
 
 def _short(value) -> str:

@@ -7,11 +7,11 @@ directly: indexing, np.r_, np.array of a list).
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from astad.rules.array_shapes import as_dtype, index_scatter, take_index
 from astad.rules.array_gather import (ADD_ACCUMULATE, ADD_REDUCE, ADD_REDUCEAT,
     MAXIMUM_REDUCE, MINIMUM_REDUCE, MULTIPLY_REDUCE, OUTERS)
 
@@ -85,7 +85,7 @@ CASES: list = []
 
 
 def _name(key):
-    if key is operator.getitem:
+    if key is take_index:
         return "getitem"
     if isinstance(key, tuple):
         return f"{key[0].__name__}.{key[1]}"
@@ -233,6 +233,7 @@ def _array(items):
 
 C(np.asarray, F(3, 4), K(np.float32), call=_as_dtype, h=1e-2)  # (linear: any step)
 C(np.asarray, L(F(3), F(3)), call=_asarray, tag="list")
+C(as_dtype, F(3, 4), K(np.float32), h=1e-2)
 C(np.array, L(F(2, 3), F(2, 3), F(2, 3)), call=_array)
 C(np.sort, F(3, 4), kw=dict(axis=0))
 C(np.sort, F(3, 4), kw=dict(axis=None), tag="flat")
@@ -319,7 +320,7 @@ for _tag, _index_value in (("slice", (slice(1, 3), slice(None, None, -1))),
                            ("mask", np.array([True, False, True])),
                            ("newaxis-ellipsis", (None, Ellipsis, 1)),
                            ("fancy-apart", ([0, 2], slice(None), [1, 0]))):
-    C(operator.getitem, F(3, 4, 2) if _tag == "fancy-apart" else F(3, 4), K(_index_value),
+    C(take_index, F(3, 4, 2) if _tag == "fancy-apart" else F(3, 4), K(_index_value),
       call=_index, tag=_tag)
 
 
@@ -331,6 +332,7 @@ def _c_two(items):
     return np.c_[items[0], items[1]]
 
 
+C(index_scatter, F(2, 3), K((slice(0, 2), [1, 1, 3])), K((3, 4)), K(np.float64))
 C(np.r_, L(F(2), F(3)), call=_r_two)
 C(np.r_, L(F(), F(3)), call=_r_two, tag="0d")
 C(np.c_, L(F(3), F(3, 2)), call=_c_two)

@@ -42,7 +42,8 @@ def numbers(line: str) -> list:
 
 
 def test_every_example_is_tested():
-    tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py"}
+    tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py",
+              "saddle.py", "particle.py"}
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested | TESTED_ELSEWHERE
 
 
@@ -130,3 +131,38 @@ def test_gmm_fit():
     density = [math.exp(-module.negative_log_likelihood(params, np.array([g])))
                for g in grid]
     assert sum(density) * (grid[1] - grid[0]) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_saddle_nested_optimisation():
+    """Siskind and Pearlmutter's "saddle": the outer gradient differentiates an inner
+    gradient-ascent loop; checked against finite differences and by hand."""
+    out = run("saddle.py")
+    line = next(x for x in out.splitlines() if x.startswith("outer gradient"))
+    g1, h1, fd1, fdh = numbers(line)[2:]
+    assert (g1, h1) == pytest.approx((fd1, fdh), abs=1e-8)
+    # by hand: the inner best reply is x2 = c x1 / 2 (up to 0.4^30), so the outer
+    # objective is x1^2 (1 + c^2 / 4) + y1^2 - (its converged y2)^2: at (0.8, -0.3)
+    saddle = load("saddle.py")
+    c = saddle.COUPLING
+    assert (g1, h1) == pytest.approx((2 * 0.8 * (1 + c * c / 4), -0.6), abs=1e-9)
+    point = numbers(next(x for x in out.splitlines() if x.startswith("saddle point")))
+    assert max(abs(v) for v in point) < 1e-10
+
+
+def test_particle_nested_derivatives():
+    """Siskind and Pearlmutter's "particle": derivatives through a simulation whose force
+    is a gradient; first and second derivatives against finite differences, and the
+    optimised control lands the particle on the target."""
+    out = run("particle.py")
+    lines = out.splitlines()
+    first = numbers(next(x for x in lines if x.startswith("d error")))
+    second = numbers(next(x for x in lines if x.startswith("d2 error")))
+    assert first[1] == pytest.approx(first[2], rel=1e-7)
+    assert second[1] == pytest.approx(second[2], rel=1e-6)
+    particle = load("particle.py")
+    w = numbers(next(x for x in lines if x.startswith("best control")))[0]
+    assert abs(particle.landing(w)) < 1e-9
+    # the landing point's derivative against finite differences at the optimum
+    h = 1e-6
+    fd = (particle.landing(w + h) - particle.landing(w - h)) / (2 * h)
+    assert particle.landing_slope(w) == pytest.approx(fd, rel=1e-6)

@@ -35,6 +35,7 @@ from ..rules import lazy
 from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS
 from .scalarloops import write_scalar_loops
 from .straightline import write_straight_line
+from ..forward.floats import write_forward
 
 _BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
                 gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow"}
@@ -321,18 +322,22 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
     """Apply D to ``root`` (a normalized gast.FunctionDef).
 
     Return the new tree, the global bindings it was specialised on, the fused rules
-    written for it (statement-level preaccumulation, fuse.py, unless turned off), and for
-    a straight-line function of floats its tapeless value-and-gradient function
-    (straightline.py; ``(ast.FunctionDef, text)`` or None).
+    written for it (statement-level preaccumulation, fuse.py, unless turned off), for
+    scalar code of floats its specialised value-and-gradient function (straightline.py,
+    scalarloops.py) and its forward-mode function (forward/floats.py; each
+    ``(ast.FunctionDef, text)`` or None).
     """
     activity = Activity(root, local_names | shadowed_builtins(fn))
     rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate,
                                 resolve_callee)
-    straight = None
-    if preaccumulate and not as_method:  # (before the rewriter changes the tree)
-        straight = write_straight_line(root, rewriter.static_rule_name, filename) or \
-            write_scalar_loops(root, rewriter.static_rule_name, rewriter._static_callee,
-                               activity, local_names, filename)
+    straight = forward = None
+    if not as_method:  # (before the rewriter changes the tree)
+        if preaccumulate:
+            straight = write_straight_line(root, rewriter.static_rule_name, filename) or \
+                write_scalar_loops(root, rewriter.static_rule_name, rewriter._static_callee,
+                                   activity, local_names, filename)
+        forward = write_forward(root, rewriter.static_rule_name, rewriter._static_callee,
+                                activity, local_names, filename)
     root.decorator_list = []
     root.args.defaults = []
     root.args.kw_defaults = [None] * len(root.args.kwonlyargs)
@@ -351,7 +356,7 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
         root.args.args.insert(position - len(root.args.posonlyargs), tape)
     gast.fix_missing_locations(root)
     rules = rewriter.fuser.rules if rewriter.fuser is not None else []
-    return root, rewriter.dependencies, rules, straight
+    return root, rewriter.dependencies, rules, straight, forward
 
 
 __all__ = ["transform", "Names", "bound_names"]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, VJPS, register_jvp, register_vjp
+from .array import (BATCHED_VJPS, VJPS, differentiate_by_keyword, is_dual, register_jvp,
+    register_vjp)
 from .array_axes import align_core, lead_shape, sum_to_shape
-from .array_shapes import _concatenate_rule, _reshape
 from .scalar import PRIMITIVES, ad
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES, is_active, primal_of
+from ..runtime.array_dual import ARRAY_RULES, plain_array
 
 
 # -- select ----------------------------------------------------------------------------------------
@@ -31,7 +31,7 @@ def _select_masks(condlist):
 
 
 def _select_rule(tape, condlist, choicelist, default=0):
-    if not any(is_active(x) for x in list(choicelist) + [default]):
+    if not any(is_dual(x) for x in list(choicelist) + [default]):
         return np.select(condlist, choicelist, default)
     result = default
     for condition, choice in zip(reversed(list(condlist)), reversed(list(choicelist))):
@@ -102,19 +102,17 @@ def _linspace_rules(k):
                                                                   _linspace_rules(1))
 register_vjp(np.linspace, _ls_vjp_start, _ls_vjp_stop)
 register_jvp(np.linspace, _ls_jvp_start, _ls_jvp_stop, batched=True)
-_linspace_rule = ARRAY_RULES[np.linspace]
 
 
-def _linspace_checked(tape, start, stop, num=50, endpoint=True, retstep=False, dtype=None,
-                      axis=0, **kwargs):
+def _linspace_without_step(start, stop, num=50, endpoint=True, retstep=False, **kwargs):
     if retstep:
         raise NotDifferentiableError("astad differentiates np.linspace(..., retstep=False) "
                                      "only; compute the step as (stop - start) / (num - 1)",
                                      *user_location())
-    return _linspace_rule(tape, start, stop, num, endpoint, False, dtype, axis, **kwargs)
 
 
-ARRAY_RULES[np.linspace] = _linspace_checked
+differentiate_by_keyword(np.linspace, ("start", "stop", "num", "endpoint", "retstep"),
+                         _linspace_without_step)
 
 
 # -- gradient: along each axis a banded matrix (central differences, one-sided edges) ------
@@ -191,9 +189,9 @@ _SEVERAL_AS_TUPLE = isinstance(np.gradient(np.zeros((3, 3))), tuple)  # (a list 
 
 def _gradient_rule(tape, f, *varargs, axis=None, edge_order=1):
     """One recorded gradient per axis (numpy computes each alone, so the values agree)."""
-    axes = _gradient_axes(primal_of(f), axis)
+    axes = _gradient_axes(plain_array(f), axis)
     for v in varargs:
-        if is_active(v):
+        if is_dual(v):
             raise NotDifferentiableError("astad differentiates np.gradient in its array, not "
                                          "in the spacing", *user_location())
     if np.ndim(axis) == 0 and axis is not None or len(axes) == 1:
@@ -208,23 +206,25 @@ ARRAY_RULES[np.gradient] = _gradient_rule
 
 
 # -- full, full_like: a differentiated fill value, broadcast ----------------------------------
-def _broadcast_fill(tape, fill_value, shape, dtype):
-    filled = ARRAY_RULES[np.copy](tape, ARRAY_RULES[np.broadcast_to](tape, fill_value, shape))
-    return filled if dtype is None else ARRAY_RULES[np.asarray](tape, filled, dtype)
+def _broadcast_fill(fill_value, shape, dtype):
+    """np.full's value for a differentiated fill: broadcast and copied (by numpy's
+    dispatch, at the fill value's level)."""
+    filled = np.copy(np.broadcast_to(fill_value, shape))
+    return filled if dtype is None else filled.astype(dtype)
 
 
 def full(tape, shape, fill_value, dtype=None, **kwargs):
-    if not is_active(fill_value):
+    if not is_dual(fill_value):
         return np.full(shape, fill_value, dtype, **kwargs)
     shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
-    return _broadcast_fill(tape, fill_value, shape, dtype)
+    return _broadcast_fill(fill_value, shape, dtype)
 
 
 def full_like(tape, a, fill_value, dtype=None, *args, **kwargs):
-    if not is_active(fill_value):
-        return np.full_like(primal_of(a), fill_value, dtype, *args, **kwargs)
-    return _broadcast_fill(tape, fill_value, np.shape(primal_of(a)),
-                           dtype if dtype is not None else primal_of(a).dtype)
+    if not is_dual(fill_value):
+        return np.full_like(plain_array(a), fill_value, dtype, *args, **kwargs)
+    return _broadcast_fill(fill_value, np.shape(a),
+                           dtype if dtype is not None else plain_array(a).dtype)
 
 
 def _full_vjp(g, r, shape, fill_value, dtype=None, **kw):
@@ -252,15 +252,15 @@ def _trick_pieces(tape, trick, items):
         if isinstance(item, str):
             raise NotDifferentiableError(f"astad differentiates {_trick_name(trick)}[...] "
                                          "without string directives", *user_location())
-        if not is_active(item):
+        if not is_dual(item):
             pieces.append(trick[item] if isinstance(item, slice) else item)
             continue
-        shape = np.shape(primal_of(item))
+        shape = np.shape(item)
         if trick is np.c_:
             new = {0: (1, 1), 1: (shape[0] if shape else 1, 1)}.get(len(shape), shape)
         else:
             new = (1,) if not shape else shape
-        pieces.append(item if new == shape else _reshape(tape, item, new))
+        pieces.append(item if new == shape else np.reshape(item, new))
     return pieces
 
 
@@ -271,15 +271,15 @@ def _trick_name(trick):
 def index_trick(tape, trick, items):
     """``np.r_[items]`` or ``np.c_[items]`` holding differentiated values: concatenations."""
     items = items if isinstance(items, tuple) else (items,)
-    if not any(is_active(x) for x in items):
+    if not any(is_dual(x) for x in items):
         return trick[items]
-    pieces = _trick_pieces(tape, trick, items)
+    pieces = _trick_pieces(tape, trick, items)  # (joined by numpy's dispatch, at their level)
     if trick is np.c_:
-        pieces = [np.asarray(p).reshape(-1, 1) if not is_active(p) and np.ndim(p) < 2 else p
+        pieces = [np.asarray(p).reshape(-1, 1) if not is_dual(p) and np.ndim(p) < 2 else p
                   for p in pieces]
-        return _concatenate_rule(tape, pieces, axis=-1)
-    pieces = [np.atleast_1d(p) if not is_active(p) else p for p in pieces]
-    return _concatenate_rule(tape, pieces, axis=0)
+        return np.concatenate(pieces, axis=-1)
+    pieces = [np.atleast_1d(p) if not is_dual(p) else p for p in pieces]
+    return np.concatenate(pieces, axis=0)
 
 
 def _trick_vjp(trick):

@@ -8,8 +8,8 @@ import numpy as np
 
 from .array import BATCHED_VJPS, VJPS, register_jvp
 from .array_axes import lead_shape, negative_axis
-from .array_shapes import _concatenate_rule, _reshape, cast
-from ..runtime.array_dual import ARRAY_RULES, is_active, primal_of
+from .array_shapes import cast
+from ..runtime.array_dual import ARRAY_RULES
 
 
 # vstack, hstack, dstack, column_stack: each array reshaped (promoted to more axes), then
@@ -40,13 +40,11 @@ if hasattr(np, "row_stack"):  # (deprecated in numpy 2: the same function as vst
 def _join_rule(fn):
     promote, axis_of = _JOINS[fn]
 
-    def rule(tape, tup, **kwargs):
-        items = list(tup)
-        shapes = [np.shape(primal_of(x)) for x in items]
-        promoted = [_reshape(tape, x, promote(shape)) if is_active(x) else
-                    np.reshape(x, promote(shape)) for x, shape in zip(items, shapes)]
-        return _concatenate_rule(tape, promoted, axis=axis_of([promote(s) for s in shapes]),
-                                 **kwargs)
+    def rule(tape, tup, **kwargs):  # (reshaped and joined by numpy's dispatch, at the
+        items = list(tup)            # arrays' level)
+        shapes = [np.shape(x) for x in items]
+        promoted = [np.reshape(x, promote(shape)) for x, shape in zip(items, shapes)]
+        return np.concatenate(promoted, axis=axis_of([promote(s) for s in shapes]), **kwargs)
     return rule
 
 

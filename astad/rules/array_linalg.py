@@ -255,11 +255,11 @@ def _einsum_backward(adjoint, arrays, k, parents, context):
 
 def _einsum_rule(tape, *args, **kwargs):
     subscripts, operands, _ = split_arguments(args)
-    values = [primal_of(op) for op in operands]
+    values = [primal_of(op, tape) for op in operands]
     result = np.einsum(subscripts, *values, **kwargs)
     subscripts = normalize(subscripts, [np.shape(v) for v in values])
-    parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op))
-    record = new_array if type(result) is np.ndarray else new_scalar
+    parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op, tape))
+    record = new_array if np.ndim(result) else new_scalar
     return record(tape, result, _einsum_backward, parents, (subscripts, values))
 
 

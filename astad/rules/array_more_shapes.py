@@ -10,12 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, differentiate_by_keyword,
-    register_jvp, register_vjp)
+    is_dual, register_jvp, register_vjp)
 from .array_axes import lead_shape, move_core_axes, negative_axes, negative_axis
 from .array_gather import gather, positions_of, scatter_add
-from .array_shapes import getitem
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES, is_active, primal_of
+from ..runtime.array_dual import ARRAY_RULES, plain_array
 
 
 # -- split, array_split, hsplit, vsplit, dsplit: one indexed piece each -----------------------
@@ -34,10 +33,10 @@ def _split_bounds(pieces, axis):
 
 
 def _split_rule(fn):
-    def rule(tape, ary, *args, **kwargs):
-        value = primal_of(ary)
+    def rule(tape, ary, *args, **kwargs):  # (each piece indexed by numpy's dispatch)
+        value = plain_array(ary)
         pieces = fn(value, *args, **kwargs)
-        if not is_active(ary):
+        if not is_dual(ary):
             return pieces
         axis = _split_axis(fn, value, (value,) + args, kwargs) % value.ndim
         starts = np.concatenate(([0], _split_bounds(pieces, axis)))
@@ -45,7 +44,7 @@ def _split_rule(fn):
         duals = []
         for start, piece in zip(starts, pieces):
             index[axis] = slice(int(start), int(start) + piece.shape[axis])
-            duals.append(getitem(tape, ary, tuple(index)))
+            duals.append(ary[tuple(index)])
         return duals
     return rule
 
@@ -257,7 +256,7 @@ def _atleast(fn):
     def several(tape, *arys):
         if len(arys) == 1:
             return rule(tape, arys[0])
-        results = [rule(tape, a) for a in arys]
+        results = [fn(a) for a in arys]
         return tuple(results) if _SEVERAL_AS_TUPLE else results
     register_vjp(fn, vjp)
     register_jvp(fn, jvp, batched=True)
@@ -338,7 +337,12 @@ def _pad_jvp(t, r, array, pad_width, mode="constant", **kwargs):
     return gather(t, _pad_positions(array, pad_width, mode, kwargs), np.ndim(array))
 
 
+def _pad_modes(array, pad_width, mode="constant", **kwargs):
+    _pad_checks(mode, kwargs)
+
+
 register_vjp(np.pad, _pad_vjp)
+differentiate_by_keyword(np.pad, ("array", "pad_width", "mode"), _pad_modes)
 register_jvp(np.pad, _pad_jvp, batched=True)
 
 RESULT_KIND[np.tile] = NEW_ARRAYS

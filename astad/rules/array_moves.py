@@ -8,17 +8,15 @@ came from (array_gather.scatter_add where elements may repeat). All accept leadi
 """
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, refuse_keywords,
     register_jvp, register_vjp)
 from .array_axes import lead_shape, negative_axis
 from .array_gather import gather, positions_of, scatter_add
-from .array_shapes import _may_repeat
+from .array_shapes import _may_repeat, take_index
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES, primal_of
+from ..runtime.array_dual import add_check, plain_array
 
 
 # -- moving elements: sort, take, repeat, diff ---------------------------------------------
@@ -132,17 +130,17 @@ RESULT_KIND.update(dict.fromkeys((np.sort, np.take, np.repeat, np.diff), NEW_ARR
 BATCHED_VJPS.update((np.sort, np.take, np.repeat, np.diff))
 refuse_keywords(np.take, ("mode",), "an index out of range must raise")
 refuse_keywords(np.diff, ("prepend", "append"), "pad the array with np.concatenate")
-_repeat_rule = ARRAY_RULES[np.repeat]
 
 
-def _repeat_checked(tape, a, repeats, axis=None):
+def _one_repeats_count(args, kwargs):
+    a, repeats, *rest = args if len(args) > 1 else (args[0], kwargs.pop("repeats"))
     if np.ndim(repeats) != 0:
         raise NotDifferentiableError("astad differentiates np.repeat with one int repeats "
                                      "count", *user_location())
-    return _repeat_rule(tape, a, int(repeats), axis)
+    return (a, int(repeats), *rest), kwargs
 
 
-ARRAY_RULES[np.repeat] = _repeat_checked
+add_check(np.repeat, _one_repeats_count)
 
 
 # -- indexing: x[index] -------------------------------------------------------------------
@@ -170,9 +168,9 @@ def _getitem_jvp(t, r, x, index):
     return gather(t, _index_positions(x, index), np.ndim(x))
 
 
-VJPS[operator.getitem] = (_getitem_vjp, None)
-register_jvp(operator.getitem, _getitem_jvp, None, batched=True)
-BATCHED_VJPS.add(operator.getitem)
+VJPS[take_index] = (_getitem_vjp, None)
+register_jvp(take_index, _getitem_jvp, None, batched=True)
+BATCHED_VJPS.add(take_index)
 
 
 # -- partition: a permutation found by matching the result's elements to the input's --------
@@ -184,7 +182,7 @@ def _matching_permutation(a, r, axis):
 
 
 def _partition_permutation(a, r, axis):
-    a, r = primal_of(a), primal_of(r)
+    a, r = plain_array(a), plain_array(r)
     if axis is None:
         return _matching_permutation(np.ravel(a), r, 0)
     return _matching_permutation(a, r, axis)

@@ -207,7 +207,7 @@ def _multi_dot_jvp(t, r, arrays_, **kw):
 
 def _multi_dot_rule(tape, arrays_, **kwargs):
     items = list(arrays_)
-    values = [primal_of(x) for x in items]
+    values = [primal_of(x, tape) for x in items]  # (what the backward step computes with)
     rows = () if np.ndim(values[0]) == 1 else np.shape(values[0])[:1]
     cols = () if np.ndim(values[-1]) == 1 else np.shape(values[-1])[1:]
     result = np.broadcast_to(0.0, rows + cols)  # (only its shape is read)

@@ -12,7 +12,7 @@ from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, refuse_k
     register_jvp, register_vjp)
 from .array_axes import (align_core, axes_of, count, expand_reduced, lead_shape,
     negative_axes, negative_axis, sum_to_shape)
-from ..runtime.array_dual import ARRAY_RULES, primal_of
+from ..runtime.array_dual import add_check, plain_array
 
 
 def _inside(a, lo, hi):
@@ -33,20 +33,23 @@ register_vjp(np.clip, _clip_a,
                  g * (a < a_min), np.shape(a_min), np.ndim(r)),
              lambda g, r, a, a_min, a_max, **kw: sum_to_shape(
                  g * (a > a_max), np.shape(a_max), np.ndim(r)))
-_clip_rule = ARRAY_RULES[np.clip]
 
 
-def _clip_bounds_by_position(tape, a, a_min=None, a_max=None, **kwargs):
-    """np.clip(x, min=lo, max=hi) (numpy 2.1's keywords) as np.clip(x, lo, hi): a
-    differentiated bound given by keyword is differentiated like one given by position."""
-    if "min" in kwargs:
-        a_min = kwargs.pop("min")
-    if "max" in kwargs:
-        a_max = kwargs.pop("max")
-    return _clip_rule(tape, a, a_min, a_max, **kwargs)
+def _clip_bounds_by_position(args, kwargs):
+    """np.clip(x, min=lo, max=hi) (numpy 2.1's keywords; a_min=, a_max=) as
+    np.clip(x, lo, hi): a differentiated bound given by keyword is differentiated like one
+    given by position."""
+    kwargs = dict(kwargs)
+    a, *bounds = args
+    bounds += [None] * (2 - len(bounds))
+    for k, names in enumerate((("a_min", "min"), ("a_max", "max"))):
+        for name in names:
+            if name in kwargs:
+                bounds[k] = kwargs.pop(name)
+    return (a, *bounds), kwargs
 
 
-ARRAY_RULES[np.clip] = _clip_bounds_by_position
+add_check(np.clip, _clip_bounds_by_position)
 # -- reductions ---------------------------------------------------------------------------
 # Every vjp here accepts a cotangent with leading (direction) axes: it re-expands the
 # cotangent behind them (array_axes.expand_reduced) and counts axes from the end.
@@ -255,7 +258,7 @@ def _cumprod_exact(x):
 
 
 def _safe_to_divide(x, r) -> bool:
-    x, r = primal_of(x), primal_of(r)
+    x, r = plain_array(x), plain_array(r)
     return bool(np.all(x != 0) and np.all(np.isfinite(r)) and np.all(r != 0))
 
 

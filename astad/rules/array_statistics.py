@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, refuse_keywords, register_jvp, \
-    register_vjp
+from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, differentiate_by_keyword,
+    refuse_keywords, register_jvp, register_vjp)
 from .array_axes import axes_of, count, expand_reduced, lead_shape, move_core_axes, \
     negative_axes, negative_axis
 from .array_reductions import (_cumprod_jvp, _cumprod_vjp, _reduce, extreme_share,
     others_product)
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES, primal_of
+from ..runtime.array_dual import add_check, plain_array
 
 
 # -- order statistics: median, percentile, quantile (and their nan* forms) -------------------
@@ -29,7 +29,7 @@ def _quantile_weights(x, q, axis, method, skip_nan):
     if method not in QUANTILE_METHODS:
         raise NotDifferentiableError(f"astad differentiates quantiles with method in "
                                      f"{QUANTILE_METHODS}, not {method!r}", *user_location())
-    x = primal_of(x)
+    x = plain_array(x)
     ndim = np.ndim(x)
     axes = axes_of(axis, ndim)
     last = tuple(range(ndim - len(axes), ndim))
@@ -72,6 +72,22 @@ def _bound(names, args, kwargs):
 
 
 _QUANTILE_ARGS = ("q", "axis", "out", "overwrite_input", "method", "keepdims")
+
+
+def _quantile_checks(median):
+    """Refuse, when called, what the quantile rules do not differentiate."""
+    def check(args, kwargs):
+        p = _bound(_MEDIAN_ARGS if median else _QUANTILE_ARGS, args[1:], kwargs)
+        if p.get("overwrite_input"):
+            raise NotDifferentiableError("astad does not differentiate overwrite_input=True "
+                                         "(it reorders the array in place)", *user_location())
+        method = p.get("interpolation") or p.get("method", "linear")
+        if method not in QUANTILE_METHODS:
+            raise NotDifferentiableError(f"astad differentiates quantiles with method in "
+                                         f"{QUANTILE_METHODS}, not {method!r}",
+                                         *user_location())
+        return args, kwargs
+    return check
 _MEDIAN_ARGS = ("axis", "out", "overwrite_input", "keepdims")
 
 
@@ -115,6 +131,7 @@ for _fn, _scale, _skip, _median in ((np.quantile, 1.0, False, False),
     register_jvp(_fn, _jvp, None, batched=True)
     if not _median:
         refuse_keywords(_fn, ("weights",), "weighted quantiles are not differentiated")
+    add_check(_fn, _quantile_checks(_median))
 
 
 # -- average, ptp ----------------------------------------------------------------------------
@@ -182,23 +199,21 @@ def _average_jvp_w(t, r, a, axis=None, weights=None, returned=False, *, keepdims
 
 register_vjp(np.average, _average_vjp_a, None, _average_vjp_w)
 register_jvp(np.average, _average_jvp_a, None, _average_jvp_w, batched=True)
-_average_rule = ARRAY_RULES[np.average]
 
 
-def _average_checked(tape, a, axis=None, weights=None, returned=False, **kwargs):
+def _average_checks(a, axis=None, weights=None, returned=False, **kwargs):
     if returned:
         raise NotDifferentiableError("astad differentiates np.average(..., returned=False) "
                                      "only; compute the sum of weights with np.sum",
                                      *user_location())
-    return _average_rule(tape, a, axis, weights, **kwargs)
 
 
-ARRAY_RULES[np.average] = _average_checked
+differentiate_by_keyword(np.average, ("a", "axis", "weights", "returned"), _average_checks)
 
 
 def _ptp_partial(x, axis):
-    high = np.max(primal_of(x), axis=axis, keepdims=True)
-    low = np.min(primal_of(x), axis=axis, keepdims=True)
+    high = np.max(plain_array(x), axis=axis, keepdims=True)
+    low = np.min(plain_array(x), axis=axis, keepdims=True)
     return 1.0 * extreme_share(x, high, axis, True) - extreme_share(x, low, axis, True)
 
 

@@ -11,21 +11,31 @@ does not differentiate, and why.
 from __future__ import annotations
 
 import inspect
-import operator
 import sys
 
 import numpy as np
 
-from .array import BATCHED_JVPS, BATCHED_VJPS, JVPS, PARTIALS, PRIMAL_ONLY, VJPS
+from .array import BATCHED_JVPS, BATCHED_VJPS, JVPS, ELEMENTWISE, PRIMAL_ONLY, VJPS
 from .array_building import INDEX_TRICKS
 from .array_gather import UfuncMethod
+from .array_shapes import take_index
+from .scalar import PRIMITIVES
 
 OWN: dict = {}  # callable -> "element-wise" | "vjp" | "no derivative"
+# callable -> the name of astad's own rule for calls resolved when code is transformed
+# (a different one later: the user registered a rule of their own, custom_vjp(np.sin))
+OWN_PRIMITIVES: dict = {}
+
+
+def overridden(fn) -> bool:
+    """Has a rule the user registered replaced astad's own for ``fn``?"""
+    return PRIMITIVES.get(fn) != OWN_PRIMITIVES.get(fn)
 
 
 def record_own_rules() -> None:
     """Record the rules registered so far as astad's own."""
-    for fn in list(PARTIALS):
+    OWN_PRIMITIVES.update(PRIMITIVES)
+    for fn in list(ELEMENTWISE):
         OWN.setdefault(fn, "element-wise")
     for fn in list(VJPS) + list(JVPS):
         OWN.setdefault(fn, "vjp")
@@ -36,6 +46,9 @@ def record_own_rules() -> None:
 def record_scipy_rules() -> None:
     """Record scipy.special's rules as astad's own (registered on first use)."""
     from . import scipy_special
+    for fn in scipy_special.PYTHON_FUNCTIONS:
+        if fn in scipy_special.PRIMITIVE_OF:  # (registered by astad, not by the user)
+            OWN_PRIMITIVES[fn] = PRIMITIVES.get(fn)
     for fn in scipy_special.ELEMENTWISE:
         OWN.setdefault(fn, "element-wise")
     for fn in scipy_special.PYTHON_FUNCTIONS:
@@ -99,9 +112,16 @@ def _namespaces():
     return spaces
 
 
+def _is_astads(fn) -> bool:
+    """A function of astad's own in the table (index_scatter, the cotangent of indexing
+    as a primitive): tested, not listed."""
+    return fn is not take_index and not isinstance(fn, UfuncMethod) and (
+        getattr(fn, "__module__", None) or "").startswith("astad.")
+
+
 def names_of(fn) -> list:
     """Every public name of ``fn`` (numpy's aliases included), qualified."""
-    if fn is operator.getitem:
+    if fn is take_index:
         return ["x[index]"]
     if isinstance(fn, UfuncMethod):
         return [f"numpy.{fn[0].__name__}.{fn[1]}"]
@@ -125,8 +145,8 @@ def _parameters(derivative):
 
 def differentiable_in(fn) -> str:
     """The arguments a derivative is given for, by the names its rule gives them."""
-    if fn in PARTIALS:
-        partials = PARTIALS[fn]
+    if fn in ELEMENTWISE:
+        partials = ELEMENTWISE[fn]
         params = _parameters(next(p for p in partials if p is not None))
         return ", ".join(p.name if k < len(params) else f"argument {k}" for k, p in
                          enumerate(params[:len(partials)]) if partials[k] is not None)
@@ -144,7 +164,7 @@ def differentiable_in(fn) -> str:
 
 def keywords_of(fn) -> str:
     """The keywords the rule's derivatives read (numpy's others are passed through)."""
-    if fn in PARTIALS:
+    if fn in ELEMENTWISE:
         return "ufunc keywords" if isinstance(fn, np.ufunc) else "-"
     derivatives = [d for d in (VJPS.get(fn) or ()) if d is not None][:1]
     if not derivatives:
@@ -161,7 +181,7 @@ def keywords_of(fn) -> str:
 
 
 def forward_mode(fn) -> str:
-    if fn in PARTIALS:
+    if fn in ELEMENTWISE:
         return "from the partials"
     if fn in JVPS:
         return "jvp, batched" if fn in BATCHED_JVPS else "jvp"
@@ -169,7 +189,7 @@ def forward_mode(fn) -> str:
 
 
 def _reverse(fn) -> str:
-    if fn in PARTIALS:
+    if fn in ELEMENTWISE:
         return "partials"
     return "vjp, batched" if fn in BATCHED_VJPS else "vjp"
 
@@ -177,7 +197,7 @@ def _reverse(fn) -> str:
 # -- the page ------------------------------------------------------------------------------------
 def _section(fn) -> str:
     name = names_of(fn)[0]
-    if fn in PARTIALS and not name.startswith("scipy"):
+    if fn in ELEMENTWISE and not name.startswith("scipy"):
         return "Element-wise"
     if name.startswith("scipy"):
         return "scipy.special"
@@ -185,7 +205,7 @@ def _section(fn) -> str:
         return "numpy.linalg"
     if isinstance(fn, UfuncMethod):
         return "ufunc methods"
-    if fn is operator.getitem or fn in INDEX_TRICKS or name in ("numpy.array",
+    if fn is take_index or fn in INDEX_TRICKS or name in ("numpy.array",
                                                                  "numpy.asarray"):
         return "Indexing and building arrays from values"
     return "numpy functions"
@@ -210,13 +230,13 @@ def catalogue_rows() -> dict:
     """{section: [(names, differentiable in, keywords, reverse, forward, limits)]}."""
     own = dict(OWN)
     scipy_rules = _scipy_rules()
-    if scipy_rules and not all(fn in PARTIALS or fn in VJPS for fn in scipy_rules):
+    if scipy_rules and not all(fn in ELEMENTWISE or fn in VJPS for fn in scipy_rules):
         from . import lazy
         lazy.load_rules_for(next(iter(scipy_rules)))
     own.update(scipy_rules)
     rows = {section: [] for section in SECTIONS}
     for fn, kind in own.items():
-        if kind == "no derivative":
+        if kind == "no derivative" or _is_astads(fn):
             continue
         names = names_of(fn)
         limits = LIMITS.get(names[0], "")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, VJPS, _require, _vjp_backward, register_jvp, register_vjp
+from .array import (BATCHED_VJPS, VJPS, _require, _vjp_backward, differentiate_by_keyword,
+    register_jvp, register_vjp)
 from .array_axes import swap_last
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import (ARRAY_RULES, is_active, new_array, new_scalar, parent_of,
@@ -42,11 +43,11 @@ def register_outputs(fn, vjps, jvps, outputs, batched=True):
         BATCHED_VJPS.add(fn)
 
     def rule(tape, *args, **kwargs):
-        values = [primal_of(a) for a in args]
+        values = [primal_of(a, tape) for a in args]
         results = fn(*values, **kwargs)
         parents = []
         for k, a in enumerate(args):
-            if is_active(a):
+            if is_active(a, tape):
                 _require(fn, vjps, k)
                 parents.append((k, parent_of(a)))
         if not parents:
@@ -65,7 +66,7 @@ def register_outputs(fn, vjps, jvps, outputs, batched=True):
 
 
 def _record(tape, value, parents, context):
-    record = new_array if type(value) is np.ndarray else new_scalar
+    record = new_array if np.ndim(value) else new_scalar
     return record(tape, value, _vjp_backward, parents, context)
 
 
@@ -224,6 +225,9 @@ def _svd_jvp(t, results, a, full_matrices=True, compute_uv=True, hermitian=False
 
 
 register_outputs(np.linalg.svd, (_svd_vjp,), (_svd_jvp,), outputs=(0, 1, 2))
+differentiate_by_keyword(np.linalg.svd, ("a", "full_matrices", "compute_uv", "hermitian"),
+                         lambda a, full_matrices=True, compute_uv=True, hermitian=False:
+                         _svd_checks(a, full_matrices, hermitian, compute_uv))
 if hasattr(np.linalg, "svdvals"):  # (numpy 2)
     register_vjp(np.linalg.svdvals, lambda g, r, x: _svd_vjp(g, r, x, compute_uv=False))
     register_jvp(np.linalg.svdvals, lambda t, r, x: _svd_jvp(t, r, x, compute_uv=False),
@@ -294,5 +298,15 @@ def _qr_jvp(t, results, a, mode="reduced"):
 
 
 register_outputs(np.linalg.qr, (_qr_vjp,), (_qr_jvp,), outputs=(0, 1))
+
+
+def _qr_checks(a, mode="reduced"):
+    _qr_mode(mode)
+    m, n = np.shape(a)[-2:]
+    _refuse(mode == "complete" and m > n, "astad differentiates qr(mode='complete') of a "
+            "tall matrix only with mode='reduced' (the extra columns of Q are not unique)")
+
+
+differentiate_by_keyword(np.linalg.qr, ("a", "mode"), _qr_checks)
 BATCHED_VJPS.update((np.linalg.cholesky, np.linalg.eigvalsh,
                      *([np.linalg.svdvals] if hasattr(np.linalg, "svdvals") else [])))

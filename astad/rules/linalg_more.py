@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, register_jvp, register_vjp
+from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, differentiate_by_keyword,
+    register_jvp, register_vjp)
 from .array_reductions import extreme_share
 from .array_axes import axes_of, expand_reduced, negative_axes, swap_last
 from .linalg_decompositions import _refuse, register_outputs
@@ -65,6 +66,9 @@ def _pinv_jvp(t, r, a, *args, **kw):
 
 
 register_vjp(np.linalg.pinv, _pinv_vjp)
+differentiate_by_keyword(np.linalg.pinv, ("a", "rcond", "hermitian"),
+                         lambda a, rcond=None, hermitian=False, **kw: _pinv_checks(
+                             dict(kw, hermitian=hermitian)))
 register_jvp(np.linalg.pinv, _pinv_jvp, batched=True)
 
 

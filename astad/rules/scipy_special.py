@@ -9,17 +9,20 @@ registered first for one of these functions is kept.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import scipy.special as sc
 from scipy.special import _ufuncs
 
-from .array import (BATCHED_VJPS, FINITE_PARTIALS, NEW_ARRAYS, RESULT_KIND,
-    differentiate_by_keyword, register_elementwise, register_jvp, register_vjp)
+from .array import (BATCHED_JVPS, BATCHED_VJPS, FINITE_PARTIALS, JVPS, NEW_ARRAYS, RESULT_KIND,
+    VJPS, differentiate_by_keyword, register_elementwise, register_jvp, register_vjp)
+from .scalar import PRIMITIVES
 from .array_axes import align_core, expand_reduced, negative_axes, sum_to_shape
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES
+from ..runtime.array_dual import ARRAY_RULES, dispatch
+from ..runtime.duals import DUAL_TYPES
 
 _zeta = _ufuncs._zeta  # the Hurwitz zeta function zeta(s, q) as a ufunc
 _TWO_OVER_ROOT_PI = 2.0 / math.sqrt(math.pi)
@@ -135,13 +138,40 @@ def register_all() -> None:
         if fn not in ARRAY_RULES:
             register_elementwise(fn, *partials)
     for fn, (vjps, jvps) in PYTHON_FUNCTIONS.items():
-        if fn not in ARRAY_RULES:
-            register_vjp(fn, *vjps)
-            register_jvp(fn, *jvps, batched=True)
-            BATCHED_VJPS.add(fn)
-    RESULT_KIND.update(dict.fromkeys((sc.logsumexp, sc.softmax, sc.log_softmax), NEW_ARRAYS))
-    differentiate_by_keyword(sc.logsumexp, ("a", "axis", "b"), _logsumexp_checks_call)
-    differentiate_by_keyword(sc.polygamma, ("n", "x"))
+        if fn in ARRAY_RULES or fn in PRIMITIVES:
+            continue
+        primitive = PRIMITIVE_OF[fn] = _dispatching(fn)
+        register_vjp(primitive, *vjps)
+        register_jvp(primitive, *jvps, batched=True)
+        BATCHED_VJPS.add(primitive)
+        RESULT_KIND[primitive] = NEW_ARRAYS if fn is not sc.polygamma else None
+        # differentiated code calling scipy's function calls the primitive's rule, and
+        # the catalogue reads its derivatives under scipy's name
+        PRIMITIVES[fn] = PRIMITIVES[primitive]
+        VJPS[fn], JVPS[fn] = VJPS[primitive], JVPS[primitive]
+        BATCHED_VJPS.add(fn)
+        BATCHED_JVPS.add(fn)
+    if sc.logsumexp in PRIMITIVE_OF:
+        differentiate_by_keyword(PRIMITIVE_OF[sc.logsumexp], ("a", "axis", "b"),
+                                 _logsumexp_checks_call)
+    if sc.polygamma in PRIMITIVE_OF:
+        differentiate_by_keyword(PRIMITIVE_OF[sc.polygamma], ("n", "x"))
+
+
+PRIMITIVE_OF: dict = {}  # scipy's Python function -> the primitive astad records
+
+
+def _dispatching(fn):
+    """``fn`` as a primitive that goes through numpy's dispatch when given duals: the rules
+    call it on the values under their level, which in nested derivatives are duals of an
+    enclosing level (scipy's own code would read them as plain arrays)."""
+    @functools.wraps(fn)
+    def primitive(*args, **kwargs):
+        if any(type(a) in DUAL_TYPES for a in args) or any(
+                type(v) in DUAL_TYPES for v in kwargs.values()):
+            return dispatch(primitive, args, kwargs)
+        return fn(*args, **kwargs)
+    return primitive
 
 
 def _logsumexp_checks_call(**arguments):

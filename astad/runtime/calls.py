@@ -28,7 +28,7 @@ from ..rules import lazy
 import numpy as np
 
 from ..rules.array import array_from, constant_array_method
-from .array_dual import ArrayDual
+from .array_dual import ARRAY_DUALS
 from ..structure import contains_dual
 
 # Code objects astad generated: their functions already take part in the transform.
@@ -292,7 +292,7 @@ def _python_method(cls, name):
 def user_binary(tape, a, b, name, reflected, op):
     """``a op b`` for a user class: its ``__op__`` (or ``b``'s ``__rop__``) transformed,
     as Python would choose them; anything else by Python's own operator."""
-    if type(a) is ArrayDual or type(b) is ArrayDual or type(a) is np.ndarray:
+    if type(a) in ARRAY_DUALS or type(b) in ARRAY_DUALS or type(a) is np.ndarray:
         return op(a, b)  # numpy's dispatch finds the array rule (arrays.py)
     method = _python_method(type(a), name)
     if method is not None:
