@@ -59,10 +59,13 @@ def reduced_ndim(ndim: int, axis, keepdims) -> int:
 def expand_reduced(g, shape: tuple, axis, keepdims):
     """The cotangent ``g`` of a reduction over ``axis`` of an array of ``shape`` (with any
     leading axes) broadcast back to ``shape``: a read-only view, no copy."""
+    if axis is None and not keepdims and np.ndim(g) == 0:  # (the common case, quickly)
+        return np.broadcast_to(g, shape)
     ndim = len(shape)
-    lead = lead_shape(g, reduced_ndim(ndim, axis, keepdims))
+    axes = axes_of(axis, ndim)
+    lead = lead_shape(g, ndim if keepdims else ndim - len(axes))
     if not keepdims and ndim:
-        g = np.expand_dims(g, tuple(a - ndim for a in axes_of(axis, ndim)))
+        g = np.reshape(g, lead + tuple(1 if k in axes else n for k, n in enumerate(shape)))
     return np.broadcast_to(g, lead + tuple(shape))
 
 

@@ -25,8 +25,14 @@ from ..runtime.duals import DUAL_TYPES, ScalarDual
 # counted from the end, shapes are given behind lead_shape(...).
 def _transpose_vjp(g, r, a, axes=None):
     ndim = np.ndim(a)
-    inverse = tuple(range(ndim))[::-1] if axes is None else tuple(
-        int(k) for k in np.argsort([x % ndim for x in axes]))
+    if axes is None:
+        inverse = tuple(range(ndim))[::-1]
+    else:
+        inverse = [0] * ndim
+        for k, x in enumerate(axes):
+            inverse[x % ndim] = k
+    if np.ndim(g) == ndim:  # (no leading axes: the common case)
+        return np.transpose(g, inverse)
     return np.transpose(g, move_core_axes(g, ndim, inverse))
 
 
