@@ -214,6 +214,9 @@ def rev(f):
         except AstadError as exc:
             return _guarded(f, _reason(exc))
     if t is types.MethodType and type(f.__func__) is types.FunctionType:
+        method = f.__func__.__dict__.get("_astad_method")  # obj.f of a decorated method
+        if method is not None:                                # (methods.py)
+            return method.bound_transformed(f.__self__)
         code = f.__func__.__code__
         if code in GENERATED_CODE:
             return _with_tape(f)
