@@ -75,7 +75,11 @@ class Model:
 
 
 NOT_A_FUNCTION = 3
-'''
+
+
+def many_lines(x):  # its generated code is longer than any pipe's buffer
+''' + "".join(f"    x = math.sin(x * {k}.5 + x) * math.cos(x - {k}.25) / (1.0 + x * x)\n"
+         for k in range(40)) + "    return x\n"
 
 
 @pytest.fixture
@@ -450,3 +454,29 @@ def test_every_comment_in_generated_code_names_a_line_of_the_original(example, n
     assert comments
     anchored = {k for _, k in display._anchors([text for _, text in original], lines)}
     assert set(comments) <= anchored  # each one found in the original, in order
+
+
+def test_output_into_a_closed_pipe_ends_quietly(module_file):
+    # `python -m astad show ... | head -1`: the reader goes away after one line. The
+    # pipe is made small (Linux) and the output is long, so the writes do fail.
+    read_end, write_end = os.pipe()
+    try:
+        import fcntl
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    except (ImportError, AttributeError, OSError):
+        pass  # the default pipe (64 KiB on Linux): the output is longer than that too
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + \
+        os.pathsep + env.get("PYTHONPATH", "")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "astad", "show", f"{module_file}:many_lines"],
+        stdout=write_end, stderr=subprocess.PIPE, env=env)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        first = reader.readline()
+    status = process.wait(timeout=120)
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert first.startswith(b"def many_lines(_tape, x):")
+    assert stderr == ""  # no BrokenPipeError traceback, no "Exception ignored"
+    assert status == 141  # 128 + SIGPIPE, as `yes | head -1` reports for `yes`
