@@ -30,7 +30,7 @@ from astad import display
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars=false", "--virtual-time-budget=10000"]
+         "--virtual-time-budget=10000"]
 
 
 def _browser() -> str:
