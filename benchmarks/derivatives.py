@@ -499,12 +499,15 @@ def profile(fn, args, budget=0.5, top=8):
 
 def _file(filename):
     """astad's files by their path in the package, rules compiled from astad's templates
-    as <astad rule>, C functions as built-in, any other file by its name."""
+    as <astad rule>, C functions as built-in, installed packages' files by their path in
+    site-packages, any other file by its name."""
     astad_dir = os.path.dirname(os.path.abspath(astad.__file__))
     if filename.startswith(astad_dir):
         return "astad/" + os.path.relpath(filename, astad_dir)
     if filename == "~":
         return "built-in"
+    if "site-packages" in filename:  # numpy/_core/shape_base.py, not shape_base.py
+        return filename.split("site-packages" + os.sep, 1)[1]
     return filename if filename.startswith("<") else os.path.basename(filename)
 
 
