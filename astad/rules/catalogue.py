@@ -68,6 +68,7 @@ REFUSED_KEYWORDS = {
 }
 # Values of arguments astad refuses, by function (checked by the tests that raise them).
 LIMITS = {
+    "numpy.row_stack": "numpy < 2.5 (removed there; the same function as vstack)",
     "numpy.average": "returned=True is refused",
     "numpy.linspace": "retstep=True is refused",
     "numpy.repeat": "one int repeats count",
@@ -248,7 +249,20 @@ def catalogue_rows() -> dict:
         rows[_section(fn)].append((names[0], (", ".join(f"`{n}`" for n in names),
                                    differentiable_in(fn), keywords_of(fn), _reverse(fn),
                                    forward_mode(fn), limits)))
+    _rows_of_removed_functions(rows)
     return {section: [row for _, row in sorted(entries)] for section, entries in rows.items()}
+
+
+def _rows_of_removed_functions(rows: dict) -> None:
+    """numpy.row_stack's row under a numpy that no longer has it (the page does not depend on
+    the installed numpy): vstack's row under its name."""
+    if hasattr(np, "row_stack"):
+        return
+    for entries in rows.values():
+        for name, row in list(entries):
+            if name == "numpy.vstack":
+                entries.append(("numpy.row_stack", ("`numpy.row_stack`", *row[1:5],
+                                                    LIMITS["numpy.row_stack"])))
 
 
 def render() -> str:
