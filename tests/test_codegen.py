@@ -366,24 +366,24 @@ def test_straight_line_code_follows_a_rebound_global(tmp_path, monkeypatch):
 
 FIGURE1_STRAIGHT = '''
     # specialised for float arguments: value_and_grad and grad run this when every argument is a float
-    def figure1_floats(a0, a1):
-        # a0 = x, a1 = y
-        if type(a0) is not float or type(a1) is not float:
-            return None  # not all floats: the transformed code runs instead
+    def figure1_floats(x, y):
+        # every argument a float: the forward pass, then its sweep written out (no tape)
+        if type(x) is not float or type(y) is not float:
+            return None  # other arguments: the transformed code runs instead
         # z = x + y
-        t0 = a0 + a1
+        _vt0 = x + y
         # return x * z
-        t1 = a0 * t0
+        _vt2 = x * _vt0
         # backward: the sweep of the entries above, last first
-        da1 = 0.0
+        dx = dy = _vd1 = 0.0
         # return x * z
-        da0 = t0
-        dt0 = a0
+        dx += _vt0
+        _vd1 += x
         # z = x + y
-        if dt0:
-            da0 += dt0
-            da1 += dt0
-        return t1, (da0, da1)
+        if _vd1:
+            dx += _vd1
+            dy += _vd1
+        return _vt2, (dx, dy)
 '''
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..reverse.kinds import Alias, FloatLocal, ListArg, MatrixArg, RecordArg
 from ..reverse.scalarloops import _PlainParam, _Writer, _tuple, prepare, user_scope, \
     write_attempts
-from ..reverse.straightline import _NotStraight, _tidy, parse_with_user_lines
+from ..reverse.floatexpr import _NotStraight, _tidy, parse_with_user_lines
 
 
 class _ForwardWriter(_Writer):

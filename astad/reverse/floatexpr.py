@@ -23,7 +23,6 @@ from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLo
                     RecordArg, RecordLocal, RecordVal, Row, RowLocal, TupleLocal, TupleVal,
                     _MISSING, constant_global, nonnegative, plain_record_class, record_fields)
 from ..rules.scalar import BINARY_RULES, UNARY_RULES, rule_namespace
-from .straightline import _NotStraight, _tidy
 
 _BINOPS = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
            gast.Mod: "mod"}
@@ -36,6 +35,10 @@ _PLAIN_BUILTINS = ("len", "range", "int", "abs", "min", "max", "round", "bool", 
 # calls whose result carries no derivative whatever their arguments
 _NO_DERIVATIVE = ("len", "int", "round", "bool", "floor", "ceil", "trunc", "isinstance",
                   "isfinite", "isinf", "isnan")
+
+
+class _NotStraight(Exception):
+    """The code is not of the kind the specialised writer takes: the ordinary code runs."""
 
 
 class Retry(Exception):
@@ -492,6 +495,28 @@ class Expressions:
         read = container.value if isinstance(container, Row) else container.name
         self.emit(depth, f"{x} = {read}[{k}]", line)
         return Float(x, self.element_derivative(container, k, nonnegative_k))
+
+
+def parse_with_user_lines(lines: list, default_line: int | None = None):
+    """The function written as ``lines`` of (text, user line), parsed, each node carrying
+    the user's line (``default_line`` where a line has none), so a traceback through it
+    names the user's file and statement; and its text."""
+    text = "\n".join(line for line, _ in lines) + "\n"
+    function = ast.parse(text).body[0]
+    user_line = [lineno or default_line for _, lineno in lines]
+    for node in ast.walk(function):
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = user_line[node.lineno - 1]
+            node.col_offset = node.end_col_offset = 0
+    return function, text
+
+
+def _tidy(code: str) -> str:
+    """``code`` as ``ast.unparse`` writes it (no redundant parentheses)."""
+    try:
+        return ast.unparse(ast.parse(code, mode="eval"))
+    except SyntaxError:  # an assignment
+        return ast.unparse(ast.parse(code))
 
 
 def _mentions(value, name: str) -> bool:

@@ -20,7 +20,7 @@ from ..front.activity import bound_names
 from ..front.normalize import normalize
 from ..front.source import parse_function
 from .kinds import Alias, Plain, Resolver, constant_global
-from .straightline import _NotStraight
+from .floatexpr import _NotStraight
 
 _MAX_DEPTH = 12          # helpers inlined inside one another
 _MAX_LINES = 4000        # generated lines: beyond, the ordinary code is smaller

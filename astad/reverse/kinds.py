@@ -480,18 +480,25 @@ def _gradient(adjoint, plan):
         return adjoint[start:start + n]
     original = plan[2]
     if type(n) is tuple:  # a dataclass
-        obj = object.__new__(type(original))
-        fields = obj.__dict__
-        for name, v in original.__dict__.items():
-            if name in n:
-                fields[name] = _like(v, adjoint[start + n.index(name)])
-            else:
-                fields[name] = _like(v, 0.0) if isinstance(v, float) else v
-        return obj
+        return record_gradient(original, n, adjoint[start:start + len(n)])
     if n is None:
         return type(original)([_rebuilt(row, adjoint[a:b]) for row, a, b in
                                zip(original, start, start[1:])])
     return _rebuilt(original, adjoint[start:start + n])
+
+
+def record_gradient(original, names: tuple, cotangents):
+    """The gradient of the dataclass ``original``: the cotangents of its fields ``names``,
+    zero for its other float fields, its other fields themselves; made without running
+    the class's code (as structure.build_gradient does)."""
+    obj = object.__new__(type(original))
+    fields = obj.__dict__
+    for name, v in original.__dict__.items():
+        if name in names:
+            fields[name] = _like(v, cotangents[names.index(name)])
+        else:
+            fields[name] = _like(v, 0.0) if isinstance(v, float) else v
+    return obj
 
 
 def _like(original, g):
@@ -571,6 +578,7 @@ def float_sequences(lists: tuple, matrices: tuple) -> bool:
 # what generated code calls (through ``ad``, in the rules' namespace)
 ad.tape_gradient_of = tape_gradient_of
 ad.record_values = record_values
+ad.record_gradient = record_gradient
 ad.float_sequences = float_sequences
 ad.record_tangents = record_tangents
 ad.float64 = _FLOAT64

@@ -44,7 +44,7 @@ from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLo
                     RecordArg, RecordLocal, RecordVal, Resolver, Row, RowLocal, TupleLocal,
                     TupleVal, int_context_names, nonnegative_names, parameter_guesses)
 from ..rules.scalar import BINARY_RULES, UNARY_RULES, ad
-from .straightline import _NotStraight, parse_with_user_lines
+from .floatexpr import _NotStraight, parse_with_user_lines
 
 ad.plain_types = frozenset({int, bool, str, type(None)})
 
