@@ -241,6 +241,42 @@ def kepler(e, ms):
     return total
 
 
+def chain(x, n):  # a recursion: a nested function written for its arguments' kinds
+    return x if n == 0 else chain(math.sin(x) * 0.5 + x * 0.5, n - 1)
+
+
+def power(x, n):
+    if n == 0:
+        return 1.0
+    if n % 2 == 0:
+        half = power(x, n // 2)
+        return half * half
+    return x * power(x, n - 1)
+
+
+def _clamp(v, lo, hi):  # returns early: a nested function too
+    if v < lo:
+        return lo
+    if v > hi:
+        return hi
+    return v
+
+
+def _is_even(k):  # a mutual recursion on plain values
+    return True if k == 0 else _is_odd(k - 1)
+
+
+def _is_odd(k):
+    return False if k == 0 else _is_even(k - 1)
+
+
+def clamped_sum(xs, lo):
+    total = 0.0
+    for k, x in enumerate(xs):
+        total += _clamp(x * 2.0, lo, 1.25) * (2.0 if _is_even(k) else 1.0)
+    return total
+
+
 XS = [0.5, -1.25, 2.0, 0.75]
 YS = [1.5, 0.25, -0.75, 0.125]
 M = [[1.0, 2.0, -0.5], [3.0, -1.0, 0.25]]
@@ -273,6 +309,9 @@ CASES = [
     (branches, (0.25, -0.5)),
     (globals_and_else, (0.3,)),
     (kepler, (0.5, [0.1, 1.0, 2.5])),
+    (chain, (0.7, 25)),
+    (power, (1.1, 13)),
+    (clamped_sum, (XS, -0.5)),
 ]
 IDS = [f"{fn.__name__}-{k}" for k, (fn, _) in enumerate(CASES)]
 

@@ -76,6 +76,12 @@ class _ForwardWriter(_Writer):
     def return_statement(self, value, index, depth, line):
         self.emit(depth, f"return {value}, {index}", line)
 
+    def function_header(self, name, formal):
+        return f"def {name}({', '.join(formal)}):"
+
+    def call_text(self, name, args, result, handle):
+        return f"{result}, {handle} = {name}({', '.join(args)})"
+
 
 def write_forward(root, fn, local_names: set, filename: str, dependencies: list):
     """The forward-mode function of ``root`` (a normalized gast.FunctionDef of ``fn``,
@@ -113,7 +119,7 @@ def write_forward(root, fn, local_names: set, filename: str, dependencies: list)
         return None
     writer, head, found = written
     dependencies.extend(found)
-    return parse_with_user_lines(head + writer.lines, root.lineno)
+    return parse_with_user_lines(head + writer.functions_text + writer.lines, root.lineno)
 
 
 def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
@@ -122,7 +128,8 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
     for p in params:
         t, kind = tangents[p], kinds[p]
         if kind == "plain":  # (its tangent is ignored, as for an int on forward duals)
-            checks.append(f"type({p}) not in ad.plain_types")
+            types = "quiet_types" if p not in writer.flowing else "plain_types"
+            checks.append(f"type({p}) not in ad.{types}")
         elif kind == "float":
             checks += [f"type({p}) is not float", f"type({t}) is not float"]
         elif kind == "list":

@@ -198,7 +198,19 @@ class Expressions:
             return self.conditional(node, depth, line)
         if self.active(node):
             return self.float_value(node, depth, line)
-        return Plain(self.plain(node, depth, line))
+        return self.plain_value(node, depth, line)
+
+    taint = None  # the last argument taken for an int whose value plain code used
+
+    def plain_value(self, node, depth: int, line: int):
+        """``node`` as plain code, and the argument (taken for an int) its value comes
+        from, if any: used as a float later, it makes that argument a float one."""
+        saved, self.taint = self.taint, None
+        try:
+            text = self.plain(node, depth, line)
+            return Plain(text, self.taint)
+        finally:
+            self.taint = saved
 
     def container(self, node, depth, line, kind: str = "list"):
         """The list, row, matrix, tuple or record ``node`` reads elements of (or None).
@@ -304,8 +316,10 @@ class Expressions:
                 values[leaf.index] = self.stable(value.value, depth, line)
                 handles[leaf.index] = value.handle
             elif isinstance(value, Plain):
-                if value.param is not None and value.param not in self.int_names:
-                    raise Retry(value.param, "float")  # an argument used as a float
+                if value.param is not None:
+                    if value.param not in self.int_names:
+                        raise Retry(value.param, "float")  # an argument used as a float
+                    self.flowing.add(value.param)
                 values[leaf.index] = self.stable(value.value, depth, line)
                 handles[leaf.index] = None
             else:
@@ -432,8 +446,9 @@ class Expressions:
 
     def _plain_value(self, value, quiet: bool, name) -> str:
         if isinstance(value, Plain):
-            if value.param is not None and not quiet and value.param not in self.int_names:
-                raise Retry(value.param, "float")  # an argument used as a number
+            if value.param is not None and not quiet:  # (its value flows on: say so)
+                self.flowing.add(value.param)
+                self.taint = value.param
             return value.value if re.fullmatch(r"[\w.]+", value.value) else \
                 f"({value.value})"
         if quiet and isinstance(value, (Float, Row)):

@@ -119,13 +119,15 @@ class FloatLocal:
 
 
 class PlainLocal:
-    __slots__ = ("name",)
+    """A local with no derivative. ``param``: the argument (taken for an int) it was
+    bound to, if any: used as a number, it makes that argument a float one."""
+    __slots__ = ("name", "param")
 
     def __init__(self, name: str):
-        self.name = name
+        self.name, self.param = name, None
 
     def read(self):
-        return Plain(self.name)
+        return Plain(self.name, self.param)
 
 
 class RowLocal:
@@ -453,6 +455,7 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
       list of lists of floats, row ``r`` at ``starts[r]``; ``(slot, -3)``: a float whose
       cotangent may be a numpy.float64 (made a float);
     - ``(value, -2)``: an argument that is not differentiated (an int, a string): itself;
+      ``(value, -4)``: one only tested or compared: itself, or 0.0 for a float;
     - ``(start, n, original)`` / ``(starts, None, original)``: a tuple, or elements of
       another float type (numpy.float64): rebuilt like ``original``;
     - ``(start, names, original)``: a dataclass, fields ``names`` at ``start``...
@@ -466,11 +469,20 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
     return value, tuple([_gradient(adjoint, plan) for plan in layout])
 
 
+def plain_gradient(value):
+    """The gradient of an argument the code only tests or compares: itself, or a zero of
+    its type for a float."""
+    t = type(value)
+    return value if t is not float and t is not _FLOAT64 else t(0.0)
+
+
 def _gradient(adjoint, plan):
     start, n = plan[0], plan[1]
     if len(plan) == 2:
         if n == -1:
             return adjoint[start]
+        if n == -4:
+            return plain_gradient(start)
         if n == -3:  # a float among numpy.float64 arguments
             return float(adjoint[start])
         if n == -2:
@@ -578,6 +590,8 @@ def float_sequences(lists: tuple, matrices: tuple) -> bool:
 # what generated code calls (through ``ad``, in the rules' namespace)
 ad.tape_gradient_of = tape_gradient_of
 ad.record_values = record_values
+ad.plain_gradient = plain_gradient
+ad.quiet_types = frozenset({int, bool, str, type(None), float, _FLOAT64})
 ad.record_gradient = record_gradient
 ad.float_sequences = float_sequences
 ad.record_tangents = record_tangents

@@ -117,6 +117,11 @@ class _Writer(Inliner, Expressions):
         self.loops = 0  # how many loops the statement being written is in
         self.inlining: list = []  # the helpers being inlined, innermost last
         self.entry_count = 0
+        self.flowing: set = set()  # arguments taken for ints whose values flow on
+        self.functions: dict = {}  # (code, argument kinds) -> nested function's name
+        self.functions_text: list = []  # their lines, written before the body
+        self.function = None  # the nested function being written (None: the body)
+        self.returns_from = None  # the scope whose return statements are written as such
 
     def emit(self, depth: int, text: str, lineno: int) -> None:
         self.lines.append(("    " * depth + text, lineno))
@@ -177,6 +182,7 @@ class _Writer(Inliner, Expressions):
                 return self.bind_float(local, value.value, self.constant)
         elif isinstance(local, PlainLocal):
             if isinstance(value, Plain):
+                self.taint(local, value)
                 return [(local.name, value.value)]
         elif isinstance(local, RowLocal):
             if isinstance(value, Row):
@@ -190,6 +196,13 @@ class _Writer(Inliner, Expressions):
                 return [p for name, item in local.fields.items()
                         for p in self.pairs(item, value.fields[name])]
         raise _NotStraight  # a value of another kind than the name holds elsewhere
+
+    def taint(self, local, value) -> None:
+        """A local bound to an argument taken for an int: reads of it say so."""
+        if value.param is not None:
+            self.flowing.add(value.param)
+            if local.param is None:
+                local.param = value.param
 
     def bind_float(self, local, value: str, handle: str) -> list:
         return [(local.name, value), (local.handle, handle)]
@@ -220,10 +233,12 @@ class _Writer(Inliner, Expressions):
             for target in stmt.targets:
                 self.assign(target, value, depth, line)
         elif isinstance(stmt, gast.Return):
-            if stmt.value is None or self.inlining:
-                raise _NotStraight  # (a helper's return is written by inline.py)
+            if stmt.value is None or self.scope is not self.returns_from:
+                raise _NotStraight  # (an inlined helper's return is written by inline.py)
             value = self.evaluate(stmt.value, depth, line)
             if isinstance(value, Plain):
+                if value.param is not None and value.param not in self.int_names:
+                    raise Retry(value.param, "float")  # the result depends on it
                 value = Float(value.value, self.constant)
             if not isinstance(value, Float):
                 raise _NotStraight  # not a float: the ordinary code says so
@@ -410,9 +425,22 @@ class _Writer(Inliner, Expressions):
         return value.starts
 
     def return_statement(self, value: str, handle: str, depth: int, line: int) -> None:
+        if self.function is not None:
+            self.emit(depth, f"return {value}, {handle}, {self.names['last']}", line)
+            return
         self.emit(depth, f"return ad.tape_gradient_of({self.names['tape']}, _width_, "
                          f"{value}, {handle}, {self.names['sink']}, "
                          f"{self.names['layout']})", line)
+
+    def function_header(self, name: str, formal: list) -> str:
+        """A nested function's ``def``: it takes the entries' state and gives it back."""
+        names = self.names
+        return f"def {name}({', '.join(formal + [names['last'], names['extend'], names['sink']])}):"
+
+    def call_text(self, name: str, args: list, result: str, handle: str) -> str:
+        names = self.names
+        return (f"{result}, {handle}, {names['last']} = {name}("
+                f"{', '.join(args + [names['last'], names['extend'], names['sink']])})")
 
 
 class _Entry:
@@ -525,9 +553,10 @@ def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: 
         return None
     writer, head, found = written
     dependencies.extend(found)
-    width = _width([e for e, _ in writer.lines if isinstance(e, _Entry)])
+    body_lines = writer.functions_text + writer.lines
+    width = _width([e for e, _ in body_lines if isinstance(e, _Entry)])
     lines = []
-    for text, line in writer.lines:
+    for text, line in body_lines:
         if isinstance(text, _Entry):
             lines += [(t, line) for t in text.lines(writer.names, width)]
         else:
@@ -543,7 +572,7 @@ def user_scope(writer, root, fn, params, kinds, local_names, filename, found):
     scope = _Scope(fn, root, Resolver(fn, found), activity,
                    set(local_names) | set(params), filename)
     scope.writer = writer
-    writer.scope = scope
+    writer.scope = writer.returns_from = scope
     writer.filename = filename
     return scope
 
@@ -575,7 +604,10 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
         checks, lists, matrices, layout = [], [], [], {}
         for p in params:
             kind = kinds[p]
-            if kind == "plain":
+            if kind == "plain" and p not in writer.flowing:  # only tested, compared
+                checks.append(f"type({p}) not in ad.quiet_types")
+                layout[p] = f"({p}, -4)"
+            elif kind == "plain":
                 checks.append(f"type({p}) not in ad.plain_types")
                 layout[p] = f"({p}, -2)"
             elif kind == "float":

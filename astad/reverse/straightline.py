@@ -53,6 +53,7 @@ class _TapelessWriter(_Writer):
                 local.name, local.handle = self.stable(value.value, depth, line), None
                 return
         elif isinstance(local, PlainLocal) and isinstance(value, Plain):
+            self.taint(local, value)
             local.name = self.stable(value.value, depth, line)
             return
         elif isinstance(local, TupleLocal) and hasattr(value, "items") and \
@@ -185,7 +186,11 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
     kinds = {}
     for p in params:
         local = scope.vars[p]
-        if isinstance(local, _PlainParam):
+        if isinstance(local, _PlainParam) and p not in writer.flowing:
+            kinds[p] = "plain"  # only tested or compared: a float too, its gradient 0.0
+            checks.append(f"type({p}) not in ad.quiet_types")
+            gradients.append(f"ad.plain_gradient({p})")
+        elif isinstance(local, _PlainParam):
             kinds[p] = "plain"
             checks.append(f"type({p}) not in ad.plain_types")
             gradients.append(p)
