@@ -368,8 +368,11 @@ FIGURE1_STRAIGHT = '''
     # specialised for float arguments: value_and_grad and grad run this when every argument is a float
     def figure1_floats(x, y):
         # every argument a float: the forward pass, then its sweep written out (no tape)
-        if type(x) is not float or type(y) is not float:
+        _vfloats = type(x) is float and type(y) is float
+        if not _vfloats and not (type(x) in ad.numbers and type(y) in ad.numbers):
             return None  # other arguments: the transformed code runs instead
+        if type(x) in ad.integers and type(y) in ad.integers:
+            return None  # no float: the transformed code says so
         # z = x + y
         _vt0 = x + y
         # return x * z
@@ -383,6 +386,8 @@ FIGURE1_STRAIGHT = '''
         if _vd1:
             dx += _vd1
             dy += _vd1
+        if not _vfloats:
+            return _vt2, (ad.number_gradient(x, dx), ad.number_gradient(y, dy))
         return _vt2, (dx, dy)
 '''
 

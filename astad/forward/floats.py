@@ -130,8 +130,11 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
         if kind == "plain":  # (its tangent is ignored, as for an int on forward duals)
             types = "quiet_types" if p not in writer.flowing else "plain_types"
             checks.append(f"type({p}) not in ad.{types}")
-        elif kind == "float":
-            checks += [f"type({p}) is not float", f"type({t}) is not float"]
+        elif kind == "float":  # (an int primal is a constant: its tangent is ignored)
+            checks += [f"type({p}) is not float and type({p}) not in ad.integers",
+                       f"type({p}) is float and type({t}) is not float"]
+            lines.append(f"if type({p}) is not float:")
+            lines.append(f"    {t} = 0.0")
         elif kind == "list":
             checks += [f"type({p}) is not list", f"type({t}) is not list",
                        f"len({t}) != len({p})",

@@ -196,11 +196,23 @@ class Expressions:
             return self.field(node, depth, line)
         if isinstance(node, gast.IfExp):
             return self.conditional(node, depth, line)
+        if isinstance(node, gast.Call) and len(node.args) == 2 and not node.keywords and \
+                not self.is_local(node.func) and self.active(node) and \
+                self.scope.resolver.callee(node.func) in (min, max):
+            return self.extreme(node, depth, line)
         if self.active(node):
             return self.float_value(node, depth, line)
         return self.plain_value(node, depth, line)
 
     taint = None  # the last argument taken for an int whose value plain code used
+
+    def flows(self, param: str) -> None:
+        """An argument taken for an int (a plain value) is used other than by a test or a
+        comparison: unless the code also uses it as an int (a bound, an index...), take it
+        for a float (which also takes an int); else it takes only ints and the like."""
+        if param not in self.int_names:
+            raise Retry(param, "float")
+        self.flowing.add(param)
 
     def plain_value(self, node, depth: int, line: int):
         """``node`` as plain code, and the argument (taken for an int) its value comes
@@ -292,6 +304,23 @@ class Expressions:
         self.bind(target, self.evaluate(node.orelse, depth + 1, line), depth + 1, line)
         return target.read()
 
+    def extreme(self, node, depth, line):
+        """``min(a, b)``: ``b if b < a else a`` (Python's min keeps the first of equals;
+        max with ``>``), each argument computed once."""
+        a, b = self.evaluate_all(node.args, depth, line)
+        if not all(isinstance(v, (Float, Plain)) for v in (a, b)):
+            raise _NotStraight
+        op = "<" if self.scope.resolver.callee(node.func) is min else ">"
+        a_text, b_text = self.stable(a.value, depth, line), self.stable(b.value, depth, line)
+        a = Float(a_text, a.handle) if isinstance(a, Float) else Plain(a_text, a.param)
+        b = Float(b_text, b.handle) if isinstance(b, Float) else Plain(b_text, b.param)
+        target = self.temp_local(node, depth, line)
+        self.emit(depth, f"if {b_text} {op} {a_text}:", line)
+        self.bind(target, b, depth + 1, line)
+        self.emit(depth, "else:", line)
+        self.bind(target, a, depth + 1, line)
+        return target.read()
+
     def temp_local(self, node, depth, line):
         if not self.active(node):
             return PlainLocal(self.temp("c"))
@@ -307,8 +336,8 @@ class Expressions:
         tree = self.tree(node, leaves)
         if isinstance(tree, Const):
             return Plain(_literal(tree.value))
-        if not _order_is_safe(tree):
-            raise _NotStraight  # a call run before an operation that raises first
+        if not _order_is_safe(tree):  # a call would run before an operation that raises
+            return self.in_order(node, depth, line)  # first: the operands one by one
         values, handles = {}, {}
         for leaf, value in zip(leaves, self.evaluate_all([leaf.node for leaf in leaves],
                                                          depth, line)):
@@ -317,9 +346,7 @@ class Expressions:
                 handles[leaf.index] = value.handle
             elif isinstance(value, Plain):
                 if value.param is not None:
-                    if value.param not in self.int_names:
-                        raise Retry(value.param, "float")  # an argument used as a float
-                    self.flowing.add(value.param)
+                    raise Retry(value.param, "float")  # an argument used as a float
                 values[leaf.index] = self.stable(value.value, depth, line)
                 handles[leaf.index] = None
             else:
@@ -341,6 +368,36 @@ class Expressions:
         if not pairs:
             return Plain(result)
         return Float(result, self.combine(pairs, depth, line))
+
+    def in_order(self, node, depth: int, line: int):
+        """``node`` (an operation) with its operands computed first, each to a local,
+        in Python's order: a call among them runs after what Python runs before it."""
+        if isinstance(node, gast.BinOp):
+            operands = [node.left, node.right]
+        elif isinstance(node, gast.UnaryOp):
+            operands = [node.operand]
+        elif isinstance(node, gast.Call):
+            operands = list(node.args)
+        else:
+            raise _NotStraight
+        computed = [o for o in operands if _number(o) is None]  # (numbers stay numbers)
+        values = iter(self.evaluate_all(computed, depth, line))
+        names = []
+        for operand in operands:
+            if _number(operand) is not None:
+                names.append(operand)
+                continue
+            name = self.temp("o")
+            self.scope.vars[name] = Alias(next(values))
+            self.scope.local_names.discard(name)
+            names.append(gast.Name(name, gast.Load(), None, None))
+        if isinstance(node, gast.BinOp):
+            new = gast.BinOp(names[0], node.op, names[1])
+        elif isinstance(node, gast.UnaryOp):
+            new = gast.UnaryOp(node.op, names[0])
+        else:
+            new = gast.Call(node.func, names, [])
+        return self.float_value(gast.copy_location(new, node), depth, line)
 
     def stable(self, value: str, depth, line) -> str:
         """A name or a number holding ``value`` (partials may read it more than once)."""
@@ -388,7 +445,9 @@ class Expressions:
             if rule == "log" and len(node.args) == 2:
                 return Op("log_base", [self.tree(a, leaves) for a in node.args], node)
             if rule in ("min", "max") and len(node.args) == 2:
-                return self.tree(_min_max(node, rule), leaves)
+                leaf = Leaf(node, len(leaves))  # (written by extreme())
+                leaves.append(leaf)
+                return leaf
             if rule is not None:
                 raise _NotStraight  # a rule the fused code does not know (pow, sum...)
         if isinstance(node, gast.Name):  # one leaf per name (a name has no side effect)
@@ -447,7 +506,7 @@ class Expressions:
     def _plain_value(self, value, quiet: bool, name) -> str:
         if isinstance(value, Plain):
             if value.param is not None and not quiet:  # (its value flows on: say so)
-                self.flowing.add(value.param)
+                self.flows(value.param)
                 self.taint = value.param
             return value.value if re.fullmatch(r"[\w.]+", value.value) else \
                 f"({value.value})"
@@ -598,16 +657,6 @@ def _literal(value) -> str:
     if type(value) is float and not math.isfinite(value):
         return f"float({str(value)!r})"
     return repr(value)
-
-
-def _min_max(node, rule):
-    """``min(a, b)`` as ``b if b < a else a`` (Python's min keeps the first of equals)."""
-    a, b = node.args
-    op = gast.Lt() if rule == "min" else gast.Gt()
-    if not all(isinstance(x, (gast.Name, gast.Constant)) for x in (a, b)):
-        raise _NotStraight  # (each argument must be evaluated once)
-    test = gast.Compare(left=b, ops=[op], comparators=[a])
-    return gast.copy_location(gast.IfExp(test=test, body=b, orelse=a), node)
 
 
 def _in_rules(func):

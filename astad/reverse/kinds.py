@@ -331,8 +331,9 @@ def _iterated(n, parents) -> bool:
 
 
 def int_context_names(root) -> set:
-    """Names used where only an int (or another value with no derivative) makes sense:
-    a bound of ``range``, an index, an operand of ``//`` or of a bit operation."""
+    """Names used where an int (or another value with no derivative) is expected: a
+    bound of ``range``, an index, an operand of ``//`` or of a bit operation, a value
+    compared equal to an int (``n == 0``)."""
     found = set()
     for n in gast.walk(root):
         operands = []
@@ -345,6 +346,10 @@ def int_context_names(root) -> set:
                 gast.FloorDiv, gast.LShift, gast.RShift, gast.BitAnd, gast.BitOr,
                 gast.BitXor)):
             operands = [n.left, n.right]
+        elif isinstance(n, gast.Compare) and len(n.ops) == 1 and \
+                isinstance(n.ops[0], (gast.Eq, gast.NotEq)) and \
+                _int_constant(n.comparators[0]) is not None:  # n == 0
+            operands = [n.left]
         for operand in operands:
             found.update(m.id for m in gast.walk(operand) if isinstance(m, gast.Name))
     return found
@@ -452,9 +457,9 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
     sweep where it is built) and give each argument its gradient as ``layout`` says:
 
     - ``(slot, -1)``: a float; ``(start, n)``: a list of n floats; ``(starts, None)``: a
-      list of lists of floats, row ``r`` at ``starts[r]``; ``(slot, -3)``: a float whose
-      cotangent may be a numpy.float64 (made a float);
+      list of lists of floats, row ``r`` at ``starts[r]``;
     - ``(value, -2)``: an argument that is not differentiated (an int, a string): itself;
+      ``(slot, -5, original)``: a float argument given an int (itself) or a numpy.float64;
       ``(value, -4)``: one only tested or compared: itself, or 0.0 for a float;
     - ``(start, n, original)`` / ``(starts, None, original)``: a tuple, or elements of
       another float type (numpy.float64): rebuilt like ``original``;
@@ -467,6 +472,15 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
     adjoint[index] = 1.0
     _tape_module.sweep_flat(tape, width, adjoint, sink + 1)
     return value, tuple([_gradient(adjoint, plan) for plan in layout])
+
+
+def number_gradient(value, cotangent):
+    """The gradient of a float argument given another number: an int is a constant (its
+    gradient itself), a numpy.float64 gets a cotangent of its own type."""
+    t = type(value)
+    if t is int or t is bool:
+        return value
+    return cotangent if type(cotangent) is t else t(cotangent)
 
 
 def plain_gradient(value):
@@ -483,14 +497,14 @@ def _gradient(adjoint, plan):
             return adjoint[start]
         if n == -4:
             return plain_gradient(start)
-        if n == -3:  # a float among numpy.float64 arguments
-            return float(adjoint[start])
         if n == -2:
             return start
         if n is None:
             return [adjoint[a:b] for a, b in zip(start, start[1:])]
         return adjoint[start:start + n]
     original = plan[2]
+    if n == -5:  # a float argument given an int (a constant), or a numpy.float64
+        return original if type(original) in _INTEGERS else _like(original, adjoint[start])
     if type(n) is tuple:  # a dataclass
         return record_gradient(original, n, adjoint[start:start + len(n)])
     if n is None:
@@ -552,6 +566,7 @@ def record_values(obj, names: tuple):
 
 
 _PLAIN_CLASSES: dict = {}
+_INTEGERS = frozenset({int, bool})
 
 
 def record_tangents(tangent, names: tuple):
@@ -591,7 +606,10 @@ def float_sequences(lists: tuple, matrices: tuple) -> bool:
 ad.tape_gradient_of = tape_gradient_of
 ad.record_values = record_values
 ad.plain_gradient = plain_gradient
+ad.number_gradient = number_gradient
 ad.quiet_types = frozenset({int, bool, str, type(None), float, _FLOAT64})
+ad.numbers = frozenset({float, _FLOAT64, int, bool})
+ad.integers = _INTEGERS
 ad.record_gradient = record_gradient
 ad.float_sequences = float_sequences
 ad.record_tangents = record_tangents

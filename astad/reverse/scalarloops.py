@@ -177,7 +177,7 @@ class _Writer(Inliner, Expressions):
             if isinstance(value, Float):
                 return self.bind_float(local, value.value, value.handle)
             if isinstance(value, Plain):
-                if value.param is not None and value.param not in self.int_names:
+                if value.param is not None:
                     raise Retry(value.param, "float")
                 return self.bind_float(local, value.value, self.constant)
         elif isinstance(local, PlainLocal):
@@ -200,7 +200,7 @@ class _Writer(Inliner, Expressions):
     def taint(self, local, value) -> None:
         """A local bound to an argument taken for an int: reads of it say so."""
         if value.param is not None:
-            self.flowing.add(value.param)
+            self.flows(value.param)
             if local.param is None:
                 local.param = value.param
 
@@ -209,10 +209,12 @@ class _Writer(Inliner, Expressions):
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body, depth: int) -> None:
-        if not body:
-            self.emit(depth, "pass", 0)
+        start = len(self.lines)
         for stmt in body:
             self.statement(stmt, depth)
+        if all(type(text) is str and text.lstrip().startswith("#")
+               for text, _ in self.lines[start:]):
+            self.emit(depth, "pass", 0)  # (its statements needed no code here)
 
     def comment(self, stmt, depth: int, line: int) -> None:
         text = linecache.getline(self.scope.filename, stmt.lineno).strip()
@@ -237,7 +239,7 @@ class _Writer(Inliner, Expressions):
                 raise _NotStraight  # (an inlined helper's return is written by inline.py)
             value = self.evaluate(stmt.value, depth, line)
             if isinstance(value, Plain):
-                if value.param is not None and value.param not in self.int_names:
+                if value.param is not None:
                     raise Retry(value.param, "float")  # the result depends on it
                 value = Float(value.value, self.constant)
             if not isinstance(value, Float):
@@ -456,12 +458,17 @@ class _Entry:
         last pairs, then one of its first ``width - 1`` pairs and (that entry, 1.0): the
         sweep then adds the same products to each adjoint in the same order."""
         pairs, lines = self.pairs, []
+        indent = "    " * self.depth
         if len(pairs) > width:
-            lines = _Entry(self.depth, pairs[width - 1:], self.in_loop).lines(names, width)
-            pairs = pairs[:width - 1] + [(names["last"], "1.0")]
+            first, last = pairs[:width - 1], names["last"]
+            if any(slot == last for slot, _ in first):  # a parent that is the last entry:
+                saved = names["parent"]  # its index before the first part's entry
+                lines.append(f"{indent}{saved} = {last}")
+                first = [(saved if slot == last else slot, p) for slot, p in first]
+            lines += _Entry(self.depth, pairs[width - 1:], self.in_loop).lines(names, width)
+            pairs = first + [(last, "1.0")]
         pairs = pairs + [(names["sink"], "0.0")] * (width - len(pairs))
         fields = ", ".join(f"{slot}, {partial}" for slot, partial in pairs)
-        indent = "    " * self.depth
         return lines + [f"{indent}{names['extend']}(({fields}))",
                         f"{indent}{names['last']} += 1"]
 
@@ -500,8 +507,9 @@ def prepare(root, fn, local_names: set, suffix: str):
         while any(n.startswith(names[key]) for n in user_names):
             names[key] += "_"
     temp = names["temp"]
-    names.update(sink=f"{temp}sink", layout=f"{temp}layout", last=f"{temp}last")
-    taken = set(user_names) | set(local_names) | _rule_helpers()
+    names.update(sink=f"{temp}sink", layout=f"{temp}layout", last=f"{temp}last",
+                 parent=f"{temp}parent")
+    taken = set(user_names) | set(local_names) | _rule_helpers() | {names["parent"]}
     return params, body, names, taken
 
 
@@ -601,7 +609,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
     first = root.lineno
 
     def head():
-        checks, lists, matrices, layout = [], [], [], {}
+        checks, floats, lists, matrices, layout = [], [], [], [], {}
         for p in params:
             kind = kinds[p]
             if kind == "plain" and p not in writer.flowing:  # only tested, compared
@@ -610,27 +618,30 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
             elif kind == "plain":
                 checks.append(f"type({p}) not in ad.plain_types")
                 layout[p] = f"({p}, -2)"
-            elif kind == "float":
-                checks.append(f"type({p}) is not float")
-            elif kind == "list":
-                lists.append(p)
-            elif kind == "matrix":
-                matrices.append(p)
+            else:
+                {"float": floats, "list": lists, "matrix": matrices}.get(kind, []).append(p)
         text = [f"# every argument {_kinds_said(kinds, params)}: each float is a local and "
                 "its tape index"]
         if checks:
             text += [f"if {' or '.join(checks)}:",
                      "    return None  # other arguments: the transformed code runs instead"]
-        exact = f"{temp}exact"
+        exact = []  # the names saying that the arguments are the common case
+        if floats:  # floats; an int (a constant: its gradient itself), a numpy.float64
+            exact.append(f"{temp}floats")
+            text += [f"{temp}floats = {' and '.join(f'type({p}) is float' for p in floats)}",
+                     f"if not {temp}floats and not ("
+                     f"{' and '.join(f'type({p}) in ad.numbers' for p in floats)}):",
+                     "    return None  # other arguments: the transformed code runs instead"]
         if lists or matrices:
+            exact.append(f"{temp}exact")
             tests = []
             for p in lists:
                 tests += [f"type({p}) is list", f"set(map(type, {p})) <= {{float}}"]
             for p in matrices:
                 tests += [f"type({p}) is list", f"all(type({temp}r) is list and "
                           f"set(map(type, {temp}r)) <= {{float}} for {temp}r in {p})"]
-            text.append(f"{exact} = {' and '.join(tests)}")
-            text += [f"if not {exact} and not ad.float_sequences({_tuple(lists)}, "
+            text += [f"{temp}exact = {' and '.join(tests)}",
+                     f"if not {temp}exact and not ad.float_sequences({_tuple(lists)}, "
                      f"{_tuple(matrices)}):",
                      "    return None  # not lists of floats: the transformed code runs "
                      "instead"]
@@ -670,7 +681,8 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
             if kinds[p] == "float":
                 handle = scope.vars[p].handle
                 text.append(f"{handle} = {take(1)}")
-                layout[p] = f"({handle}, -1)"
+                exact_layout[p] = f"({handle}, -1)"
+                like_layout[p] = f"({handle}, -5, {p})"
                 if not slot.isdigit():
                     slot = f"{handle} + 1"
             elif kinds[p] == "record":
@@ -689,18 +701,24 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
                 layout[p] = f"({start}, {tuple(fields)!r}, {p})"
         text.append(f"{names['sink']} = {slot}  # the slot of constants: the sweep stops "
                     "above it")
+        if floats:
+            text.append(f"if not {temp}floats:  # an int is a constant")
+            for p in floats:
+                text += [f"    if type({p}) in ad.integers:",
+                         f"        {scope.vars[p].handle} = {names['sink']}"]
+            if not (lists or matrices or "record" in kinds.values()):
+                text += ["    if " + " and ".join(f"type({p}) in ad.integers" for p in floats)
+                         + ":", "        return None  # no float: the transformed code "
+                         "says so"]
         if "plain" in kinds.values() and not any(kinds[p] in ("float", "record")
                                                  for p in params):
             text += [f"if {names['sink']} == 0:",
                      "    return None  # no float: the transformed code says so"]
         exact_layout.update(layout)
         like_layout.update(layout)
-        for p in params:
-            if kinds[p] == "float":
-                like_layout[p] = like_layout[p].replace(", -1)", ", -3)")
         exact_text = _tuple([exact_layout[p] for p in params])
-        if lists or matrices:
-            text.append(f"{names['layout']} = {exact_text} if {exact} else "
+        if exact:
+            text.append(f"{names['layout']} = {exact_text} if {' and '.join(exact)} else "
                         f"{_tuple([like_layout[p] for p in params])}")
         else:
             text.append(f"{names['layout']} = {exact_text}")

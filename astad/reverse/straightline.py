@@ -48,7 +48,7 @@ class _TapelessWriter(_Writer):
                 local.name, local.handle = value.value, value.handle
                 return
             if isinstance(value, Plain):
-                if value.param is not None and value.param not in self.int_names:
+                if value.param is not None:
                     raise Retry(value.param, "float")
                 local.name, local.handle = self.stable(value.value, depth, line), None
                 return
@@ -76,6 +76,9 @@ class _TapelessWriter(_Writer):
 
     def conditional(self, node, depth, line):
         raise _NotStraight
+
+    def extreme(self, node, depth, line):
+        raise _NotStraight  # (min and max are branches)
 
     def for_loop(self, stmt, depth, line):
         raise _NotStraight
@@ -181,7 +184,7 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
     writer, adjoints, scope, found = written
     dependencies.extend(found)
     first = root.lineno
-    checks, reads, inputs, gradients = [], [], [], []
+    checks, reads, inputs, gradients, exact = [], [], [], [], []
     temp = names["temp"]
     kinds = {}
     for p in params:
@@ -190,15 +193,17 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
             kinds[p] = "plain"  # only tested or compared: a float too, its gradient 0.0
             checks.append(f"type({p}) not in ad.quiet_types")
             gradients.append(f"ad.plain_gradient({p})")
+            exact.append(gradients[-1])
         elif isinstance(local, _PlainParam):
             kinds[p] = "plain"
             checks.append(f"type({p}) not in ad.plain_types")
             gradients.append(p)
+            exact.append(p)
         elif p in adjoints:
             kinds[p] = "float"
-            checks.append(f"type({p}) is not float")
             inputs.append(adjoints[p])
             gradients.append(adjoints[p])
+            exact.append(f"ad.number_gradient({p}, {adjoints[p]})")
         else:
             kinds[p] = "record"
             fields = local.value.fields
@@ -212,6 +217,7 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
             inputs += [f.handle for f in fields.values()]
             gradients.append(f"ad.record_gradient({p}, {tuple(fields)!r}, "
                              f"{_tuple([f.handle for f in fields.values()])})")
+            exact.append(gradients[-1])
     head = [(f"def {root.name}_floats({', '.join(params)}):", first),
             (f"    # every argument {_kinds_said(kinds, params)}: the forward pass, then "
              "its sweep written out (no tape)", first)]
@@ -219,10 +225,25 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
         head += [(f"    if {' or '.join(checks)}:", first),
                  ("        return None  # other arguments: the transformed code runs instead",
                   first)]
+    floats = [p for p in params if kinds[p] == "float"]
+    if floats:  # floats; an int (a constant: its gradient itself), a numpy.float64
+        head += [(f"    {temp}floats = {' and '.join(f'type({p}) is float' for p in floats)}",
+                  first),
+                 (f"    if not {temp}floats and not ("
+                  f"{' and '.join(f'type({p}) in ad.numbers' for p in floats)}):", first),
+                 ("        return None  # other arguments: the transformed code runs instead",
+                  first)]
+        if "record" not in kinds.values():
+            head += [("    if " + " and ".join(f"type({p}) in ad.integers" for p in floats)
+                      + ":", first), ("        return None  # no float: the transformed "
+                                      "code says so", first)]
     head += [(f"    {text}", first) for text in reads]
     value, _, line = writer.result
     backward = writer.backward(first, inputs)
     lines = head + writer.lines + [(f"    {text}", at) for text, at in backward]
+    if floats:
+        lines.append((f"    if not {temp}floats:", line))
+        lines.append((f"        return {value}, {_tuple(exact)}", line))
     lines.append((f"    return {value}, {_tuple(gradients)}", line))
     return parse_with_user_lines(lines, first)
 
