@@ -24,7 +24,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from . import codegen
+from . import codegen, pickling
 from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass
 from .errors import AstadError, InputError
 from .forward.call import forward
@@ -109,11 +109,11 @@ class Transform:
         options = "".join(f", {k}={v!r}" for k, v in self.options.items())
         return f"astad.{self.kind}({self.fun!r}{options})"
 
-    def __reduce__(self):
-        return type(self), (self.fun,), {"options": self.options}
+    def __reduce__(self):  # the function (with its source when by value) and the options
+        return pickling.transform_reduction(type(self), self.fun, self.options)
 
-    def __setstate__(self, state):
-        self.options = state["options"]
+    def __dask_tokenize__(self):
+        return pickling.transform_token(type(self), self.fun, self.options)
 
 
 class value_and_grad(Transform):  # noqa: N801 - named as JAX names it

@@ -21,8 +21,8 @@ EXAMPLES = ROOT / "examples"
 TESTED_ELSEWHERE = {"fit_numpy.py"}  # tests/test_numpy.py::test_fit_numpy_example_runs...
 
 
-def run(name: str) -> str:
-    result = subprocess.run([sys.executable, str(EXAMPLES / name)], cwd=ROOT,
+def run(name: str, *args: str) -> str:
+    result = subprocess.run([sys.executable, str(EXAMPLES / name), *args], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     return result.stdout
@@ -43,7 +43,7 @@ def numbers(line: str) -> list:
 
 def test_every_example_is_tested():
     tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py",
-              "saddle.py", "particle.py"}
+              "saddle.py", "particle.py", "scale_out.py"}
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested | TESTED_ELSEWHERE
 
 
@@ -133,6 +133,28 @@ def test_gmm_fit():
     assert sum(density) * (grid[1] - grid[0]) == pytest.approx(1.0, abs=1e-6)
 
 
+def test_scale_out_fits_every_batch_on_worker_processes():
+    out = run("scale_out.py", "--batches", "6", "--workers", "2")
+    assert out.startswith("OK: misfit: 2 gradient entries match")
+    rows = [numbers(line) for line in out.splitlines() if line.strip()[:1].isdigit()
+            and "batches" not in line]
+    assert len(rows) == 6
+    for k1, fitted_k1, k2, fitted_k2, misfit in rows:
+        assert abs(fitted_k1 - k1) < 0.03 * k1 and abs(fitted_k2 - k2) < 0.03 * k2
+        assert misfit < 4 * 2 * 0.01 ** 2  # down to the noise (0.01 on two species)
+    assert "6 batches fitted by 2 worker processes (2 workers)" in out
+    module = load("scale_out.py")
+    truth, measured = module.experiment(3)
+    check_grads(module.misfit, math.log(truth[0]) + 0.2, math.log(truth[1]) - 0.3, measured)
+
+
+def test_scale_out_on_a_scheduler_given_by_address():
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        out = run("scale_out.py", "--scheduler", cluster.scheduler_address, "--batches", "3")
+    assert "3 batches fitted by 1 worker processes (1 workers)" in out
 def test_saddle_nested_optimisation():
     """Siskind and Pearlmutter's "saddle": the outer gradient differentiates an inner
     gradient-ascent loop; checked against finite differences and by hand."""

@@ -93,7 +93,12 @@ ARRAY_OPERATORS = {
 def mixed(rule, sym: str, a, b):
     """A binary rule with a dual and an operand the fast paths do not take: a dual of
     another level or a nested one (the general rule), an array (numpy's dispatch), a
-    number of another type (converted), or anything else (Python's own error)."""
+    number of another type (converted), or anything else (Python's own error). ``sym``
+    ending in ``=`` is the in-place operator (``v *= k``): an array is written in place."""
+    if sym[-1] == "=":
+        if type(a) in _ARRAY_TYPES:
+            return IN_PLACE_OPERATORS[sym](a, b)
+        sym = sym[:-1]
     x, y = a, b
     if type(a) not in SCALAR_DUALS:
         if type(a) is not float and type(a) is not int:
@@ -107,6 +112,9 @@ def mixed(rule, sym: str, a, b):
 
 
 ad.mixed = mixed
+
+IN_PLACE_OPERATORS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
+                      "/=": operator.itruediv, "%=": operator.imod}
 
 _NAMESPACE = {
     "Dual": Dual, "FDual": FDual, "SCALAR_DUALS": SCALAR_DUALS, "new": new_dual,
@@ -273,7 +281,7 @@ def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
     BINARY_RULES[name] = (primal, dx, dy)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
         setattr(ad, "i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
-                                         dx=dx, dy=dy, general=name, sym=sym,
+                                         dx=dx, dy=dy, general=name, sym=sym + "=",
                                          fallback=inplace))
 
 

@@ -222,29 +222,36 @@ class _Running(threading.local):
     def __init__(self):
         self.stack: list = []
         self.depth: dict = {}  # id(handle) -> 1 + its position in stack
+        self.writes: dict = {}  # id(handle) -> [(entry index, Write)] (array_writes.py)
 
 
 running = _Running()
 
 
 class level:
-    """``with level(handle):`` the differentiation ``handle`` runs inside the block."""
+    """``with level(handle):`` the differentiation ``handle`` runs inside the block.
+    ``writes`` then lists the writes into arrays it recorded (array_writes.py)."""
 
-    __slots__ = ("handle",)
+    __slots__ = ("handle", "writes")
 
     def __init__(self, handle):
         self.handle = handle
+        self.writes: list = []
 
     def __enter__(self):
         state = running
-        state.depth[id(self.handle)] = len(state.stack) + 1
+        key = id(self.handle)
+        state.depth[key] = len(state.stack) + 1
         state.stack.append(self.handle)
+        state.writes[key] = self.writes
         return self.handle
 
     def __exit__(self, *exc):
         state = running
         state.stack.pop()
-        del state.depth[id(self.handle)]
+        key = id(self.handle)
+        del state.depth[key]
+        del state.writes[key]
         return False
 
 
