@@ -539,3 +539,39 @@ def test_a_complex_power_is_left_to_the_ordinary_code():
     with pytest.raises(Exception) as info:
         astad.reverse_diff(root).grad(1.0)
     assert "complex" in str(info.value)
+
+
+# -- found by tests/test_specialised_fuzz.py ------------------------------------------------
+def _fuzz_pair(a, b):
+    return a * b, a - b
+
+
+def _fuzz_power(a, k):
+    if k == 0:
+        return 1.0
+    return a * _fuzz_power(a, k - 1)
+
+
+def operand_before_a_nested_call(y, xs, n):
+    s = 0.0
+    if y > s:
+        s += _fuzz_power(y, 3)
+    for v in reversed(xs):
+        s += _fuzz_pair(xs[1], v)[1] + _fuzz_power(n, 3)
+    return s
+
+
+def test_an_operand_recorded_before_a_nested_function_call_keeps_its_entry():
+    # the left operand's handle was the index of the last entry, read after the call to
+    # _fuzz_power (a nested function, it recurses) had recorded entries of its own: the
+    # gradient of xs came out 0.0 instead of (-1, 2, -1)
+    args = (-0.4, [0.5, -1.2, 0.7], 2)
+    assert codegen.build(operand_before_a_nested_call).floats(*args) is not None
+    value, (dy, dxs, dn) = astad.reverse_diff(operand_before_a_nested_call).value_and_grad(
+        *args)
+    assert value == operand_before_a_nested_call(*args)
+    assert dxs == [-1.0, 2.0, -1.0] and dy == 0.0 and dn == 2
+    args = (0.5, [0.5, -1.2, 0.7], 2.0)
+    _, (dy, dxs, dn) = astad.reverse_diff(operand_before_a_nested_call).value_and_grad(*args)
+    assert dy == pytest.approx(3 * 0.5 ** 2) and dxs == [-1.0, 2.0, -1.0]
+    assert dn == pytest.approx(3 * 3 * 2.0 ** 2)

@@ -1,6 +1,7 @@
 """Random programs in the subset the specialised code takes (every loop form, branches,
 conditional expressions, tuples, helpers inlined or called as nested functions,
-recursion, int arguments), each checked against the ordinary code with one tape entry per
+recursion, int arguments, a matrix read by rows; ints and lists of numpy.float64 where
+floats are taken), each checked against the ordinary code with one tape entry per
 primitive operation (``preaccumulate=False``: the rules' own partials, no specialised
 code) and against forward mode (``astad.jvp``). Deterministic: ``ASTAD_SPECIALISED_FUZZ``
 programs (default 40) from seed ``ASTAD_SPECIALISED_SEED`` (default 0)."""
@@ -10,6 +11,7 @@ import os
 import random
 import sys
 
+import numpy as np
 import pytest
 
 import astad
@@ -157,7 +159,7 @@ class Program:
         self.depth -= 1
 
     def loop(self):
-        form = self.rng.randrange(6)
+        form = self.rng.randrange(7)
         e, i = self.new_float(), f"i{self.counter}"
         self.counter += 1
         if form == 0:
@@ -170,12 +172,16 @@ class Program:
             self.emit(f"for {e}, {e}b in zip(xs, reversed(xs)):")
         elif form == 4:
             self.emit(f"for {e} in reversed(xs):")
-        else:
+        elif form == 5:
             self.emit(f"{i} = 0")
             self.emit(f"while {i} < len(xs):")
+        else:
+            self.emit(f"for {e}r in m:")
         self.depth += 1
         saved = list(self.floats)
-        if form in (1, 2, 3, 4):
+        if form == 6:
+            self.emit(f"{e} = {e}r[0] * {e}r[-1] + {self.atom()}")
+        if form in (1, 2, 3, 4, 6):
             self.floats.append(e)
         if form == 3:
             self.floats.append(f"{e}b")
@@ -194,8 +200,8 @@ class Program:
     def source(self):
         self.statements(self.rng.randint(2, 4))
         body = "\n".join(self.lines)
-        return (f"{HELPERS}\n\ndef f(x, y, xs, n):\n    s = 0.0\n{body}\n"
-                f"    return s + {self.expr()} + xs[0] * y\n")  # (every argument used)
+        return (f"{HELPERS}\n\ndef f(x, y, xs, m, n):\n    s = 0.0\n{body}\n"
+                f"    return s + {self.expr()} + xs[0] * y + m[0][0]\n")  # (every argument used)
 
 
 def _load(source, tmp_path, k):
@@ -209,8 +215,8 @@ def _load(source, tmp_path, k):
 
 
 def _flat(gradient):
-    x, y, xs, n = gradient
-    return [x, y, *xs]
+    x, y, xs, m, n = gradient
+    return [x, y, *xs, *(v for row in m for v in row)]
 
 
 @pytest.mark.parametrize("k", range(COUNT))
@@ -218,8 +224,16 @@ def test_random_programs_agree_with_the_primitive_tape_and_forward_mode(k, tmp_p
     rng = random.Random(SEED * 100003 + k)
     source = Program(rng).source()
     module = _load(source, tmp_path, k)
-    args = (rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5),
-            [rng.uniform(-1.5, 1.5) for _ in range(rng.randint(2, 5))], rng.randint(1, 4))
+    xs = [rng.uniform(-1.5, 1.5) for _ in range(rng.randint(2, 5))]
+    m = [[rng.uniform(-1.5, 1.5) for _ in range(2)] for _ in range(rng.randint(1, 3))]
+    args = (rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5), xs, m, rng.randint(1, 4))
+    # one program in three also takes other numbers where it takes floats: an int (a
+    # constant, its gradient itself) or lists of numpy.float64 (gradients of that type)
+    variant = k % 3
+    if variant == 1:
+        args = (rng.randint(-2, 2),) + args[1:]
+    elif variant == 2:
+        args = args[:2] + ([np.float64(v) for v in xs],) + args[3:]
     try:
         want_value = module.f(*args)
     except (ZeroDivisionError, OverflowError, ValueError):
@@ -234,17 +248,22 @@ def test_random_programs_agree_with_the_primitive_tape_and_forward_mode(k, tmp_p
     plain_value, plain_gradient = astad.reverse_diff(
         module.f, preaccumulate=False).value_and_grad(*args)
     assert value == want_value == plain_value, source
-    assert gradient[3] == args[3]
+    assert gradient[4] == args[4]
+    if variant == 1:
+        assert gradient[0] == args[0] and type(gradient[0]) is int
+    assert [type(g) for g in _flat(gradient)] == [type(g) for g in _flat(plain_gradient)]
     scale = max(1.0, *map(abs, _flat(plain_gradient)))
     assert _flat(gradient) == pytest.approx(_flat(plain_gradient), rel=1e-9,
                                             abs=1e-11 * scale), source
+    if variant:
+        return
     # forward mode along a random direction: the specialised tangent code
     direction = (rng.uniform(-1, 1), rng.uniform(-1, 1),
-                 [rng.uniform(-1, 1) for _ in args[2]], None)
+                 [rng.uniform(-1, 1) for _ in xs], [[rng.uniform(-1, 1) for _ in row]
+                                                     for row in m], None)
     assert entry.jvp_floats is not None, source
     forward = entry.jvp_floats(*args, *direction)
     assert forward is not None, source
-    expected = math.fsum(g * d for g, d in zip(_flat(gradient),
-                                                [direction[0], direction[1], *direction[2]]))
+    expected = math.fsum(g * d for g, d in zip(_flat(gradient), _flat(direction)))
     assert forward[0] == want_value
     assert forward[1] == pytest.approx(expected, rel=1e-9, abs=1e-11 * scale), source

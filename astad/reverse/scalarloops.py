@@ -441,6 +441,9 @@ class _Writer(Inliner, Expressions):
 
     def call_text(self, name: str, args: list, result: str, handle: str) -> str:
         names = self.names
+        # the call records entries: a value computed before it whose handle is the last
+        # entry's index must save that index first (evaluate_all compares these counts)
+        self.entry_count += 1
         return (f"{result}, {handle}, {names['last']} = {name}("
                 f"{', '.join(args + [names['last'], names['extend'], names['sink']])})")
 
