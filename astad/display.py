@@ -28,8 +28,8 @@ import ast
 import html as _html
 import os
 import shutil
-import textwrap
 import sys
+import textwrap
 import types
 import weakref
 from collections.abc import Callable
@@ -258,7 +258,9 @@ def show(f: Callable[..., Any], file: TextIO | None = None, *, width: int | None
     if parts.helpers:
         rows = [row for _, lines in parts.helpers for line in lines + [""]
                 for row in _fold(line, width)]
-        heading = textwrap.wrap(_helpers_heading(parts.helpers), width)
+        heading = textwrap.wrap(_helpers_heading(parts.helpers), width,  # (words whole)
+                                subsequent_indent="    ", break_long_words=False,
+                                break_on_hyphens=False)
         text += ["", *heading, "-" * min(max(len(row) for row in rows + heading), width),
                  *_trim(rows)]
     print("\n".join(text), file=out)
