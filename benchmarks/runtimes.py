@@ -15,7 +15,8 @@ lists where the compiled runtime's instructions go, function by function.
 
     python benchmarks/runtimes.py                 # about 2 minutes
     python benchmarks/runtimes.py --quick         # about 30 s
-    python benchmarks/runtimes.py --callgrind     # and instruction counts, about 15 minutes
+    python benchmarks/runtimes.py --callgrind     # and instruction counts, about 25 minutes
+    python benchmarks/runtimes.py --callgrind-only
 
 Writes benchmarks/results/runtimes.json (runtimes-quick.json with --quick) and, with
 --callgrind, runtimes-callgrind.json.
@@ -222,17 +223,25 @@ _ANNOTATE_LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(?:\s+\[.*\])
 
 
 def _annotate(path, inclusive=False):
-    """{function: instructions} from callgrind_annotate (file:function names)."""
-    args = ["callgrind_annotate", "--threshold=100"] + (["--inclusive=yes"] if inclusive
-                                                         else []) + [path]
+    """{function: instructions} from callgrind_annotate. Self costs are summed over the
+    files a function's code comes from (code inlined from a header is listed apart); an
+    inclusive cost is listed once per file name form, so the largest is kept."""
+    args = ["callgrind_annotate", "--threshold=100", "--auto=no"] + (
+        ["--inclusive=yes"] if inclusive else []) + [path]
     text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     out = {}
     for line in text.splitlines():
         m = _ANNOTATE_LINE.match(line)
-        if m and "PROGRAM TOTALS" not in line and ":" in m.group(2):
-            name = m.group(2).rsplit(":", 1)[1] + " (" + \
-                os.path.basename(m.group(2).rsplit(":", 1)[0]) + ")"
-            out[name] = out.get(name, 0) + int(m.group(1).replace(",", ""))
+        if not m or "PROGRAM TOTALS" in line or ":" not in m.group(2) or "=>" in line:
+            continue  # (a call line of annotated source, not a function's own total)
+        function = m.group(2).rsplit(":", 1)[1]
+        function = re.sub(r"\s*\([\d,]+x\)$", "", function)  # a call count
+        function = re.sub(r"'\d+$", "", function)  # callgrind's recursion depth
+        count = int(m.group(1).replace(",", ""))
+        if inclusive:
+            out[function] = max(out.get(function, 0), count)
+        else:
+            out[function] = out.get(function, 0) + count
     return out
 
 
@@ -263,8 +272,9 @@ def callgrind(names, reps_for):
                     top = sorted(per_call.items(), key=lambda kv: -kv[1])[:12]
                     row["native_top_functions"] = top
                     inclusive = _annotate(out, inclusive=True)
-                    row["native_sweep"] = sum(n for f, n in inclusive.items() if re.match(
-                        r"native_sweep(_flat|_and_free)? \(", f)) / row["reps"]
+                    row["native_sweep"] = sum(n for f, n in inclusive.items() if f in (
+                        "native_sweep", "native_sweep_flat", "native_sweep_and_free")) / \
+                        row["reps"]
                 print(f"  {name} {kind}: {row[kind] / 1e6:.2f}M instructions per call",
                       file=sys.stderr)
             rows.append(row)
@@ -299,6 +309,8 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     ap.add_argument("--callgrind", action="store_true",
                     help="also count instructions per call under valgrind")
+    ap.add_argument("--callgrind-only", action="store_true",
+                    help="only count instructions (no timing)")
     ap.add_argument("--child", nargs=3, metavar=("CASE", "VARIANT", "REPS"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -309,39 +321,49 @@ def main(argv=None):
         raise SystemExit("the compiled sweep is not in use (not built, or ASTAD_RUNTIME="
                          "python): nothing to compare")
     programs.ensure_recursion_limit(programs.CHAIN_DEPTH)
-    cases = programs.make_cases(quick=args.quick)
-    if args.only:
-        cases = [c for c in cases if any(o in c.name for o in args.only)]
-    samples = args.samples or (3 if args.quick else 7)
-    target = args.target or (0.005 if args.quick else 0.02)
-    rows = bench(cases, samples, target)
-    result = {"environment": run.environment(),
-              "settings": {"samples": samples, "target_s": target},
-              "rows": rows, "summary": summary(rows)}
-    print(table(rows))
-    s = result["summary"]["over_programs"]
-    print(f"\nworst grad / primal per program, median over programs: compiled "
-          f"{s['native']['median']:.1f}x, Python {s['python']['median']:.1f}x, no sweep "
-          f"{s['no sweep']['median']:.1f}x; largest: compiled {s['native']['largest']:.1f}x, "
-          f"Python {s['python']['largest']:.1f}x, no sweep {s['no sweep']['largest']:.1f}x")
     out = args.out or os.path.join(_HERE, "results", "runtimes-quick.json" if args.quick
                                    else "runtimes.json")
-    run.write_json(result, out)
-    print(f"\nwrote {out}")
-    if args.callgrind:
-        per_call = {r["name"]: r["native_s"] for r in rows}
+    environment = run.environment()
+    if not args.callgrind_only:
+        cases = programs.make_cases(quick=args.quick)
+        if args.only:
+            cases = [c for c in cases if any(o in c.name for o in args.only)]
+        samples = args.samples or (3 if args.quick else 7)
+        target = args.target or (0.005 if args.quick else 0.02)
+        rows = bench(cases, samples, target)
+        result = {"environment": environment,
+                  "settings": {"samples": samples, "target_s": target},
+                  "rows": rows, "summary": summary(rows)}
+        print(table(rows))
+        s = result["summary"]["over_programs"]
+        print(f"\nworst grad / primal per program, median over programs: compiled "
+              f"{s['native']['median']:.1f}x, Python {s['python']['median']:.1f}x, no sweep "
+              f"{s['no sweep']['median']:.1f}x; largest: compiled "
+              f"{s['native']['largest']:.1f}x, Python {s['python']['largest']:.1f}x, "
+              f"no sweep {s['no sweep']['largest']:.1f}x")
+        run.write_json(result, out)
+        print(f"\nwrote {out}")
+    if args.callgrind or args.callgrind_only:
         names = [n for n in CALLGRIND_CASES if not args.only or any(o in n for o in args.only)]
-
-        def reps_for(name):  # about 30 ms of calls at native speed: ~2 s under valgrind
-            return max(1, min(50, math.ceil(0.03 / per_call.get(name, 0.01))))
-
-        crows = callgrind(names, reps_for)
+        crows = callgrind(names, _reps_for)
         print("\nInstructions per call (valgrind --tool=callgrind):\n")
         print(callgrind_tables(crows))
         cout = os.path.join(os.path.dirname(out), "runtimes-callgrind.json")
-        run.write_json({"environment": result["environment"], "rows": crows}, cout)
+        run.write_json({"environment": environment, "rows": crows}, cout)
         print(f"\nwrote {cout}")
     return 0
+
+
+def _reps_for(name):
+    """Calls counted per variant: about 30 ms of them at native speed (~2 s under
+    valgrind), from one timed call."""
+    import time
+    case = next(c for c in programs.make_cases() if c.name == name)
+    ad = case.ad if case.ad_is_decorated else astad.reverse_diff(case.ad)
+    ad.value_and_grad(*case.args)
+    start = time.perf_counter()
+    ad.value_and_grad(*case.args)
+    return max(1, min(50, math.ceil(0.03 / (time.perf_counter() - start))))
 
 
 if __name__ == "__main__":

@@ -330,12 +330,22 @@ def test_errors_are_raised_where_the_python_sweep_raises_them(bad):
     assert outcomes[0] == outcomes[1]
 
 
-def test_a_tape_that_is_not_a_list_is_swept_by_the_python_sweep():
+def test_a_tape_or_adjoint_that_is_not_a_list_is_swept_by_the_python_sweep():
     tape = ((), (), (0, 2.0, 1, 3.0), (0, 1.0), (2, 0.5, 3, 4.0))
     expected, got = [0.0, 0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0, 1.0]
     python_sweep(tape, expected, 2, {})
     native.sweep(tape, got, 2, {})
     assert got == expected == [5.0, 1.5, 0.5, 4.0, 1.0]
+    for sweep_fn in (native.sweep_and_free, native.sweep_flat):
+        log = []
+        adjoint = LoggingList([0.0, 0.0, 0.0, 0.0, 1.0], log)
+        if sweep_fn is native.sweep_flat:  # entries 2, 3, 4 of one pair each
+            sweep_fn([0, 2.0, 0, 1.0, 2, 0.5], 1, adjoint, 2)
+            assert list(adjoint) == [1.0, 0.0, 0.5, 0.0, 1.0]
+        else:
+            sweep_fn(list(tape), adjoint, 2, {})
+            assert list(adjoint) == [5.0, 1.5, 0.5, 4.0, 1.0]
+        assert ("get", 4) in log  # the Python sweep read it through __getitem__
 
 
 def _program_gradients():
