@@ -1,11 +1,14 @@
-"""astad: exact reverse-mode gradients of plain Python functions by source transformation.
+"""astad: exact derivatives of plain Python functions by source transformation.
 
     @astad.reverse_diff
     def f(x, y): ...
 
     f(1.0, 2.0)            # the original function
-    f.grad(1.0, 2.0)       # its gradient
+    f.grad(1.0, 2.0)       # its gradient (reverse mode)
+    f.jvp((1.0, 2.0), (1.0, 0.0))   # a directional derivative (forward mode)
     print(f.source)        # the generated code
+
+    astad.grad, astad.jvp, astad.jacfwd, astad.jacrev, astad.hessian, ...  # as in JAX
 """
 from .api import DiffFunction, Pullback, reverse_diff
 from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnavailableError,
@@ -13,13 +16,20 @@ from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnava
 from .rules.scalar import register_scalar
 from .rules.array import register_elementwise, register_jvp, register_vjp
 from .runtime import calls as _calls  # noqa: F401  (installs ad.rev)
-from .rules.custom import custom_vjp, stop_gradient
+from .rules.custom import custom_jvp, custom_vjp, stop_gradient
 from . import testing  # noqa: F401  (astad.testing.check_grads)
 from .display import show
+from . import forward as _forward  # noqa: F401
+from .forward import arrays as _forward_arrays  # noqa: F401  (forward mode on numpy)
+from .transforms import grad, hessian, jvp, value_and_grad, vjp
+from .jacobians import jacfwd, jacobian, jacrev
+from .runtime.duals import StaleDualError
 
 __version__ = "0.1.0"
 
-__all__ = ["reverse_diff", "DiffFunction", "Pullback", "register_scalar", "register_vjp",
-           "register_elementwise", "register_jvp", "custom_vjp", "stop_gradient", "AstadError",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian",
+           "hessian", "StaleDualError", "reverse_diff", "DiffFunction", "Pullback",
+           "register_scalar", "register_vjp", "register_elementwise", "register_jvp",
+           "custom_vjp", "custom_jvp", "stop_gradient", "AstadError",
            "InputError", "NotDifferentiableError", "SourceUnavailableError",
            "UnsupportedSyntaxError", "show", "testing", "__version__"]

@@ -27,11 +27,21 @@ import types
 
 import numpy as np
 
-from .runtime.array_dual import ArrayDual, interleave_array, is_float_array
+from .runtime.array_dual import ARRAY_DUALS, ArrayDual, index_of, is_float_array
 from .errors import InputError
-from .runtime.tape import Dual, new_dual
+from .runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, innermost, new_dual,
+                            running)
 
 _NO_ENTRY = ()
+
+
+def towered(value, level):
+    """A plain array, as a constant of every running level enclosing ``level``
+    (rules/array_writes.py)."""
+    from .rules.array_writes import constant
+    depth = running.depth.get(id(level))
+    outer = running.stack if depth is None else running.stack[:depth - 1]
+    return constant(outer[-1], value) if outer else value
 _setattr = object.__setattr__
 
 
@@ -102,10 +112,6 @@ def _unsupported_argument(value, path: str):
     if kind.__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") == "c":
         return InputError(f"{path} is a complex numpy array; astad differentiates real floats "
                           "only")
-    if kind is Dual or kind is ArrayDual:
-        return InputError(
-            f"{path} is already being differentiated by an enclosing gradient call; astad "
-            "does not compute higher-order derivatives (a gradient of a gradient)")
     if kind in (set, frozenset) and any(_is_float(v) for v in value):
         return InputError(f"{path} is a set of floats; a set has no stable order for a "
                           "gradient to follow: pass a list or a tuple")
@@ -186,8 +192,40 @@ class Interleaving:
     """One gradient call's copies of its arguments (paper: interleave / Figure 7)."""
 
     def __init__(self, tape: list):
-        self.tape = tape
+        self.tape = tape         # one slot per float leaf (for reverse mode, the tape)
+        self.level = tape        # the level the leaves' duals belong to
         self.copies: dict = {}   # id(original) -> (original, copy, plan, snapshot or None)
+
+    # -- the leaves: a new dual and its slot (ForwardInterleaving makes forward duals) --
+    def _new_duals(self, xs) -> list:
+        """Duals for the floats ``xs``, in fresh consecutive slots."""
+        tape = self.tape
+        start = len(tape)
+        out = []
+        for i, x in enumerate(xs, start):
+            d = new_dual(Dual)
+            d.v = x
+            d.i = i
+            d.t = tape
+            out.append(d)
+        tape.extend([_NO_ENTRY] * len(out))
+        return out
+
+    def _dual(self, x):
+        """A dual for the float (or the dual of an enclosing level) ``x``, in a new slot."""
+        d = new_dual(Dual if type(x) is float else NestedDual)
+        d.v = x
+        d.i = len(self.tape)
+        d.t = self.tape
+        self.tape.append(_NO_ENTRY)
+        return d
+
+    def _array_dual(self, value):
+        if type(value) is np.ndarray and running.stack:  # (inside enclosing levels: a
+            value = towered(value, self.level)  # constant of each, so that their values
+        d = ArrayDual(value, len(self.tape), self.tape)  # can be written into it)
+        self.tape.append(_NO_ENTRY)
+        return d
 
     # -- interleave --------------------------------------------------------------------
     def interleave(self, value, path: str):
@@ -211,15 +249,8 @@ class Interleaving:
         for x in xs:
             if type(x) is not float:
                 return None
-        tape = self.tape
-        start = len(tape)
-        duals = []
-        for i, x in enumerate(xs, start):
-            d = new_dual(Dual)
-            d.v = x
-            d.i = i
-            duals.append(d)
-        tape.extend([_NO_ENTRY] * len(xs))
+        start = len(self.tape)
+        duals = self._new_duals(xs)
         t = type(value)
         copy = object.__new__(t)
         names = tuple(attributes)
@@ -235,29 +266,14 @@ class Interleaving:
             return value
         return _run(self._walk(value, "", False))[0]
 
-    def _dual(self, x: float) -> Dual:
-        d = new_dual(Dual)
-        d.v = x
-        d.i = len(self.tape)
-        self.tape.append(_NO_ENTRY)
-        return d
-
     def _float_run(self, value):
         """Duals for a list/tuple of floats, inline (no walk per element); None, with the
         tape as it was, if an element is not a float."""
-        tape = self.tape
-        start = i = len(tape)
-        out = []
         for x in value:
             if type(x) is not float:
-                del tape[start:]
                 return None
-            d = new_dual(Dual)
-            d.v = x
-            d.i = i
-            i += 1
-            out.append(d)
-        tape.extend([_NO_ENTRY] * len(out))
+        start = len(self.tape)
+        out = self._new_duals(value)
         return out, _Run(start, len(out), type(value))
 
     def _walk(self, value, path, active):
@@ -266,12 +282,16 @@ class Interleaving:
             return value, None
         if _is_float(value):
             d = self._dual(float(value))
-            return (d, d.i if t is float else _FloatLeaf(d.i, t))
-        if is_float_array(value):
+            return (d, len(self.tape) - 1 if t is float else _FloatLeaf(len(self.tape) - 1, t))
+        if t in SCALAR_DUALS:  # a value of an enclosing differentiation: a float here
             if not active:
                 return value, None
-            d = interleave_array(value, self.tape)
-            return d, _ArrayLeaf(d.i, value.shape, value.dtype)
+            return self._dual(value), len(self.tape) - 1
+        if is_float_array(value) or t in ARRAY_DUALS:
+            if not active:
+                return value, None
+            d = self._array_dual(value)
+            return d, _ArrayLeaf(len(self.tape) - 1, value.shape, value.dtype)
         seen = self.copies.get(id(value))
         if seen is not None:  # the same mutable object twice: one copy, aliasing kept
             return seen[1], seen[2]
@@ -289,7 +309,7 @@ class Interleaving:
                 for k, x in enumerate(value):
                     if active and type(x) is float:  # a float leaf inline: no sub-walk
                         copy = self._dual(x)
-                        child = copy.i
+                        child = len(self.tape) - 1
                     else:
                         copy, child = yield self._walk(x, f"{path}[{k}]", active)
                     out.append(copy)
@@ -303,7 +323,7 @@ class Interleaving:
             for name, x in zip(t._fields, value):
                 if active and type(x) is float:
                     copy = self._dual(x)
-                    child = copy.i
+                    child = len(self.tape) - 1
                 else:
                     copy, child = yield self._walk(x, f"{path}.{name}", active)
                 out.append(copy)
@@ -327,7 +347,7 @@ class Interleaving:
             for name, x in record_attributes(value):
                 if active and type(x) is float:
                     y = self._dual(x)
-                    child = y.i
+                    child = len(self.tape) - 1
                 else:
                     y, child = yield self._walk(x, f"{path}.{name}", active)
                 _setattr(copy, name, y)
@@ -359,7 +379,7 @@ class Interleaving:
                 if len(copy) == len(snapshot) and all(map(operator.is_, copy, snapshot)):
                     continue  # untouched: nothing to do (the common case, at C speed)
                 originals = originals or self.originals()
-                original[:] = [primal(x, originals) for x in copy]
+                original[:] = [primal(x, originals, self.level) for x in copy]
             elif isinstance(copy, dict):
                 items = list(copy.items())
                 if len(items) == len(snapshot) and all(
@@ -367,7 +387,7 @@ class Interleaving:
                     continue
                 originals = originals or self.originals()
                 original.clear()
-                original.update((k, primal(v, originals)) for k, v in items)
+                original.update((k, primal(v, originals, self.level)) for k, v in items)
             elif type(plan) is _FloatRecord:  # (snapshot: the duals, in plan.names order)
                 attributes = copy.__dict__
                 if len(attributes) == len(snapshot) and tuple(attributes) == plan.names \
@@ -375,7 +395,7 @@ class Interleaving:
                     continue
                 originals = originals or self.originals()
                 for name, value in list(attributes.items()):
-                    _setattr(original, name, primal(value, originals))
+                    _setattr(original, name, primal(value, originals, self.level))
                 for name in [n for n in original.__dict__ if n not in copy.__dict__]:
                     object.__delattr__(original, name)
             else:  # a (non-frozen) dataclass record
@@ -385,7 +405,7 @@ class Interleaving:
                     continue
                 originals = originals or self.originals()
                 for name, value in attributes:
-                    _setattr(original, name, primal(value, originals))
+                    _setattr(original, name, primal(value, originals, self.level))
                 for name in [n for n, _ in record_attributes(original)
                              if n not in dict(attributes)]:
                     object.__delattr__(original, name)
@@ -426,7 +446,8 @@ def _build(plan, adjoint, arrays, memo):
     if t is _Const:
         return plan.value
     if t is _FloatLeaf:
-        return plan.cls(adjoint[plan.slot])
+        g = adjoint[plan.slot]
+        return plan.cls(g) if type(g) is float else g
     if t is _FloatRecord:
         return _float_record_gradient(plan, adjoint)
     built = memo.get(id(plan))
@@ -462,22 +483,56 @@ def _build(plan, adjoint, arrays, memo):
     return obj
 
 
+def leaf_slots(plan) -> list:
+    """``(slot, shape)`` of every float leaf ``plan`` describes, in slot order (shape ()
+    for a float, the array's shape for an array); an aliased part once."""
+    found, seen, stack = [], set(), [plan]
+    while stack:
+        p = stack.pop()
+        t = type(p)
+        if t is int:
+            found.append((p, ()))
+        elif t is _FloatLeaf:
+            found.append((p.slot, ()))
+        elif t is _ArrayLeaf:
+            found.append((p.slot, p.shape))
+        elif t is _Run:
+            found.extend((s, ()) for s in range(p.start, p.start + p.n))
+        elif t is _FloatRecord:
+            found.extend((s, ()) for s in range(p.start, p.start + len(p.names)))
+        elif t is _Node and id(p) not in seen:
+            seen.add(id(p))
+            stack.extend(c if p.kind in ("seq", "namedtuple") else c[1] for c in p.children)
+    return sorted(set(found))
+
+
 # -- primal -------------------------------------------------------------------------------
-def primal(value, originals: dict | None = None):
-    """``value`` with every dual replaced by its primal float. Copies of the caller's
-    arguments (``originals``: id(copy) -> original) become the originals again."""
+def _strip(value, level):
+    """A dual's value under ``level`` (under every level when ``level`` is None); a dual
+    of another level is a constant here and stays as it is."""
+    if level is None:
+        while type(value) in DUAL_TYPES:
+            value = value.v
+        return value
+    return value.v if value.t is level else value
+
+
+def primal(value, originals: dict | None = None, level=None):
+    """``value`` with every dual of ``level`` replaced by its primal (every dual, down to
+    plain values, when ``level`` is None). Copies of the caller's arguments
+    (``originals``: id(copy) -> original) become the originals again."""
     t = type(value)
-    if t is Dual or t is ArrayDual:
-        return value.v
+    if t in DUAL_TYPES:
+        return _strip(value, level)
     if t is float or t is int or value is None:
         return value
-    return _run(_primal(value, originals or {}, {}))
+    return _run(_primal(value, originals or {}, {}, level))
 
 
-def _primal(value, originals, memo):
+def _primal(value, originals, memo, level):
     t = type(value)
-    if t is Dual or t is ArrayDual:
-        return value.v
+    if t in DUAL_TYPES:
+        return _strip(value, level)
     original = originals.get(id(value))
     if original is not None:
         return original
@@ -488,64 +543,87 @@ def _primal(value, originals, memo):
         out = []
         memo[id(value)] = out
         for x in value:
-            out.append((yield _primal(x, originals, memo)))
+            out.append((yield _primal(x, originals, memo, level)))
         return out
     if t is tuple or _is_namedtuple(value):
         out = []
         for x in value:
-            out.append((yield _primal(x, originals, memo)))
+            out.append((yield _primal(x, originals, memo, level)))
         return tuple(out) if t is tuple else tuple.__new__(t, out)
     if isinstance(value, dict):
         out = value.copy()
         memo[id(value)] = out
         for key, x in value.items():
-            out[key] = yield _primal(x, originals, memo)
+            out[key] = yield _primal(x, originals, memo, level)
         return out
     if _is_record(value):
         attributes = record_attributes(value)
-        if not any(type(x) is Dual or not isinstance(x, (int, float, str, type(None)))
+        if not any(type(x) in DUAL_TYPES or not isinstance(x, (int, float, str, type(None)))
                    for _, x in attributes):
             return value  # nothing to strip: keep the object itself
         obj = object.__new__(t)
         memo[id(value)] = obj
         for name, x in attributes:
-            _setattr(obj, name, (yield _primal(x, originals, memo)))
+            _setattr(obj, name, (yield _primal(x, originals, memo, level)))
         return obj
     if t in (set, frozenset):
-        return t(x.v if type(x) is Dual else x for x in value)
+        return t(_strip(x, level) if type(x) in DUAL_TYPES else x for x in value)
     return value
 
 
 # -- seed ---------------------------------------------------------------------------------
-def seed(result, cotangent, adjoint: list, arrays: dict, path: str = "result") -> None:
-    """Deinterleave: add the cotangent of each dual in ``result`` into its adjoint slot.
+def seed(result, cotangent, adjoint: list, arrays: dict, path: str = "result",
+         level=None) -> None:
+    """Deinterleave: add the cotangent of each dual of ``level`` (the tape ``adjoint``
+    belongs to) in ``result`` into its adjoint slot.
 
     ``cotangent`` has the result's shape; ``None`` for a leaf or a whole subtree means
-    zero. A mismatch (wrong variant, wrong length, missing key) says where it is.
+    zero. A mismatch (wrong variant, wrong length, missing key) says where it is. A dual
+    of an enclosing level in the result is a constant of this one (nothing to seed); a
+    dual of a differentiation that has ended raises.
     """
-    _run(_seed(result, cotangent, adjoint, arrays, path, set()))
+    _run(_seed(result, cotangent, adjoint, arrays, path, set(), level))
 
 
-def _seed(result, cotangent, adjoint, arrays, path, seen):
+_COTANGENT_SCALARS = (int, float)
+
+
+def _of_level(result, level) -> bool:
+    """Is the dual ``result`` one of ``level``'s? Another running level's is a constant."""
+    if level is None or result.t is level:
+        return True
+    innermost((result,))  # raises if its differentiation has ended
+    return False
+
+
+def _seed(result, cotangent, adjoint, arrays, path, seen, level):
     if cotangent is None:
         return
     t = type(result)
     if t is ArrayDual:
+        if not _of_level(result, level):
+            return
         shape = result.v.shape
         if np.shape(cotangent) != shape:
             raise InputError(f"the cotangent at {path} should be an array of shape {shape} "
                              f"like the result, got {_short(cotangent)}")
-        g = np.array(cotangent, dtype=result.v.dtype)  # an owned copy
-        if result.i in arrays:
-            arrays[result.i] += g
+        g = cotangent if type(cotangent) in DUAL_TYPES else np.array(
+            cotangent, dtype=result.v.dtype)  # an owned copy
+        slot = index_of(result)
+        if slot in arrays:
+            arrays[slot] = arrays[slot] + g
         else:
-            arrays[result.i] = g
+            arrays[slot] = g
         return
-    if t is Dual:
-        if isinstance(cotangent, bool) or not isinstance(cotangent, (int, float)):
+    if t in SCALAR_DUALS:
+        if not _of_level(result, level):
+            return
+        if type(cotangent) not in SCALAR_DUALS and (isinstance(cotangent, bool) or not
+                                                    isinstance(cotangent, _COTANGENT_SCALARS)):
             raise InputError(f"the cotangent at {path} should be a float, got "
                              f"{type(cotangent).__name__} {_short(cotangent)}")
-        adjoint[result.i] += float(cotangent)
+        adjoint[result.i] = adjoint[result.i] + (
+            cotangent if type(cotangent) in SCALAR_DUALS else float(cotangent))
         return
     key = (id(result), id(cotangent))
     if key in seen:  # a cyclic structure: each (value, cotangent) pair once
@@ -557,7 +635,7 @@ def _seed(result, cotangent, adjoint, arrays, path, seen):
                 f"the cotangent at {path} should be a {t.__name__} of length {len(result)} "
                 f"like the result, got {type(cotangent).__name__} {_short(cotangent)}")
         for k, (r, c) in enumerate(zip(result, cotangent)):
-            yield _seed(r, c, adjoint, arrays, f"{path}[{k}]", seen)
+            yield _seed(r, c, adjoint, arrays, f"{path}[{k}]", seen, level)
         return
     if isinstance(result, dict):
         seen.add(key)
@@ -568,7 +646,7 @@ def _seed(result, cotangent, adjoint, arrays, path, seen):
                 f"{list(result)!r}" + (f" (missing {missing!r})" if missing else "")
                 + f", got {_short(cotangent)}")
         for k, r in result.items():
-            yield _seed(r, cotangent[k], adjoint, arrays, f"{path}[{k!r}]", seen)
+            yield _seed(r, cotangent[k], adjoint, arrays, f"{path}[{k!r}]", seen, level)
         return
     if _is_record(result):
         seen.add(key)
@@ -578,12 +656,12 @@ def _seed(result, cotangent, adjoint, arrays, path, seen):
                 f"(the same variant), got {type(cotangent).__qualname__} {_short(cotangent)}")
         for name, r in record_attributes(result):
             yield _seed(r, getattr(cotangent, name, None), adjoint, arrays, f"{path}.{name}",
-                        seen)
+                        seen, level)
         return
     if _is_float(result) or result is None or isinstance(result, (int, str, bytes, enum.Enum,
                                                                   np.ndarray)):
         return  # not differentiated (a constant float, an int, a tag): nothing to seed
-    if any(type(v) is Dual for v in getattr(result, "__dict__", {}).values()):
+    if any(type(v) in DUAL_TYPES for v in getattr(result, "__dict__", {}).values()):
         raise InputError(
             f"{path} is a {t.__qualname__} instance holding differentiated values; astad "
             "follows them through dataclasses, named tuples, lists, tuples and dicts only")
@@ -591,8 +669,8 @@ def _seed(result, cotangent, adjoint, arrays, path, seen):
 
 def contains_float(value) -> bool:
     t = type(value)
-    if t is Dual or is_float_array(value):
-        return True  # (interleave then refuses it: it belongs to an enclosing gradient)
+    if t in DUAL_TYPES or is_float_array(value):
+        return True
     if _is_float(value):
         return True
     if t in (list, tuple) or _is_namedtuple(value):
@@ -606,12 +684,28 @@ def contains_float(value) -> bool:
 
 def contains_dual(value) -> bool:
     """Does ``value`` hold a dual anywhere (through containers and dataclasses)?"""
-    return _run(_contains_dual(value, set()))
+    return _run(_contains_dual(value, set(), None))
 
 
-def _contains_dual(value, seen):
+def duals_in(value) -> list:
+    """Every dual ``value`` holds (through containers and dataclasses)."""
+    found: list = []
+    _run(_contains_dual(value, set(), found))
+    return found
+
+
+def level_in(value):
+    """The innermost running level among the duals ``value`` holds (through containers
+    and dataclasses), or None; a dual of an ended differentiation raises."""
+    return innermost(duals_in(value))
+
+
+def _contains_dual(value, seen, found):
+    """Does ``value`` hold a dual? With a list ``found``: every dual, appended to it."""
     t = type(value)
-    if t is Dual or t is ArrayDual:
+    if t in DUAL_TYPES:
+        if found is not None:
+            found.append(value)
         return True
     if t in (float, int, str, bool, type(None)):
         return False
@@ -626,10 +720,18 @@ def _contains_dual(value, seen):
         items = [x for _, x in record_attributes(value)]
     else:
         return False
+    any_dual = False
     for x in items:
-        if type(x) is Dual or ((yield _contains_dual(x, seen))):
-            return True
-    return False
+        if type(x) in DUAL_TYPES:
+            if found is None:
+                return True
+            found.append(x)
+            any_dual = True
+        elif (yield _contains_dual(x, seen, found)):
+            if found is None:
+                return True
+            any_dual = True
+    return any_dual
 
 
 def _short(value) -> str:

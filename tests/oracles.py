@@ -32,6 +32,8 @@ __all__ = [
     "central_fd",
     "assert_grad_close",
     "grad_close",
+    "random_direction",
+    "pairing",
 ]
 
 
@@ -279,3 +281,16 @@ def assert_grad_close(actual, expected, rtol=1e-6, atol=1e-8):
         raise AssertionError(
             f"gradients differ (rtol={rtol}, atol={atol}):\n  {shown}{more}\n"
             f"actual:   {actual!r}\nexpected: {expected!r}")
+
+
+def random_direction(value, rng):
+    """A tangent for ``value``: a random float in [-1, 1] at each float leaf, the other
+    leaves as they are (a tangent mirrors its primal's structure)."""
+    return _map_leaves(value, lambda path: rng.uniform(-1.0, 1.0))
+
+
+def pairing(gradient, tangent) -> float:
+    """The sum over float leaves of gradient * tangent: the directional derivative a
+    gradient gives along ``tangent`` (``tangent`` mirrors the argument)."""
+    return math.fsum(get_path(gradient, path) * get_path(tangent, path)
+                     for path in float_paths(tangent))

@@ -182,12 +182,11 @@ def test_gradient_inside_a_differentiated_function():
     assert outer.grad(2.0) == 6.0
 
 
-def test_higher_order_is_refused_not_wrong():
+def test_gradient_of_a_gradient():
     @astad.reverse_diff
     def outer(x):
-        return square.grad(x)
-    with pytest.raises(astad.InputError, match="higher-order"):
-        outer.grad(2.0)
+        return square.grad(x) * x  # d/dx (2x * x) = 4x
+    assert outer.value_and_grad(2.0) == (8.0, 8.0)
 
 
 def test_float_isinstance_and_type_see_through_duals():

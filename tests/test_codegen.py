@@ -102,7 +102,7 @@ DOT_PREACCUMULATED = '''
     # line 20, preaccumulated: s += xs[i] * ys[i]
     # one tape entry with the partials of the whole expression
     def _line20(tape, a0, a1, a2):
-        if type(a0) is Dual and type(a1) is Dual and (type(a2) is Dual):
+        if type(a0) is Dual and type(a1) is Dual and (type(a2) is Dual) and (a0.t is a1.t is a2.t is tape):
             x0 = a0.v
             x1 = a1.v
             x2 = a2.v
@@ -111,9 +111,10 @@ DOT_PREACCUMULATED = '''
             d = new(Dual)
             d.v = t1
             d.i = len(tape)
+            d.t = tape
             tape.append((a0.i, 1.0, a1.i, x2, a2.i, x1))
             return d
-        x = ad.primals(a0, a1, a2)
+        x = ad.primals(tape, a0, a1, a2)
         if x is None:
             return ad.iadd(tape, a0, ad.mul(tape, a1, a2))
         x0, x1, x2 = x

@@ -251,24 +251,27 @@ class Fuser:
         lines, result, partials = differentiate(tree, values, [0])
         checks = [f"type(a{leaf.index}) is Dual" for leaf in maybe_active] + [
             f"type(a{leaf.index}) in NUMBER" for leaf in leaves if leaf not in maybe_active]
+        if maybe_active:  # every dual of this level (one chained comparison)
+            checks.append(" is ".join([f"a{leaf.index}.t" for leaf in maybe_active] + ["tape"]))
         unpack = [f"x{leaf.index} = a{leaf.index}.v" if leaf in maybe_active
                   else f"x{leaf.index} = a{leaf.index}" for leaf in leaves]
         entry = []
         for leaf in maybe_active:
             entry += [f"a{leaf.index}.i", " + ".join(partials.get(leaf.index, ["0.0"]))]
         fast = unpack + lines + [
-            "d = new(Dual)", f"d.v = {result}", "d.i = len(tape)",
+            "d = new(Dual)", f"d.v = {result}", "d.i = len(tape)", "d.t = tape",
             f"tape.append(({', '.join(entry)}{',' if len(entry) == 1 else ''}))", "return d"]
-        # Mixed path: each leaf a dual or a plain number (say an accumulator that starts
-        # at 0.0); the entry lists only the duals. Anything else: the ordinary rules.
+        # Mixed path: each leaf a float dual of this level (reverse or forward mode) or a
+        # plain number (say an accumulator that starts at 0.0); the entry lists only the
+        # duals. Anything else (another level, a nested dual): the ordinary rules.
         pairs = []
         for leaf in maybe_active:
             pairs += [f"a{leaf.index}", " + ".join(partials.get(leaf.index, ["0.0"]))]
         # A dual where the activity analysis saw only constants would be dropped from the
         # entry: the ordinary rules take it instead (never a silent lost derivative).
-        unexpected = "".join(f" or type(a{leaf.index}) is Dual" for leaf in leaves
+        unexpected = "".join(f" or type(a{leaf.index}) in SCALAR_DUALS" for leaf in leaves
                              if leaf not in maybe_active and not _literal(leaf.node))
-        mixed = [f"x = ad.primals({', '.join(params)})", f"if x is None{unexpected}:",
+        mixed = [f"x = ad.primals(tape, {', '.join(params)})", f"if x is None{unexpected}:",
                  f"    return {self._fallback(tree, node)}",
                  f"{', '.join(values[leaf.index] for leaf in leaves)}, = x"] + lines + [
                  f"return ad.record(tape, {result}, {', '.join(pairs)})"]

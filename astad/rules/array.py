@@ -14,11 +14,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active,
-    new_array, new_scalar, parent_of, primal_of, unbroadcast)
+from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, add_check, cotangent,
+                                  dispatch,
+                                  is_active, new_array, new_scalar, parent_of, primal_of,
+                                  unbroadcast)
+from ..runtime.duals import DUAL_TYPES, reverse_dual
 from ..errors import NotDifferentiableError, user_location
 from .scalar import PRIMITIVES, ad, unique_rule_name
-from ..runtime.tape import Dual
 
 
 # -- the two ways to give a rule ----------------------------------------------------------
@@ -48,8 +50,11 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
     for position, (parent, partial) in enumerate(zip(parents, partials)):
         reuse = owned and position == last  # g is not needed after this: use its buffer
         if type(partial) is NonFinite:
-            value, fresh = np.multiply(g, partial.partial), True
-            np.copyto(value, 0.0, where=np.asarray(g) == 0)
+            if type(g) in DUAL_TYPES:  # (a derivative of a derivative: no in-place write)
+                value, fresh = np.where(g == 0, 0.0, g * partial.partial), True
+            else:
+                value, fresh = np.multiply(g, partial.partial), True
+                np.copyto(value, 0.0, where=np.asarray(g) == 0)
         elif type(partial) is float:
             if partial == 1.0:
                 value, fresh = g, reuse
@@ -65,6 +70,9 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+# element-wise function -> its partials (forward mode reads them too)
+ELEMENTWISE: dict = {}
+_PLAIN_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64, np.bool_, bool})
 
 
 def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
@@ -77,39 +85,37 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
     check_finite = fn not in FINITE_PARTIALS
 
     def rule(tape, *args, **kwargs):
-        values = [a.v if type(a) is ArrayDual or type(a) is Dual else a for a in args]
+        values = [primal_of(a, tape) for a in args]
         result = fn(*values, **kwargs)
         parents, local = [], []
         scalars_only = True
         for k, a in enumerate(args):
-            t = type(a)
-            if t is ArrayDual or t is Dual:
+            if is_active(a, tape):
                 if k >= n_partials or partials[k] is None:
                     _require(fn, partials, k)
-                if t is ArrayDual:
+                if type(a) is ArrayDual:
                     scalars_only = False
-                    parents.append((a.i, a.v.shape, a.v.dtype))
-                else:
-                    parents.append((a.i, None, None))
+                parents.append(parent_of(a))
                 partial = partials[k](*values, result)
                 if check_finite and type(partial) is np.ndarray and not np.isfinite(
                         partial.sum()):  # (one pass, reading: an inf or nan makes it so)
                     partial = NonFinite(partial)
                 local.append(partial)
-        if scalars_only and type(result) is not np.ndarray:
+        if scalars_only and type(result) in _PLAIN_SCALARS and all(
+                type(p) in _PLAIN_SCALARS for p in local):
             # scalars only: an ordinary scalar entry (fast sweep path)
             entry = []
             for parent, partial in zip(parents, local):
                 entry += (parent[0], float(partial))
             if not entry:
                 return result
-            d = Dual.__new__(Dual)
-            d.v, d.i = float(result), len(tape)
+            d = reverse_dual(float(result), len(tape), tape)
             tape.append(tuple(entry))
             return d
         # numpy gives a scalar for 0-d operands: a scalar dual then, as numpy would
-        record = new_array if type(result) is np.ndarray else new_scalar
+        record = new_array if np.ndim(result) else new_scalar
         return record(tape, result, _elementwise_backward, tuple(parents), tuple(local))
+    ELEMENTWISE[fn] = partials
     ARRAY_RULES[fn] = rule
     return fn
 
@@ -155,18 +161,18 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     SHAPES_ONLY.discard(fn)
 
     def rule(tape, *args, **kwargs):
-        values = [primal_of(a) for a in args]
+        values = [primal_of(a, tape) for a in args]
         result = fn(*values, **kwargs)
         parents = []
         for k, a in enumerate(args):
-            if is_active(a):
+            if is_active(a, tape):
                 _require(fn, vjps, k)
                 parents.append((k, parent_of(a)))
-            elif isinstance(a, (list, tuple)) and any(is_active(x) for x in a):
+            elif isinstance(a, (list, tuple)) and any(is_active(x, tape) for x in a):
                 raise NotDifferentiableError(
                     f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
                     "arrays, not inside a list", *user_location())
-        record = new_array if type(result) is np.ndarray else new_scalar
+        record = new_array if np.ndim(result) else new_scalar
         kind = getattr(getattr(result, "dtype", None), "kind", "f")
         if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)
             return result
@@ -177,9 +183,10 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
         return record(tape, result, _vjp_backward, tuple(parents),
                       (vjps, result, values, kwargs, RESULT_KIND.get(fn)))
     ARRAY_RULES[fn] = rule
-    if not _is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev)
+    if not _is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev),
+        # at the level of its arguments, as numpy's dispatch would take it
         name = unique_rule_name("vjp_", fn)
-        setattr(ad, name, rule)
+        setattr(ad, name, lambda tape, *args, **kwargs: dispatch(fn, args, kwargs))
         PRIMITIVES[fn] = name
     return fn
 
@@ -398,38 +405,37 @@ register_vjp(np.std, _std_vjp)
 
 
 def refuse_keywords(fn, keywords, why):
-    """``fn``'s rule, refusing (when called) keyword arguments its vjps do not follow."""
-    rule = ARRAY_RULES[fn]
-
-    def checked(tape, *args, **kwargs):
+    """Refuse (when called, in every mode) keyword arguments ``fn``'s rules do not follow."""
+    def check(args, kwargs):
         for name in keywords:
             if kwargs.get(name) is not None:
                 raise NotDifferentiableError(f"astad does not differentiate "
                                              f"{fn.__name__}(..., {name}=...): {why}",
                                              *user_location())
-        return rule(tape, *args, **kwargs)
-    ARRAY_RULES[fn] = checked
+        return args, kwargs
+    add_check(fn, check)
 
 
 refuse_keywords(np.var, ("mean",), "numpy uses the given mean as it is")
 refuse_keywords(np.std, ("mean",), "numpy uses the given mean as it is")
 register_vjp(np.linalg.norm, _norm_vjp)
-_norm_vjp_rule = ARRAY_RULES[np.linalg.norm]
 
 
-def _norm_rule(tape, x, ord=None, axis=None, keepdims=False):
+def _norm_orders(args, kwargs):
     """The Euclidean norm of vectors and the Frobenius norm of matrices only: other
     orders (1, inf, the spectral norm ord=2 of a matrix) are refused when called."""
-    matrix = (axis is None and np.ndim(primal_of(x)) == 2) or (np.ndim(axis) == 1 and
-                                                                len(axis) == 2)
+    names = ("x", "ord", "axis", "keepdims")
+    bound = dict(zip(names, args), **kwargs)
+    x, ord, axis = bound["x"], bound.get("ord"), bound.get("axis")
+    matrix = (axis is None and np.ndim(x) == 2) or (np.ndim(axis) == 1 and len(axis) == 2)
     if ord not in (None, 2, "fro") or (ord == 2 and matrix):
         raise NotDifferentiableError(f"astad differentiates linalg.norm for the 2-norm of "
                                      f"vectors and the Frobenius norm only, not ord={ord!r}",
                                      *user_location())
-    return _norm_vjp_rule(tape, x, ord, axis, keepdims)
+    return args, kwargs
 
 
-ARRAY_RULES[np.linalg.norm] = _norm_rule
+add_check(np.linalg.norm, _norm_orders)
 def _trace_vjp(g, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     # g (one value per position on the other axes) spread on the diagonal of (axis1, axis2)
     shape = np.shape(a)
@@ -446,9 +452,28 @@ SHAPES_ONLY.update((np.sum, np.mean, np.trace))
 
 
 # -- functions whose result carries no derivative: they see primal values ---------------
+def _full_primal(value):
+    """The plain value under every level of a dual (and of the duals in a list)."""
+    if type(value) in (list, tuple):
+        return type(value)(_full_primal(x) for x in value)
+    while type(value) in DUAL_TYPES:
+        value = value.v
+    return value
+
+
+def is_dual(value) -> bool:
+    return type(value) in DUAL_TYPES
+
+
+PRIMAL_ONLY: set = set()  # functions whose result carries no derivative
+
+
 def _primal_only(fn):
+    PRIMAL_ONLY.add(fn)
+
     def rule(tape, *args, **kwargs):
-        return fn(*[primal_of(a) for a in args], **{k: primal_of(v) for k, v in kwargs.items()})
+        return fn(*[_full_primal(a) for a in args],
+                  **{k: _full_primal(v) for k, v in kwargs.items()})
     ARRAY_RULES[fn] = rule
 
 
@@ -469,9 +494,12 @@ def constant_array_method(method):
     name when a differentiated value is among the arguments, so its rule runs."""
     fn = _CONSTANT_ARRAY_METHODS.get(method.__name__)
     array = method.__self__
+    if method.__name__ == "copy":  # a new array, differentiated so it may be written into
+        from .array_writes import constant
+        return lambda tape, *args, **kwargs: constant(tape, method(*args, **kwargs))
 
     def call(tape, *args, **kwargs):
-        if any(is_active(a) for a in args) or any(is_active(v) for v in kwargs.values()):
+        if any(is_dual(a) for a in args) or any(is_dual(v) for v in kwargs.values()):
             if fn is None:
                 raise NotDifferentiableError(
                     f"astad cannot differentiate ndarray.{method.__name__} of a constant "
@@ -485,3 +513,4 @@ def constant_array_method(method):
 # shapes, joining, indexing and methods; products and linear algebra (they use the above)
 from . import array_linalg  # noqa: E402,F401
 from .array_shapes import array_from  # noqa: E402,F401  (calls.py: np.array of duals)
+from . import array_writes  # noqa: E402,F401  (writes into arrays, views)

@@ -146,10 +146,10 @@ def _einsum_rule(tape, subscripts, *operands, **kwargs):
         raise NotDifferentiableError(
             "astad differentiates einsum with explicit '->' subscripts, no '...' and no "
             "index repeated within one operand", *user_location())
-    values = [primal_of(op) for op in operands]
+    values = [primal_of(op, tape) for op in operands]
     result = np.einsum(subscripts, *values, **kwargs)
-    parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op))
-    record = new_array if type(result) is np.ndarray else new_scalar
+    parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op, tape))
+    record = new_array if np.ndim(result) else new_scalar
     return record(tape, result, _einsum_backward, parents, (subscripts, values))
 
 

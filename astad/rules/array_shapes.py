@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from .array import NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G, refuse_keywords, \
-    register_vjp
-from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, cotangent, is_active,
-    new_array, new_scalar, parent_of, primal_of, running_tape, unbroadcast)
+    register_jvp, register_vjp
+from ..runtime.array_dual import (ARRAY_RULES, ArrayDualBase, accumulate, add_check,
+                                  cotangent, dispatch, is_active, new_array, new_scalar,
+                                  parent_of, plain_array, primal_of, unbroadcast)
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.tape import Dual
+from ..runtime.duals import DUAL_TYPES, ScalarDual
 
 
 # -- shape --------------------------------------------------------------------------------
@@ -73,19 +74,21 @@ def _resolve_order(value, order):
                                  "F-contiguous array only", *user_location())
 
 
-def _ordered(fn):
-    rule = ARRAY_RULES[fn]
-    if fn is np.reshape:
-        def ordered(tape, a, shape=None, order="C", **kwargs):
-            return rule(tape, a, shape, order=_resolve_order(primal_of(a), order), **kwargs)
-    else:
-        def ordered(tape, a, order="C"):
-            return rule(tape, a, order=_resolve_order(primal_of(a), order))
-    ARRAY_RULES[fn] = ordered
+def _reshape_order(args, kwargs):
+    # (resolved from the primal array: a cotangent or tangent has a layout of its own)
+    a, shape, *rest = args if len(args) > 1 else (args[0], kwargs.pop("shape", None))
+    order = rest[0] if rest else kwargs.pop("order", "C")
+    return (a, shape), {**kwargs, "order": _resolve_order(plain_array(a), order)}
 
 
-_ordered(np.reshape)
-_ordered(np.ravel)
+def _ravel_order(args, kwargs):
+    a, *rest = args
+    order = rest[0] if rest else kwargs.pop("order", "C")
+    return (a,), {**kwargs, "order": _resolve_order(plain_array(a), order)}
+
+
+add_check(np.reshape, _reshape_order)
+add_check(np.ravel, _ravel_order)
 
 
 # -- moving elements: sort, take, repeat, diff ---------------------------------------------
@@ -135,17 +138,17 @@ register_vjp(np.diff, _diff_vjp)
 RESULT_KIND.update(dict.fromkeys((np.sort, np.take, np.repeat, np.diff), NEW_ARRAYS))
 refuse_keywords(np.take, ("mode",), "an index out of range must raise")
 refuse_keywords(np.diff, ("prepend", "append"), "pad the array with np.concatenate")
-_repeat_rule = ARRAY_RULES[np.repeat]
 
 
-def _repeat_checked(tape, a, repeats, axis=None):
+def _one_repeats_count(args, kwargs):
+    a, repeats, *rest = args if len(args) > 1 else (args[0], kwargs.pop("repeats"))
     if np.ndim(repeats) != 0:
         raise NotDifferentiableError("astad differentiates np.repeat with one int repeats "
                                      "count", *user_location())
-    return _repeat_rule(tape, a, int(repeats), axis)
+    return (a, int(repeats), *rest), kwargs
 
 
-ARRAY_RULES[np.repeat] = _repeat_checked
+add_check(np.repeat, _one_repeats_count)
 
 
 # -- building arrays from pieces ----------------------------------------------------------
@@ -159,19 +162,19 @@ def _pieces_backward(adjoint, arrays, k, parents, context):
 
 def _join(tape, join, split, items, *args, **kwargs):
     items = list(items)
-    values = [primal_of(x) for x in items]
+    values = [primal_of(x, tape) for x in items]
     result = join(values, *args, **kwargs)
-    parents = tuple((j, parent_of(x)) for j, x in enumerate(items) if is_active(x))
+    parents = tuple((j, parent_of(x)) for j, x in enumerate(items) if is_active(x, tape))
     return new_array(tape, result, _pieces_backward, parents, (split,))
 
 
 def _concatenate_rule(tape, arrays_, axis=0, **kwargs):
     items = list(arrays_)
     if axis is None:  # numpy flattens every array first
-        items = [ARRAY_RULES[np.ravel](tape, x) if is_active(x) else np.ravel(x)
+        items = [ARRAY_RULES[np.ravel](tape, x) if is_active(x, tape) else np.ravel(x)
                  for x in items]
         axis = 0
-    sizes = [np.shape(primal_of(x))[axis] for x in items]
+    sizes = [np.shape(x)[axis] for x in items]
     bounds = np.cumsum(sizes)[:-1]
     return _join(tape, np.concatenate, lambda g: np.split(g, bounds, axis=axis), items,
                  axis=axis, **kwargs)
@@ -187,12 +190,12 @@ def _stack_rule(tape, arrays_, axis=0, **kwargs):
 ARRAY_RULES[np.concatenate] = _concatenate_rule
 ARRAY_RULES[np.stack] = _stack_rule
 ARRAY_RULES[np.vstack] = lambda tape, tup, **kw: _concatenate_rule(
-    tape, [np.atleast_2d(primal_of(x)) if not is_active(x) else
-           (x if np.ndim(primal_of(x)) >= 2 else _reshape(tape, x, (1, -1))) for x in tup],
+    tape, [np.atleast_2d(x) if not is_active(x, tape) else
+           (x if np.ndim(x) >= 2 else _reshape(tape, x, (1, -1))) for x in tup],
     axis=0)
 
 ARRAY_RULES[np.hstack] = lambda tape, tup, **kw: _concatenate_rule(
-    tape, tup, axis=0 if all(np.ndim(primal_of(x)) == 1 for x in tup) else 1)
+    tape, tup, axis=0 if all(np.ndim(x) == 1 for x in tup) else 1)
 
 
 def _reshape(tape, x, shape):
@@ -201,20 +204,30 @@ def _reshape(tape, x, shape):
 
 def array_from(tape, obj, dtype=None, **kwargs):
     """np.array / np.asarray of (nested lists of) scalar and array duals: one entry that
-    scatters the cotangent back to each piece."""
-    if type(obj) is ArrayDual:
-        return obj if dtype is None else ARRAY_RULES[np.asarray](tape, obj, dtype)
+    scatters the cotangent back to each piece (np.stack of the pieces, at their level)."""
+    if type(obj) in DUAL_TYPES and not isinstance(obj, ScalarDual):
+        return obj if dtype is None else dispatch(np.asarray, (obj, dtype), {})
     if not isinstance(obj, (list, tuple)) or not _holds_dual(obj):
-        return np.array(obj, dtype=dtype, **kwargs)
+        from .array_writes import constant  # (a new array: it may be written into)
+        value = np.array(obj, dtype=dtype, **kwargs)
+        return constant(tape, value) if kwargs.get("copy", True) else value
     if dtype is not None and np.dtype(dtype).kind != "f":
         raise NotDifferentiableError("np.array of differentiated values needs a float dtype",
                                      *user_location())
-    return _stack_rule(tape, [array_from(tape, x, dtype) if isinstance(x, (list, tuple))
-                              else x for x in obj])
+    return np.stack([array_from(tape, x, dtype) if isinstance(x, (list, tuple)) else x
+                     for x in obj])
+
+
+def asarray_from(tape, obj, dtype=None, **kwargs):
+    """np.asarray: an array is itself (no copy, as numpy), anything else as np.array."""
+    if type(obj) is np.ndarray and (dtype is None or np.dtype(dtype) == obj.dtype):
+        return obj
+    return array_from(tape, obj, dtype, **kwargs)
 
 
 def _holds_dual(obj) -> bool:
-    return any(is_active(x) or (isinstance(x, (list, tuple)) and _holds_dual(x)) for x in obj)
+    return any(type(x) in DUAL_TYPES or (isinstance(x, (list, tuple)) and _holds_dual(x))
+               for x in obj)
 
 
 # -- indexing -----------------------------------------------------------------------------
@@ -224,6 +237,10 @@ def _index_backward(adjoint, arrays, k, parents, context):
     (parent,) = parents
     slot, shape, dtype = parent
     existing = arrays.get(slot)
+    if type(g) in DUAL_TYPES or (existing is not None and type(existing) is not np.ndarray):
+        # a derivative of a derivative: the scatter is itself a differentiated operation
+        accumulate(adjoint, arrays, parent, index_scatter(g, index, shape, dtype))
+        return
     if existing is None:
         existing = arrays[slot] = np.zeros(shape, dtype=dtype)
     if _may_repeat(index):
@@ -245,13 +262,33 @@ def _scalar_index_backward(adjoint, arrays, k, parents, context):
     (parent,) = parents
     slot, shape, dtype = parent
     existing = arrays.get(slot)
+    g = adjoint[k]
+    if type(g) in DUAL_TYPES or (existing is not None and type(existing) is not np.ndarray):
+        accumulate(adjoint, arrays, parent, index_scatter(g, index, shape, dtype))
+        return
     if existing is None:
         existing = arrays[slot] = np.zeros(shape, dtype=dtype)
-    existing[index] += adjoint[k]  # O(1): no one-hot array
+    existing[index] += g  # O(1): no one-hot array
+
+
+def index_scatter(g, index, shape, dtype):
+    """An array of ``shape`` holding ``g`` added at ``index`` (zeros elsewhere): the
+    cotangent of ``x[index]``. A primitive of its own (its vjp is indexing, its jvp
+    itself), so that the backward step of indexing can be differentiated again."""
+    if type(g) in DUAL_TYPES:
+        return dispatch(index_scatter, (g, index, shape, dtype), {})
+    out = np.zeros(shape, dtype=dtype)
+    np.add.at(out, index, g)
+    return out
+
+
+register_vjp(index_scatter, lambda g, r, c, index, shape, dtype: g[index])
+register_jvp(index_scatter, lambda t, r, c, index, shape, dtype: index_scatter(
+    t, index, shape, dtype))
 
 
 def getitem(tape, x, index):
-    if type(index) is ArrayDual or type(index) is Dual:
+    if type(index) in DUAL_TYPES:
         raise NotDifferentiableError("an index must not be a differentiated value",
                                      *user_location())
     if type(index) is tuple:
@@ -263,31 +300,35 @@ def getitem(tape, x, index):
     return new_array(tape, value, _index_backward, parent, (index,))
 
 
-ArrayDual.__getitem__ = lambda self, index: getitem(_tape(), self, index)
+def take_index(x, index):
+    """``x[index]``: the function indexing is dispatched as (a key of ARRAY_RULES, so that
+    every mode finds its rule as for a numpy function)."""
+    return x[index]
 
 
-_tape = running_tape
+ARRAY_RULES[take_index] = getitem
+ArrayDualBase.__getitem__ = lambda self, index: dispatch(take_index, (self, index), {})
 
 
-# -- operators and methods on ArrayDual ---------------------------------------------------
+# -- operators and methods of array duals: numpy calls, dispatched at their operands' level
 def _binary(ufunc, reflected=False):
     if reflected:
-        return lambda self, other: ARRAY_RULES[ufunc](_tape(), other, self)
-    return lambda self, other: ARRAY_RULES[ufunc](_tape(), self, other)
+        return lambda self, other: dispatch(ufunc, (other, self), {})
+    return lambda self, other: dispatch(ufunc, (self, other), {})
 
 
 for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
                       ("truediv", np.true_divide), ("pow", np.power), ("matmul", np.matmul),
                       ("mod", np.remainder), ("floordiv", np.floor_divide)):
-    setattr(ArrayDual, f"__{_name}__", _binary(_ufunc))
-    setattr(ArrayDual, f"__r{_name}__", _binary(_ufunc, reflected=True))
-ArrayDual.__neg__ = lambda self: ARRAY_RULES[np.negative](_tape(), self)
-ArrayDual.__pos__ = lambda self: self
-ArrayDual.__abs__ = lambda self: ARRAY_RULES[np.absolute](_tape(), self)
+    setattr(ArrayDualBase, f"__{_name}__", _binary(_ufunc))
+    setattr(ArrayDualBase, f"__r{_name}__", _binary(_ufunc, reflected=True))
+ArrayDualBase.__neg__ = lambda self: dispatch(np.negative, (self,), {})
+ArrayDualBase.__pos__ = lambda self: self
+ArrayDualBase.__abs__ = lambda self: dispatch(np.absolute, (self,), {})
 
 
 def _method(fn):
-    return lambda self, *args, **kwargs: ARRAY_RULES[fn](_tape(), self, *args, **kwargs)
+    return lambda self, *args, **kwargs: dispatch(fn, (self,) + args, kwargs)
 
 
 for _name, _fn in (("sum", np.sum), ("mean", np.mean), ("prod", np.prod), ("max", np.max),
@@ -295,13 +336,13 @@ for _name, _fn in (("sum", np.sum), ("mean", np.mean), ("prod", np.prod), ("max"
                    ("squeeze", np.squeeze), ("dot", np.dot), ("copy", np.copy),
                    ("trace", np.trace), ("clip", np.clip), ("repeat", np.repeat),
                    ("take", np.take), ("cumsum", np.cumsum), ("swapaxes", np.swapaxes)):
-    setattr(ArrayDual, _name, _method(_fn))
-ArrayDual.flatten = _method(np.ravel)
-ArrayDual.reshape = lambda self, *shape, **kw: ARRAY_RULES[np.reshape](
-    _tape(), self, shape[0] if len(shape) == 1 else shape, **kw)
-ArrayDual.transpose = lambda self, *axes: ARRAY_RULES[np.transpose](
-    _tape(), self, (axes[0] if len(axes) == 1 else axes) or None)
-ArrayDual.T = property(lambda self: ARRAY_RULES[np.transpose](_tape(), self))
+    setattr(ArrayDualBase, _name, _method(_fn))
+ArrayDualBase.flatten = _method(np.ravel)
+ArrayDualBase.reshape = lambda self, *shape, **kw: dispatch(
+    np.reshape, (self, shape[0] if len(shape) == 1 else shape), kw)
+ArrayDualBase.transpose = lambda self, *axes: dispatch(
+    np.transpose, (self, (axes[0] if len(axes) == 1 else axes) or None), {})
+ArrayDualBase.T = property(lambda self: dispatch(np.transpose, (self,), {}))
 
 
 def _item(self, *args):
@@ -318,18 +359,18 @@ def _item(self, *args):
         index = np.unravel_index(args[0] % self.v.size if args[0] < 0 else args[0], shape)
     else:
         index = args
-    return getitem(_tape(), self, tuple(int(i) for i in index))
+    return self[tuple(int(i) for i in index)]
 
 
-ArrayDual.item = _item
+ArrayDualBase.item = _item
 # a scalar dual from a reduction stands for numpy's float64, which has .item() too
-Dual.item = lambda self: self
-ArrayDual.astype = lambda self, dtype, **kw: ARRAY_RULES[np.asarray](_tape(), self, dtype)
+ScalarDual.item = lambda self: self
+ArrayDualBase.astype = lambda self, dtype, **kw: dispatch(np.asarray, (self, dtype), {})
 
 # methods whose results carry no derivative (indices, truth values): on the primal
 for _name in ("argmax", "argmin", "argsort", "nonzero", "any", "all", "round"):
-    setattr(ArrayDual, _name, lambda self, *args, _name=_name, **kwargs: getattr(
-        self.v, _name)(*args, **kwargs))
+    setattr(ArrayDualBase, _name, lambda self, *args, _name=_name, **kwargs: getattr(
+        plain_array(self), _name)(*args, **kwargs))
 
 
 class UnsupportedArrayAttribute(NotDifferentiableError, AttributeError):
@@ -346,22 +387,18 @@ def _missing_attribute(self, name):
         "apply it to a value that is not differentiated", *user_location())
 
 
-ArrayDual.__getattr__ = _missing_attribute
+ArrayDualBase.__getattr__ = _missing_attribute
 
 
-def _asarray_rule(tape, a, dtype=None, *args, **kwargs):
+def _real_dtype(args, kwargs):
     """np.asarray(x, dtype) and x.astype(dtype): to an int or bool dtype the result is
-    piecewise constant (derivative 0), as int() of a float dual is; a complex dtype is
-    refused."""
-    if dtype is not None and type(a) is ArrayDual:
-        kind = np.dtype(dtype).kind
-        if kind == "c":
-            raise NotDifferentiableError("astad differentiates real float arrays only, not "
-                                         f"a conversion to {np.dtype(dtype)}", *user_location())
-        if kind != "f":
-            return np.asarray(a.v, dtype, *args, **kwargs)
-    return _asarray_vjp_rule(tape, a, dtype, *args, **kwargs)
+    piecewise constant (derivative 0, as for int() of a float dual: the rules see an
+    integer result); a complex dtype is refused."""
+    dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        raise NotDifferentiableError("astad differentiates real float arrays only, not "
+                                     f"a conversion to {np.dtype(dtype)}", *user_location())
+    return args, kwargs
 
 
-_asarray_vjp_rule = ARRAY_RULES[np.asarray]
-ARRAY_RULES[np.asarray] = _asarray_rule
+add_check(np.asarray, _real_dtype)

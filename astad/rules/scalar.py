@@ -1,11 +1,14 @@
-"""Phase 7, primitives: the table of differentiable operations and their local partials.
+"""The table of scalar primitives and their local partials, for every mode.
 
 Each rule is a primal expression and one partial-derivative expression per argument
 (in terms of the inputs ``x``, ``y`` and the result ``r``). From each rule astad writes
-one small specialised function (paper section 8.2: compute the partials now, append one
-tape entry holding parent indices and partials, return the new dual). The functions are
+one small specialised function (paper section 8.2: compute the partials now; in reverse
+mode append one tape entry holding parent indices and partials, in forward mode (sections
+2-3) combine them with the operands' tangents; return the new dual). The functions are
 generated from text templates because a hand-inlined fast path is several times faster
-in CPython than a generic one that calls a partials function per operation.
+in CPython than a generic one that calls a partials function per operation. The same
+text, compiled once more in general form (rules/generic.py), serves every other case:
+nested derivatives, duals of other levels, vectors of tangents.
 
 The same registry holds users' own rules (:func:`register_scalar`): astad extends
 itself exactly as users extend it.
@@ -25,8 +28,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
-from ..runtime.array_dual import ArrayDual
-from ..runtime.tape import Dual, current as _current, gradient_of, new_dual
+from ..runtime.array_dual import ArrayDual, FArrayDual
+from ..runtime.duals import SCALAR_DUALS, Dual, FDual, ScalarDual, forward_dual, new_dual
+from ..runtime.tape import gradient_of
+from .generic import (RULES, _inv, _sign, add_term, apply as general, apply2 as general2,
+                      apply_many, define, general_namespace)
 
 # The namespace generated code calls into, as ``ad.<name>``.
 ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")
@@ -44,22 +50,21 @@ TOTAL_RULES = {"add", "sub", "mul", "neg", "pos", "abs", "fabs", "sin", "cos", "
 _INF = math.inf
 
 
-def _inv(z):
-    """1/z, with 1/0 = inf: the derivative at a vertical tangent (sqrt at 0, asin at 1)."""
-    return 1.0 / z if z else _INF
-
-
-def _sign(x):
-    """Derivative of abs: 0 at 0 (the subgradient PyTorch also picks)."""
-    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+def full_primal(x):
+    """The plain value under every level of a scalar dual (what comparisons, ``int()`` and
+    ``math.floor`` see)."""
+    while type(x) in SCALAR_DUALS:
+        x = x.v
+    return x
 
 
 ARRAY = object()  # _number's answer for an array operand: numpy's dispatch takes over
+_ARRAY_TYPES = (ArrayDual, FArrayDual, np.ndarray)
 
 
 def _number(value, op: str, other_is_first: bool, dual_primal):
     """Coerce the non-dual operand of a mixed operation to a number, or fail as Python would."""
-    if (type(value) is ArrayDual or type(value) is np.ndarray) and op in OPERATORS:
+    if type(value) in _ARRAY_TYPES and op in OPERATORS:
         return ARRAY
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return value if type(value) is int else float(value)
@@ -84,8 +89,36 @@ ARRAY_OPERATORS = {
     "%": np.remainder, "**": np.power, "//": np.floor_divide,
 }
 
+
+def mixed(rule, sym: str, a, b):
+    """A binary rule with a dual and an operand the fast paths do not take: a dual of
+    another level or a nested one (the general rule), an array (numpy's dispatch), a
+    number of another type (converted), or anything else (Python's own error). ``sym``
+    ending in ``=`` is the in-place operator (``v *= k``): an array is written in place."""
+    if sym[-1] == "=":
+        if type(a) in _ARRAY_TYPES:
+            return IN_PLACE_OPERATORS[sym](a, b)
+        sym = sym[:-1]
+    x, y = a, b
+    if type(a) not in SCALAR_DUALS:
+        if type(a) is not float and type(a) is not int:
+            x = _number(a, sym, True, full_primal(b))
+    elif type(b) not in SCALAR_DUALS:
+        if type(b) is not float and type(b) is not int:
+            y = _number(b, sym, False, full_primal(a))
+    if x is ARRAY or y is ARRAY:
+        return ARRAY_OPERATORS[sym](a, b)
+    return general2(rule, x, y)
+
+
+ad.mixed = mixed
+
+IN_PLACE_OPERATORS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
+                      "/=": operator.itruediv, "%=": operator.imod}
+
 _NAMESPACE = {
-    "Dual": Dual, "new": new_dual, "_inv": _inv, "_sign": _sign, "_number": _number,
+    "Dual": Dual, "FDual": FDual, "SCALAR_DUALS": SCALAR_DUALS, "new": new_dual,
+    "general": general, "RULES": RULES, "_inv": _inv, "_sign": _sign,
     "ARRAY": ARRAY, "OPERATORS": OPERATORS, "ARRAY_OPERATORS": ARRAY_OPERATORS,
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
@@ -101,51 +134,103 @@ def rule_namespace() -> dict:
     """Globals for generated rules: math, Dual, the helpers, and ``ad`` itself."""
     return dict(_NAMESPACE)
 
+
+# The fast paths take duals of the level the generated code runs on (``tape``: the tape
+# of a reverse call, or a forward call's ForwardLevel), whose primal and tangent are floats
+# (runtime/duals.py); every other case (a dual of another level, a nested primal, a
+# vector of tangents, a number of another type) is the general rule (rules/generic.py).
 _UNARY_TEMPLATE = '''
 def rule_{name}(tape, a):
-    if type(a) is Dual:
+    if type(a) is Dual and a.t is tape:
         x = a.v
         r = {primal}
         d = new(Dual)
         d.v = r
         d.i = len(tape)
+        d.t = tape
         tape.append((a.i, {dx}))
         return d
+    if type(a) is FDual and a.t is tape:
+        x = a.v
+        r = {primal}
+        s = a.d
+        d = new(FDual)
+        d.v = r
+        d.d = ({dx}) * s if s else 0.0
+        d.t = tape
+        return d
+    if type(a) in SCALAR_DUALS:
+        return general(RULES[{general!r}], (a,))
     return {fallback}
 '''
 
 _BINARY_TEMPLATE = '''
 def rule_{name}(tape, a, b):
-    if type(a) is Dual:
+    if type(a) is Dual and a.t is tape:
         x = a.v
-        if type(b) is Dual:
+        if type(b) is Dual and b.t is tape:
             y = b.v
             r = {primal}
             d = new(Dual)
             d.v = r
             d.i = len(tape)
+            d.t = tape
             tape.append((a.i, {dx}, b.i, {dy}))
             return d
-        y = b if type(b) is float else _number(b, {sym!r}, False, x)
-        if y is ARRAY:
-            return ARRAY_OPERATORS[{sym!r}](a, b)
-        r = {primal}
-        d = new(Dual)
-        d.v = r
-        d.i = len(tape)
-        tape.append((a.i, {dx}))
-        return d
-    if type(b) is Dual:
-        x = a if type(a) is float else _number(a, {sym!r}, True, b.v)
-        if x is ARRAY:
-            return ARRAY_OPERATORS[{sym!r}](a, b)
-        y = b.v
-        r = {primal}
-        d = new(Dual)
-        d.v = r
-        d.i = len(tape)
-        tape.append((b.i, {dy}))
-        return d
+        if type(b) is float or type(b) is int:
+            y = b
+            r = {primal}
+            d = new(Dual)
+            d.v = r
+            d.i = len(tape)
+            d.t = tape
+            tape.append((a.i, {dx}))
+            return d
+    elif type(b) is Dual and b.t is tape:
+        if type(a) is float or type(a) is int:
+            x = a
+            y = b.v
+            r = {primal}
+            d = new(Dual)
+            d.v = r
+            d.i = len(tape)
+            d.t = tape
+            tape.append((b.i, {dy}))
+            return d
+    elif type(a) is FDual and a.t is tape:
+        x = a.v
+        if type(b) is FDual and b.t is tape:
+            y = b.v
+            r = {primal}
+            s = a.d
+            t = b.d
+            d = new(FDual)
+            d.v = r
+            d.d = (({dx}) * s if s else 0.0) + (({dy}) * t if t else 0.0)
+            d.t = tape
+            return d
+        if type(b) is float or type(b) is int:
+            y = b
+            r = {primal}
+            s = a.d
+            d = new(FDual)
+            d.v = r
+            d.d = ({dx}) * s if s else 0.0
+            d.t = tape
+            return d
+    elif type(b) is FDual and b.t is tape:
+        if type(a) is float or type(a) is int:
+            x = a
+            y = b.v
+            r = {primal}
+            t = b.d
+            d = new(FDual)
+            d.v = r
+            d.d = ({dy}) * t if t else 0.0
+            d.t = tape
+            return d
+    if type(a) in SCALAR_DUALS or type(b) in SCALAR_DUALS:
+        return ad.mixed(RULES[{general!r}], {sym!r}, a, b)
     return {fallback}
 '''
 
@@ -177,22 +262,27 @@ def unique_rule_name(prefix: str, fn) -> str:
     return name
 
 
-def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = None):
-    impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx,
+def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = None,
+          math_name: str | None = None):
+    define(name, primal, (dx,), "x", math_name)
+    impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx, general=name,
                     fallback=fallback or f"math.{name}(a)")
     _register(name, impl, *originals)
     UNARY_RULES[name] = (primal, dx)
 
 
 def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
-           fallback: str | None = None, inplace: str | None = None):
-    impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy,
+           fallback: str | None = None, inplace: str | None = None,
+           math_name: str | None = None):
+    define(name, primal, (dx, dy), "x, y", math_name)
+    impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy, general=name,
                     sym=sym or name, fallback=fallback or f"math.{name}(a, b)")
     _register(name, impl, *originals)
     BINARY_RULES[name] = (primal, dx, dy)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
         setattr(ad, "i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
-                                         dx=dx, dy=dy, sym=sym, fallback=inplace))
+                                         dx=dx, dy=dy, general=name, sym=sym + "=",
+                                         fallback=inplace))
 
 
 def _user_fallback(plain: str, dunder: str, rdunder: str, op: str) -> str:
@@ -229,7 +319,7 @@ unary("abs", "abs(x)", "_sign(x)", builtins.abs, operator.abs,
 
 def floordiv(tape, a, b):
     """x // y is piecewise constant: derivative 0, so the result is a constant (no entry)."""
-    return (a.v if type(a) is Dual else a) // (b.v if type(b) is Dual else b)
+    return (a.v if type(a) in SCALAR_DUALS else a) // (b.v if type(b) in SCALAR_DUALS else b)
 
 
 _register("floordiv", floordiv, operator.floordiv)
@@ -237,7 +327,7 @@ _register("floordiv", floordiv, operator.floordiv)
 
 def divmod_(tape, a, b):
     """divmod(x, y) is (x // y, x % y): a constant quotient and a differentiable rest."""
-    if type(a) is not Dual and type(b) is not Dual:
+    if type(a) not in SCALAR_DUALS and type(b) not in SCALAR_DUALS:
         return builtins.divmod(a, b)
     return floordiv(tape, a, b), ad.mod(tape, a, b)
 
@@ -246,7 +336,7 @@ _register("divmod", divmod_, builtins.divmod)
 
 
 def _pow_partials(x, y, r, need_y: bool):
-    """Partials of x ** y. d/dx = y x^(y-1); d/dy = r log x (0 where r == 0)."""
+    """Partials of x ** y on floats. d/dx = y x^(y-1); d/dy = r log x (0 where r == 0)."""
     if x != 0.0:
         dx = y * r / x
     elif y == 1:
@@ -272,30 +362,61 @@ def _complex_result(base, exponent):
         *user_location())
 
 
+def _pow_primal(x, y):
+    r = x ** y
+    if type(r) is complex:
+        _complex_result(full_primal(x), full_primal(y))
+    return r
+
+
+def _pow_dx(x, y, r):
+    """d/dx x ** y in general form: written as y x^(y-1) (not y r / x), so that at x == 0
+    its own derivative (a second derivative) is right too."""
+    if y == 0:
+        return 0.0
+    if x == 0.0 and y < 1:
+        return _INF
+    return y * x ** (y - 1)
+
+
+def _pow_dy(x, y, r):
+    if r == 0.0:
+        return 0.0
+    if x > 0.0:
+        return r * ad.log(None, x)
+    return math.nan
+
+
+RULES["pow"] = type(RULES["add"])("pow", _pow_primal, (_pow_dx, _pow_dy))
+
+
 def pow(tape, a, b, mod=None):  # noqa: A001 - the rule for ** and builtins.pow
     if mod is not None:
         return builtins.pow(a, b, mod)
-    ta, tb = type(a) is Dual, type(b) is Dual
-    if not (ta or tb):
+    ta, tb = type(a) is Dual and a.t is tape, type(b) is Dual and b.t is tape
+    if (ta or tb) and type(a.v if ta else a) is not bool and type(b.v if tb else b) in (
+            float, int):  # the fast path: floats and ints on this tape, reverse mode
+        x = a.v if ta else a
+        y = b.v if tb else b
+        if type(x) in (float, int):
+            r = x ** y
+            if type(r) is complex:
+                _complex_result(x, y)
+            dx, dy = _pow_partials(x, y, r, tb)
+            d = new_dual(Dual)
+            d.v = float(r)
+            d.i = len(tape)
+            d.t = tape
+            if ta and tb:
+                tape.append((a.i, dx, b.i, dy))
+            elif ta:
+                tape.append((a.i, dx))
+            else:
+                tape.append((b.i, dy))
+            return d
+    if type(a) not in SCALAR_DUALS and type(b) not in SCALAR_DUALS:
         return a ** b
-    x = a.v if ta else _number(a, "**", True, b.v)
-    y = b.v if tb else _number(b, "**", False, a.v)
-    if x is ARRAY or y is ARRAY:
-        return np.power(a, b)
-    r = x ** y
-    if type(r) is complex:
-        _complex_result(x, y)
-    dx, dy = _pow_partials(x, y, r, tb)
-    d = new_dual(Dual)
-    d.v = float(r)
-    d.i = len(tape)
-    if ta and tb:
-        tape.append((a.i, dx, b.i, dy))
-    elif ta:
-        tape.append((a.i, dx))
-    else:
-        tape.append((b.i, dy))
-    return d
+    return mixed(RULES["pow"], "**", a, b)
 
 
 _register("pow", pow, operator.pow, builtins.pow)
@@ -303,11 +424,10 @@ _register("pow", pow, operator.pow, builtins.pow)
 
 def math_pow(tape, a, b):
     """math.pow: like ** but always a float, and a ValueError where ** gives a complex."""
-    ta, tb = type(a) is Dual, type(b) is Dual
-    math.pow(a.v if ta else a, b.v if tb else b)  # raise exactly where math.pow raises
-    if not (ta or tb):
+    math.pow(full_primal(a), full_primal(b))  # raise exactly where math.pow raises
+    if type(a) not in SCALAR_DUALS and type(b) not in SCALAR_DUALS:
         return math.pow(a, b)
-    return pow(tape, a, b if tb else float(b))
+    return pow(tape, a, b if type(b) in SCALAR_DUALS else float(b))
 
 
 _register("math_pow", math_pow, math.pow)
@@ -343,7 +463,7 @@ if hasattr(math, "cbrt"):
 binary("atan2", "atan2(x, y)", "y / (x * x + y * y) if x or y else 0.0",
        "-x / (x * x + y * y) if x or y else 0.0", math.atan2)
 binary("hypot2", "hypot(x, y)", "x / r if r else 0.0", "y / r if r else 0.0",
-       fallback="math.hypot(a, b)")
+       fallback="math.hypot(a, b)", math_name="hypot")
 binary("copysign", "copysign(x, y)", "copysign(1.0, x) * copysign(1.0, y)", "0.0",
        math.copysign)
 binary("fmod", "fmod(x, y)", "1.0", "-float(math.trunc(x / y))", math.fmod)
@@ -357,34 +477,69 @@ def log(tape, x, base=None):
 
 
 _register("log", log, math.log)
+# the general math namespace's log: one or two arguments, like math.log
+general_namespace()["log"] = lambda x, base=None: log(None, x, base)
+
+
+# --- Functions of any number of arguments: one entry, a parent per dual argument -------
+def _many(tape, args, primal, partials, plain):
+    """The rule of an n-ary function: ``plain(args)`` when no dual is among them (Python's
+    own result, an int for ints); one entry with ``partials(values, r)`` when every dual
+    is a float dual of ``tape`` (the fast path); else the general rule."""
+    on_tape = False
+    for a in args:
+        ta = type(a)
+        if ta in SCALAR_DUALS:
+            if ta is not Dual or a.t is not tape:
+                return apply_many(primal, partials, args)
+            on_tape = True
+    if not on_tape:
+        return plain(args)
+    values = [a.v if type(a) is Dual else a for a in args]
+    r = primal(values)
+    entry = []
+    for a, p in zip(args, partials(values, r)):
+        if type(a) is Dual:
+            entry += (a.i, p)
+    return record_entry(tape, builtins.float(r), entry)
+
+
+def record_entry(tape, r: float, entry: list):
+    d = new_dual(Dual)
+    d.v = r
+    d.i = len(tape)
+    d.t = tape
+    tape.append(tuple(entry))
+    return d
+
+
+def _hypot_partials(xs, r):
+    return [x / r if r else 0.0 for x in xs]
 
 
 def hypot(tape, *coordinates):
     if len(coordinates) == 2:
         return ad.hypot2(tape, *coordinates)
     # hypot(*xs) = sqrt(sum x^2): one entry whose partials are x_k / r
-    values = [c.v if type(c) is Dual else c for c in coordinates]
-    r = math.hypot(*values)
-    return _entry(tape, r, coordinates, [v / r if r else 0.0 for v in values])
+    return _many(tape, coordinates, lambda xs: hypot(None, *xs) if any(
+        type(x) in SCALAR_DUALS for x in xs) else math.hypot(*xs), _hypot_partials,
+        lambda xs: math.hypot(*xs))
 
 
 _register("hypot", hypot, math.hypot)
 
 
-def _entry(tape, r, args, partials):
-    """Append one entry with a parent per dual argument; a plain number if none is a dual."""
-    pairs = []
-    for a, p in zip(args, partials):
-        pairs += (a, p)
-    return record(tape, float(r), *pairs)
+def _ones(xs, r):
+    return [1.0] * len(xs)
 
 
-def primals(*args):
-    """Primal values of a fused rule's leaves when each is a dual or a number, else None."""
+def primals(tape, *args):
+    """Primal values of a fused rule's leaves when each is a float dual of ``tape`` (either
+    mode) or a number, else None (the fused rule then composes the ordinary rules)."""
     values = []
     for a in args:
         t = type(a)
-        if t is Dual:
+        if (t is Dual or t is FDual) and a.t is tape:
             values.append(a.v)
         elif t is float or t is int:
             values.append(a)
@@ -394,26 +549,30 @@ def primals(*args):
 
 
 def record(tape, r, *pairs):
-    """One entry for result ``r`` with a (parent, partial) pair per dual among ``pairs``."""
-    entry = []
+    """The result ``r`` of a fused rule whose leaves ``primals`` accepted: one entry with a
+    (parent, partial) pair per dual among ``pairs`` (reverse mode), or the sum of partial
+    times tangent (forward mode); ``r`` itself if no leaf is a dual."""
+    if type(tape) is list:
+        entry = []
+        for k in range(0, len(pairs), 2):
+            a = pairs[k]
+            if type(a) is Dual:
+                entry.append(a.i)
+                entry.append(pairs[k + 1])
+        return record_entry(tape, r, entry) if entry else r
+    tangent, found = 0.0, False
     for k in range(0, len(pairs), 2):
         a = pairs[k]
-        if type(a) is Dual:
-            entry.append(a.i)
-            entry.append(pairs[k + 1])
-    if not entry:
-        return r
-    d = new_dual(Dual)
-    d.v = r
-    d.i = len(tape)
-    tape.append(tuple(entry))
-    return d
+        if type(a) is FDual:
+            tangent = add_term(tangent, pairs[k + 1], a.d)
+            found = True
+    return forward_dual(r, tangent, tape) if found else r
 
 
 def value(x):
     """The primal value of a dual, anything else as it is: what a comparison's operands
     need (a bool carries no derivative; transform.visit_Compare)."""
-    return x.v if type(x) is Dual else x
+    return full_primal(x)
 
 
 ad.primals = primals
@@ -421,41 +580,49 @@ ad.record = record
 ad.value = value
 
 
+def _sum_primal(xs):
+    return builtins.sum(xs[1:], xs[0])
+
+
 def sum(tape, iterable, start=0):  # noqa: A001 - the rule for builtins.sum
     """sum of numbers: one entry with partial 1 for each dual term."""
     items = list(iterable)
-    if not all(type(x) is Dual or isinstance(x, numbers.Real) for x in items) or not (
-            type(start) is Dual or isinstance(start, numbers.Real)):
+    if not all(type(x) in SCALAR_DUALS or isinstance(x, numbers.Real) for x in items) or not (
+            type(start) in SCALAR_DUALS or isinstance(start, numbers.Real)):
         total = start  # lists, tuples, other types: Python's own left fold, rule by rule
         for x in items:
             total = ad.add(tape, total, x)
         return total
-    terms = [start] + items
-    values = [x.v if type(x) is Dual else x for x in terms]
-    r = builtins.sum(values[1:], values[0])
-    return _entry(tape, r, terms, [1.0] * len(terms))
+    return _many(tape, [start] + items, _sum_primal, _ones, _sum_primal)
 
 
 _register("sum", sum, builtins.sum)
 
 
+def _fsum_primal(xs):
+    if any(type(x) in SCALAR_DUALS for x in xs):
+        return fsum(None, xs)
+    return math.fsum(xs)
+
+
 def fsum(tape, iterable):
-    terms = list(iterable)
-    r = math.fsum([x.v if type(x) is Dual else x for x in terms])
-    return _entry(tape, r, terms, [1.0] * len(terms))
+    return _many(tape, list(iterable), _fsum_primal, _ones, _fsum_primal)
 
 
 _register("fsum", fsum, math.fsum)
 
 
+def _prod_primal(xs):
+    return math.prod(xs[1:], start=xs[0])
+
+
+def _prod_partials(xs, r):
+    # the product of all the others (no division: zeros are fine)
+    return [math.prod(xs[:k]) * math.prod(xs[k + 1:]) for k in range(len(xs))]
+
+
 def prod(tape, iterable, start=1):
-    terms = [start] + list(iterable)
-    values = [x.v if type(x) is Dual else x for x in terms]
-    r = math.prod(values)
-    partials = []
-    for k in range(len(values)):  # product of all the others (no division: zeros are fine)
-        partials.append(math.prod(values[:k]) * math.prod(values[k + 1:]))
-    return _entry(tape, r, terms, partials)
+    return _many(tape, [start] + list(iterable), _prod_primal, _prod_partials, _prod_primal)
 
 
 _register("prod", prod, math.prod)
@@ -464,7 +631,7 @@ _register("prod", prod, math.prod)
 # --- In-place operators (``t op= v``): Python's in-place semantics unless a dual is involved
 def _inplace(rule, python_op):
     def call(tape, a, b):
-        if type(a) is Dual or type(b) is Dual:
+        if type(a) in SCALAR_DUALS or type(b) in SCALAR_DUALS:
             return rule(tape, a, b)
         return python_op(a, b)
     return call
@@ -477,8 +644,8 @@ for _name, _op in (("floordiv", operator.ifloordiv), ("pow", operator.ipow)):
 # --- Functions whose result is not differentiable: they see primal values ----------
 def _primal_only(fn):
     def call(tape, *args, **kwargs):
-        return fn(*[a.v if type(a) is Dual else a for a in args],
-                  **{k: (v.v if type(v) is Dual else v) for k, v in kwargs.items()})
+        return fn(*[full_primal(a) for a in args],
+                  **{k: full_primal(v) for k, v in kwargs.items()})
     call.__name__ = fn.__name__
     return call
 
@@ -492,21 +659,21 @@ for _fn in (math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfi
 def float_(x=0.0):
     """float(dual) is the dual itself: converting a float to float changes nothing; of a
     one-element differentiated array, its element."""
-    if type(x) is Dual:
+    if type(x) in SCALAR_DUALS:
         return x
-    if type(x) is ArrayDual:
+    if type(x) is ArrayDual or type(x) is FArrayDual:
         return x.item()
     return builtins.float(x)
 
 
 def isinstance_(obj, classinfo):
-    return builtins.isinstance(obj.v if type(obj) is Dual else obj, classinfo)
+    return builtins.isinstance(full_primal(obj), classinfo)
 
 
 def type_(obj, *rest):
     if rest:
         return builtins.type(obj, *rest)
-    return builtins.float if builtins.type(obj) is Dual else builtins.type(obj)
+    return builtins.float if builtins.type(obj) in SCALAR_DUALS else builtins.type(obj)
 
 
 ad.float = float_
@@ -517,36 +684,47 @@ TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
                      builtins.type: "type"}
 
 
-# --- Operator overloading on Dual, for code astad did not transform -------------------
-def _running_tape():
-    tape = _current.tape
-    if tape is None:
-        raise NotDifferentiableError(
-            "arithmetic on a differentiated value outside a gradient call: a dual escaped "
-            "from the call that created it (stored in a global or an object kept after "
-            "the call?)", *user_location())
-    return tape
-
-
-def _overload(rule, swap: bool = False):
+# --- Operator overloading on duals, for code astad did not transform -------------------
+# A dual is always among the operands here, so the rule's fast paths (which need a tape)
+# do not apply: the general rule records at the level of the operands (rules/generic.py).
+def _overload(rule_name: str, sym: str, swap: bool = False):
+    rule = RULES[rule_name]
     if swap:
-        return lambda self, other: rule(_running_tape(), other, self)
-    return lambda self, other: rule(_running_tape(), self, other)
+        return lambda self, other: mixed(rule, sym, other, self)
+    return lambda self, other: mixed(rule, sym, self, other)
 
 
+def _overload_rule(rule, swap: bool = False):
+    if swap:
+        return lambda self, other: rule(None, other, self)
+    return lambda self, other: rule(None, self, other)
+
+
+for _rule_name, _sym, _forward_name, _reflected_name in (
+        ("add", "+", "__add__", "__radd__"), ("sub", "-", "__sub__", "__rsub__"),
+        ("mul", "*", "__mul__", "__rmul__"), ("truediv", "/", "__truediv__", "__rtruediv__"),
+        ("mod", "%", "__mod__", "__rmod__")):
+    setattr(ScalarDual, _forward_name, _overload(_rule_name, _sym))
+    setattr(ScalarDual, _reflected_name, _overload(_rule_name, _sym, swap=True))
 for _rule_name, _forward_name, _reflected_name in (
-        ("add", "__add__", "__radd__"), ("sub", "__sub__", "__rsub__"),
-        ("mul", "__mul__", "__rmul__"), ("truediv", "__truediv__", "__rtruediv__"),
-        ("floordiv", "__floordiv__", "__rfloordiv__"), ("mod", "__mod__", "__rmod__"),
-        ("pow", "__pow__", "__rpow__")):
-    setattr(Dual, _forward_name, _overload(getattr(ad, _rule_name)))
-    setattr(Dual, _reflected_name, _overload(getattr(ad, _rule_name), swap=True))
-Dual.__neg__ = lambda self: ad.neg(_running_tape(), self)
-Dual.__pos__ = lambda self: ad.pos(_running_tape(), self)
-Dual.__abs__ = lambda self: ad.abs(_running_tape(), self)
+        ("floordiv", "__floordiv__", "__rfloordiv__"), ("pow", "__pow__", "__rpow__")):
+    setattr(ScalarDual, _forward_name, _overload_rule(getattr(ad, _rule_name)))
+    setattr(ScalarDual, _reflected_name, _overload_rule(getattr(ad, _rule_name), swap=True))
+ScalarDual.__neg__ = lambda self: ad.neg(None, self)
+ScalarDual.__pos__ = lambda self: ad.pos(None, self)
+ScalarDual.__abs__ = lambda self: ad.abs(None, self)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def call_on_duals(fn, *args):
+    """``fn(*args)`` for a function the user gave astad (a partial derivative, a custom
+    rule's fwd or bwd): run transformed when a dual is among the arguments (a derivative
+    of a derivative), so that what it computes is differentiated too."""
+    if any(type(a) in SCALAR_DUALS for a in args):
+        return ad.rev(fn)(None, *args)
+    return fn(*args)
 
 
 def register_scalar(fn: F, *partials: Callable[..., float], name: str | None = None) -> F:
@@ -555,27 +733,32 @@ def register_scalar(fn: F, *partials: Callable[..., float], name: str | None = N
     ``partials[k](*args)`` returns the derivative of ``fn`` with respect to argument ``k``
     at the given primal arguments (None: not differentiable in that argument, an error if
     a differentiated value reaches it). After this, differentiated code may call ``fn``
-    on differentiated values.
+    on differentiated values, in either mode and nested: the partials are then called on
+    differentiated values themselves (transformed, like any Python function), so give
+    them as Python functions or registered ones for derivatives of higher order.
     """
     rule_name = name or f"user_{getattr(fn, '__name__', 'fn')}_{len(PRIMITIVES)}"
 
-    def rule(tape, *args):
-        values = [a.v if type(a) is Dual else a for a in args]
-        r = fn(*values)
+    def primal(xs):
+        if any(type(x) in SCALAR_DUALS for x in xs):
+            return rule(None, *xs)  # the same rule, one level out
+        r = fn(*xs)
         if not builtins.isinstance(r, numbers.Real):
             raise AstadError(f"{fn!r} returned {type(r).__name__}; register_scalar needs a "
                              "function returning a float")
-        local = []
+        return r
+
+    def rule(tape, *args):
         for k, a in enumerate(args):
-            if type(a) is not Dual:
-                local.append(0.0)
-            elif k < len(partials) and partials[k] is not None:
-                local.append(partials[k](*values))
-            else:  # never a silently dropped derivative
-                raise NotDifferentiableError(
-                    f"{getattr(fn, '__name__', fn)!r} has no registered derivative with "
-                    f"respect to argument {k}", *user_location())
-        return _entry(tape, r, args, local)
+            if type(a) in SCALAR_DUALS:
+                if k >= len(partials) or partials[k] is None:  # never a dropped derivative
+                    raise NotDifferentiableError(
+                        f"{getattr(fn, '__name__', fn)!r} has no registered derivative with "
+                        f"respect to argument {k}", *user_location())
+        which = [type(a) in SCALAR_DUALS for a in args]
+        return _many(tape, args, primal, lambda xs, r: [
+            call_on_duals(partials[k], *xs) if which[k] else 0.0 for k in range(len(xs))],
+            primal)
 
     rule.__name__ = rule_name
     _register(rule_name, rule, fn)

@@ -25,21 +25,34 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
-from .tape import Dual, PrimalView, current, new_dual
+from .duals import (DUAL_TYPES, PrimalView, ScalarDual, innermost,
+                    is_forward, reverse_dual)
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
 ARRAY_RULES: dict = {}
+# numpy callable -> prepare(args, kwargs) -> (args, kwargs): what a rule follows, checked
+# (and normalised) before either mode runs it: a keyword the rule does not follow is
+# refused, never ignored
+PREPARE: dict = {}
 
 
-class ArrayDual(PrimalView):
-    """A differentiated float array: its value ``v`` (an ndarray) and tape index ``i``."""
+def add_check(fn, step) -> None:
+    """Run ``step(args, kwargs) -> (args, kwargs)`` before ``fn``'s rule, in every mode,
+    after any step registered before it."""
+    before = PREPARE.get(fn)
+    PREPARE[fn] = step if before is None else (
+        lambda args, kwargs: step(*before(args, kwargs)))
 
-    __slots__ = ("v", "i")
+
+class ArrayDualBase(PrimalView):
+    """What every array dual does, whatever its mode: it behaves as its primal array.
+
+    Its operators and methods are numpy calls (array_shapes.py installs them), so they
+    reach the rules through ``dispatch`` like ``np.sin(x)``, at the level of their
+    operands."""
+
+    __slots__ = ()
     __array_priority__ = 100.0
-
-    def __init__(self, v, i):
-        self.v = v
-        self.i = i
 
     # shape and friends: from the primal
     shape = property(lambda self: self.v.shape)
@@ -100,33 +113,108 @@ class ArrayDual(PrimalView):
             "new array instead (np.where, np.concatenate, np.stack or x + mask * value)")
 
 
-def primal_of(value):
-    t = type(value)
-    if t is ArrayDual or t is Dual:
+class ArrayDual(ArrayDualBase):
+    """Reverse mode: a differentiated float array, its value ``v`` (an ndarray, or an
+    array dual of an enclosing level), tape index ``i`` and level ``t`` (the tape).
+
+    Arrays are mutable (array_writes.py): a write into an array makes a new version of
+    it, and ``i`` becomes that version's entry. A *view* (``x[1:]``, ``x.T``, a reshape
+    sharing memory) has a ``root`` (the array owning the memory) and ``view``, the
+    numpy operations that take the root to it; its own ``i`` is an entry reading the
+    root's version ``synced``, recorded again when the root has changed since
+    (``index_of``), so a view always sees the writes through any alias."""
+
+    __slots__ = ("v", "i", "t", "root", "view", "synced")
+
+    def __init__(self, v, i, t, root=None, view=None, synced=None):
+        self.v = v
+        self.i = i
+        self.t = t
+        self.root = root
+        self.view = view
+        self.synced = synced
+
+
+class FArrayDual(ArrayDualBase):
+    """Forward mode: the array ``v``, its tangent ``d`` (the same shape, with one leading
+    axis per direction for a vector of tangents) and its level ``t``. A view (see
+    ArrayDual) keeps no tangent of its own: ``tangent_of_array`` reads it through
+    ``view`` from its ``root``'s, so a write through any alias is seen by all."""
+
+    __slots__ = ("v", "_d", "t", "root", "view")
+
+    def __init__(self, v, d, t, root=None, view=None):
+        self.v = v
+        self._d = d
+        self.t = t
+        self.root = root
+        self.view = view
+
+    @property
+    def d(self):
+        if self.root is None:
+            return self._d
+        root = self.root
+        return self.view(root.d, root.t.width is not None)
+
+    @d.setter
+    def d(self, value):
+        if self.root is not None:
+            raise AssertionError("the tangent of a view is its root's")  # (never set)
+        self._d = value
+
+
+ARRAY_DUALS = frozenset({ArrayDual, FArrayDual})
+DUAL_TYPES.update(ARRAY_DUALS)
+
+
+def primal_of(value, level=None):
+    """The value under ``value``'s level when it is a dual of ``level`` (any dual when
+    ``level`` is None); anything else as it is (a dual of an enclosing level stays a dual:
+    numpy's dispatch takes it to its own level's rule)."""
+    if type(value) in DUAL_TYPES and (level is None or value.t is level):
         return value.v
     return value
 
 
-def running_tape():
-    tape = current.tape
-    if tape is None:
-        raise AstadError("a differentiated array was used after its gradient call returned")
-    return tape
+def plain_array(value):
+    """The plain value under every level of a dual (an ndarray, or a number)."""
+    while type(value) in DUAL_TYPES:
+        value = value.v
+    return value
 
 
 def dispatch(func, args, kwargs):
-    """Run numpy ``func`` on arguments holding duals through its rule."""
-    if kwargs.get("out") is not None:
-        # y += x or np.add(a, x, out=y) writes a differentiated value into an array that
-        # cannot hold its derivative (and that other names may alias): refused, not lost
-        raise NotDifferentiableError(
-            "an in-place numpy operation (y += x, y *= x, or out=) with a differentiated "
-            "operand would write a derivative into a plain array; write y = y + x instead",
-            *user_location())
+    """Run numpy ``func`` on arguments holding duals through its rule, at the innermost
+    level among them: a reverse rule (``ARRAY_RULES``) or forward mode (astad/forward)."""
+    out = kwargs.get("out")
+    if out is not None:  # numpy's out=: the result, then written into out (array_writes)
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        target = out[0] if type(out) is tuple and len(out) == 1 else out
+        if type(target) is tuple:
+            raise NotDifferentiableError("astad differentiates out= with one output array",
+                                         *user_location())
+        result = dispatch(func, args, kwargs)
+        WRITE[0](None, result, target, Ellipsis)
+        return target
     if kwargs.get("where", True) is not True:
         raise NotDifferentiableError(
             "astad does not differentiate numpy's where= argument; select with np.where "
             "or multiply by the mask instead", *user_location())
+    level = innermost(args) if not kwargs else innermost(list(args) + list(kwargs.values()))
+    if level is None:  # (numpy asked because of a dual of no level: cannot happen)
+        return func(*args, **kwargs)
+    prepare = PREPARE.get(func)
+    if prepare is not None:
+        args, kwargs = prepare(args, kwargs)
+    writer = WRITERS.get(func)
+    if writer is not None:  # np.add.at, np.copyto, np.put_along_axis: writes (array_writes)
+        return writer(*args, **kwargs)
+    view = VIEWS.get(func)
+    if view is not None and type(args[0]) in ARRAY_DUALS and args[0].t is level:
+        result = view(args, kwargs)  # a view of the array (x[1:], x.T): no copy, no entry
+        if result is not None:
+            return result
     rule = ARRAY_RULES.get(func)
     if rule is None:
         name = getattr(func, "__name__", None) or repr(func)
@@ -135,7 +223,18 @@ def dispatch(func, args, kwargs):
         raise NotDifferentiableError(
             f"astad has no derivative for numpy's {name!r} on differentiated arrays; "
             "register one with astad.register_vjp", *user_location())
-    return rule(running_tape(), *args, **kwargs)
+    if is_forward(level):
+        return FORWARD[0](func, rule, level, args, kwargs)
+    return rule(level, *args, **kwargs)
+
+
+# forward mode's application of a rule (astad/forward/arrays.py sets it)
+FORWARD: list = [None]
+WRITE: list = [None]  # array_writes.setitem
+WRITERS: dict = {}  # numpy functions that write into an argument (array_writes.py)
+# numpy function -> view(args, kwargs): its result as a view dual when numpy's result
+# shares the array's memory, else None (rules/array_writes.py)
+VIEWS: dict = {}
 
 
 def _dual_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -147,21 +246,21 @@ def _dual_function(self, func, types, args, kwargs):
 
 
 # scalar duals take part in numpy calls too (np.exp(x) for a float x)
-Dual.__array_ufunc__ = _dual_ufunc
-Dual.__array_function__ = _dual_function
+ScalarDual.__array_ufunc__ = _dual_ufunc
+ScalarDual.__array_function__ = _dual_function
 
 
-# -- recording ----------------------------------------------------------------------------
-def is_active(value) -> bool:
-    t = type(value)
-    return t is ArrayDual or t is Dual
+# -- recording (reverse mode) ---------------------------------------------------------------
+def is_active(value, tape) -> bool:
+    """Is ``value`` a dual of the level ``tape`` (reverse mode: an array or a scalar dual)?"""
+    return type(value) in DUAL_TYPES and value.t is tape
 
 
 def new_array(tape, value, backward, parents, context):
     """Record an array-valued result: one entry, one new ArrayDual (or a plain value)."""
     if not parents:
         return value
-    d = ArrayDual(value, len(tape))
+    d = ArrayDual(value, len(tape), tape)
     tape.append((backward, parents, context))
     return d
 
@@ -170,9 +269,7 @@ def new_scalar(tape, value, backward, parents, context):
     """Record a scalar result of an array operation (a reduction, an element)."""
     if not parents:
         return value
-    d = new_dual(Dual)
-    d.v = float(value) if type(value) is np.float64 else value  # float arithmetic is faster
-    d.i = len(tape)
+    d = reverse_dual(float(value) if type(value) is np.float64 else value, len(tape), tape)
     tape.append((backward, parents, context))
     return d
 
@@ -192,43 +289,66 @@ def accumulate(adjoint, arrays, parent, value, fresh=False) -> None:
     allocation fewer per operation on large arrays)."""
     index, shape, dtype = parent
     if shape is None:  # a scalar dual
-        adjoint[index] += float(np.sum(value))
+        total = np.sum(value)
+        adjoint[index] = adjoint[index] + (float(total) if type(total) is np.float64 else total)
         return
     existing = arrays.get(index)
+    plain = type(value) is np.ndarray or type(value) in _NUMBERS
     if existing is None:
         if type(value) is np.ndarray and value.shape == shape:
             arrays[index] = value if fresh and value.dtype == dtype and \
                 value.flags.writeable else value.astype(dtype)  # a copy
-        else:  # a broadcast copy
+        elif plain:  # a broadcast copy
             owned = arrays[index] = np.empty(shape, dtype)
             owned[...] = value
-    else:
+        else:  # a dual of an enclosing level (a derivative of a derivative): no copy
+            arrays[index] = value if np.shape(value) == shape else np.broadcast_to(value,
+                                                                                    shape)
+    elif plain and type(existing) is np.ndarray:
         existing += value
+    else:  # duals are never added into in place
+        arrays[index] = existing + value
+
+
+_NUMBERS = frozenset({float, int, np.float64, np.float32})
 
 
 def parent_of(value):
     """(slot, shape, dtype) of a dual operand: shape None for a scalar dual."""
     if type(value) is ArrayDual:
-        return (value.i, value.v.shape, value.v.dtype)
+        return (index_of(value), value.v.shape, value.v.dtype)
     return (value.i, None, None)
+
+
+def index_of(value) -> int:
+    """The tape index of an array dual as it is now: for a view whose root was written
+    since its index was recorded, a new entry reading the root's current version."""
+    root = value.root
+    if root is not None and value.synced != root.i:
+        REFRESH[0](value)
+    return value.i
+
+
+REFRESH: list = [None]  # (array_writes.refresh_view)
 
 
 def unbroadcast(g, shape):
     """Sum ``g`` over the axes numpy broadcast to reach it from ``shape`` (one pass)."""
-    if shape is None or (g.shape if type(g) is np.ndarray else np.shape(g)) == shape:
+    g_shape = g.shape if type(g) is np.ndarray else np.shape(g)
+    if shape is None or g_shape == shape:
         return g
-    g = np.asarray(g)
-    lead = g.ndim - len(shape)
+    lead = len(g_shape) - len(shape)
     if lead < 0:  # g is a scalar or has fewer axes: numpy broadcasts it on use
         return g
     axes = tuple(range(lead)) + tuple(lead + axis for axis, size in enumerate(shape)
-                                      if size == 1 and g.shape[lead + axis] != 1)
-    return g.sum(axis=axes).reshape(shape) if axes else g
+                                      if size == 1 and g_shape[lead + axis] != 1)
+    # (np.sum and np.reshape rather than methods: g may be a dual of an enclosing level)
+    return np.reshape(np.sum(g, axis=axes), shape) if axes else g
 
 
 def interleave_array(value, tape):
     """D of a float array argument: an ArrayDual with one input slot."""
-    d = ArrayDual(value, len(tape))
+    d = ArrayDual(value, len(tape), tape)
     tape.append(())
     return d
 

@@ -27,7 +27,8 @@ from ..rules.scalar import PRIMITIVES, ad
 import numpy as np
 
 from ..rules.array import array_from, constant_array_method
-from .array_dual import ArrayDual
+from ..rules.array_shapes import asarray_from
+from .array_dual import ARRAY_DUALS
 from ..structure import contains_dual
 
 # Code objects astad generated: their functions already take part in the transform.
@@ -211,6 +212,9 @@ def rev(f):
         except AstadError as exc:
             return _guarded(f, _reason(exc))
     if t is types.MethodType and type(f.__func__) is types.FunctionType:
+        method = f.__func__.__dict__.get("_astad_method")  # obj.f of a decorated method
+        if method is not None:                                # (methods.py)
+            return method.bound_transformed(f.__self__)
         code = f.__func__.__code__
         if code in GENERATED_CODE:
             return _with_tape(f)
@@ -226,6 +230,8 @@ def rev(f):
             return _guarded(f, _reason(exc))
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) in _CONTAINER_TYPES:
         return _with_tape(f)
+    if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ufunc:
+        return _with_tape(f)  # np.add.at, np.add.reduce: numpy's dispatch finds the rule
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ndarray:
         return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:
@@ -289,7 +295,7 @@ def _python_method(cls, name):
 def user_binary(tape, a, b, name, reflected, op):
     """``a op b`` for a user class: its ``__op__`` (or ``b``'s ``__rop__``) transformed,
     as Python would choose them; anything else by Python's own operator."""
-    if type(a) is ArrayDual or type(b) is ArrayDual or type(a) is np.ndarray:
+    if type(a) in ARRAY_DUALS or type(b) in ARRAY_DUALS or type(a) is np.ndarray:
         return op(a, b)  # numpy's dispatch finds the array rule (arrays.py)
     method = _python_method(type(a), name)
     if method is not None:
@@ -333,7 +339,7 @@ def is_numpy_callable(f) -> bool:
 # np.array / np.asarray of lists holding duals: numpy cannot dispatch on a list
 _register_rule = PRIMITIVES.__setitem__
 ad.np_array = array_from
-ad.np_asarray = array_from
+ad.np_asarray = asarray_from
 _register_rule(np.array, "np_array")
 _register_rule(np.asarray, "np_asarray")
 

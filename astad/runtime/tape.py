@@ -18,131 +18,9 @@ Interleave, rebuild and seed, which walk the user's data, are in structure.py.
 """
 from __future__ import annotations
 
-import math
+import numpy as np
 
-import threading
-
-from ..errors import NotDifferentiableError, user_location
-
-
-class PrimalView:
-    """What a differentiated value shows of itself: its primal value's text, so output
-    of the user's code reads as it does without astad."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return repr(self.v)
-
-    def __str__(self):
-        return str(self.v)
-
-    def __format__(self, spec):
-        return format(self.v, spec)
-
-
-class Dual(PrimalView):
-    """A differentiated float: primal value ``v`` and tape index ``i``.
-
-    Comparisons, truth tests, hashing and formatting use the primal value, so control
-    flow follows the primal (paper section 3) and untransformed code that only compares,
-    sorts, prints or hashes values keeps working. Arithmetic reached from code astad did
-    not transform (a property getter, a user class's ``__add__``, ``operator.mul`` passed
-    to ``functools.reduce``) is recorded on the tape of the gradient call running in this
-    thread, by operator overloading (primitives.py installs those operators). Anything
-    that would silently drop the derivative (``float(dual)`` in a C function) raises.
-    """
-
-    __slots__ = ("v", "i")
-
-    def __init__(self, v: float, i: int):
-        self.v = v
-        self.i = i
-
-    def __lt__(self, other):
-        return self.v < (other.v if type(other) is Dual else other)
-
-    def __le__(self, other):
-        return self.v <= (other.v if type(other) is Dual else other)
-
-    def __gt__(self, other):
-        return self.v > (other.v if type(other) is Dual else other)
-
-    def __ge__(self, other):
-        return self.v >= (other.v if type(other) is Dual else other)
-
-    def __eq__(self, other):
-        return self.v == (other.v if type(other) is Dual else other)
-
-    def __ne__(self, other):
-        return self.v != (other.v if type(other) is Dual else other)
-
-    def __hash__(self):
-        return hash(self.v)
-
-    def __bool__(self):
-        return self.v != 0.0
-
-    # Not differentiable: these give ints, exactly as for the primal float.
-    def __int__(self):
-        return int(self.v)
-
-    def __trunc__(self):
-        return math.trunc(self.v)
-
-    def __floor__(self):
-        return math.floor(self.v)
-
-    def __ceil__(self):
-        return math.ceil(self.v)
-
-    def __round__(self, ndigits=None):
-        return round(self.v, ndigits)
-
-    # float's own attributes: the real part of a real number is itself
-    @property
-    def real(self):
-        return self
-
-    @property
-    def imag(self):
-        return 0.0
-
-    def conjugate(self):
-        return self
-
-    def is_integer(self):
-        return self.v.is_integer()
-
-    def __getattr__(self, name):
-        if hasattr(float, name):  # a float method with no rule (x.hex(), ...): refuse
-            raise NotDifferentiableError(
-                f"float attribute {name!r} of a differentiated value is not supported by "
-                "astad", *user_location())
-        # what a float says, so that hasattr() and duck typing see a float
-        raise AttributeError(f"'float' object has no attribute {name!r}")
-
-    def __float__(self):
-        raise NotDifferentiableError(
-            "a differentiated value was converted to a plain float by code astad did not "
-            "transform, which would lose its derivative. Call that function on values that "
-            "are not differentiated, or register a derivative for it with "
-            "astad.register_scalar", *user_location())
-
-    def __complex__(self):
-        raise NotDifferentiableError("complex() of a differentiated value: astad "
-                                     "differentiates real floats only", *user_location())
-
-
-class _Current(threading.local):
-    """The tape of the forward pass running in this thread (a stack, for nesting)."""
-    tape = None
-
-
-current = _Current()
-
-
-new_dual = object.__new__  # Dual creation without __init__: measurably faster in hot paths
+from .duals import Dual, PrimalView, new_dual  # noqa: F401  (where they were first)
 
 
 # ---------------------------------------------------------------------------
@@ -179,6 +57,134 @@ def sweep(tape: list, adjoint: list, first: int, arrays: dict) -> None:
                     adjoint[e[m]] += e[m + 1] * g
         elif k in arrays:
             e[0](adjoint, arrays, k, e[1], e[2])
+
+
+def sweep_general(tape: list, adjoint: list, first: int, arrays: dict,
+                  width: int | None = None) -> None:
+    """``sweep`` for tapes and adjoints that may hold more than floats: partials that are
+    duals of an enclosing differentiation (a derivative of a derivative: every product
+    below is then recorded at that level), or, with ``width``, vectors of adjoints (a
+    Jacobian's ``width`` rows in one sweep: each scalar adjoint a vector, each array
+    cotangent with one leading axis per row). An entry is skipped only for an adjoint
+    that is a plain zero: an adjoint whose primal is 0 may still have a derivative at the
+    enclosing level. A plain infinite or NaN partial against zero adjoints passes zero,
+    as in ``sweep``."""
+    for k in range(len(tape) - 1, first - 1, -1):
+        e = tape[k]
+        g = adjoint[k]
+        if type(g) is float and g == 0.0:
+            if k in arrays:
+                _entry(e, adjoint, arrays, k, width)
+            continue
+        n = len(e)
+        if n == 3 and callable(e[0]):
+            _entry(e, adjoint, arrays, k, width)
+            continue
+        for m in range(0, n, 2):
+            a = e[m + 1]
+            if type(a) is float and a - a != 0.0 and type(g) is not float:  # inf or nan
+                term = _zero_where_zero(a, g)
+            else:
+                term = a * g
+            i = e[m]
+            adjoint[i] = adjoint[i] + term
+
+
+def _entry(e, adjoint, arrays, k, width):
+    """Run an array or custom entry; for vectors of adjoints, once per row (its backward
+    step is written for one cotangent), each row's reads and writes going to that row."""
+    if width is None:
+        e[0](adjoint, arrays, k, e[1], e[2])
+        return
+    rows = []
+    for j in range(width):
+        view = _Row(adjoint, arrays, j)
+        e[0](view, view.arrays, k, e[1], e[2])
+        rows.append(view)
+    for slot in set().union(*[row.written for row in rows]):
+        adjoint[slot] = _stack([row.written[slot] if slot in row.written else
+                                _component(adjoint[slot], j) for j, row in enumerate(rows)])
+    for slot in set().union(*[row.arrays.written for row in rows]):
+        base = arrays.get(slot)
+        arrays[slot] = _stack([row.arrays.written[slot] if slot in row.arrays.written else
+                               base[j] for j, row in enumerate(rows)])
+    for slot in set().union(*[row.arrays.popped for row in rows]):
+        if not any(slot in row.arrays.written for row in rows):
+            arrays.pop(slot, None)
+
+
+def _component(value, j):
+    return value[j] if type(value) is np.ndarray else value
+
+
+def _stack(values):
+    first = values[0]
+    if all(v is first for v in values) and type(first) not in (float, int, np.ndarray):
+        return first  # a marker (a custom entry's trigger), the same for every row
+    return np.stack([np.asarray(v, dtype=float) if type(v) in (float, int) else v
+                     for v in values])
+
+
+class _Row:
+    """The adjoint list of a vector sweep as one row sees it: reads give that row's
+    component, writes are kept apart until every row has run."""
+
+    def __init__(self, adjoint, arrays, j):
+        self.base, self.j, self.written = adjoint, j, {}
+        self.arrays = _RowArrays(arrays, j)
+
+    def __getitem__(self, slot):
+        if slot in self.written:
+            return self.written[slot]
+        return _component(self.base[slot], self.j)
+
+    def __setitem__(self, slot, value):
+        self.written[slot] = value
+
+
+class _RowArrays:
+    """The array cotangents of a vector sweep as one row sees them (see _Row). An array
+    updated in place is the row's view of the stacked array, so it updates it."""
+
+    def __init__(self, arrays, j):
+        self.base, self.j, self.written, self.popped = arrays, j, {}, set()
+
+    def get(self, slot, default=None):
+        if slot in self.written:
+            return self.written[slot]
+        if slot in self.popped or slot not in self.base:
+            return default
+        value = self.base[slot]
+        return value[self.j] if type(value) is np.ndarray else value
+
+    def pop(self, slot, default=None):
+        value = self.get(slot, default)
+        self.written.pop(slot, None)
+        self.popped.add(slot)
+        return value
+
+    def __setitem__(self, slot, value):
+        self.written[slot] = value
+
+    def __getitem__(self, slot):
+        value = self.get(slot, _MISSING)
+        if value is _MISSING:
+            raise KeyError(slot)
+        return value
+
+    def __contains__(self, slot):
+        return self.get(slot, _MISSING) is not _MISSING
+
+
+_MISSING = object()
+
+
+def _zero_where_zero(partial, g):
+    """``partial * g`` with 0 where ``g`` is 0, for a vector ``g`` (a zero adjoint passes
+    nothing on, even through an infinite partial)."""
+    if type(g) is np.ndarray:
+        return np.where(g != 0, partial * g, 0.0)
+    return partial * g
 
 
 _SWEEP_CHUNK = 256  # entries swept, then freed, at a time (sweep_and_free)

@@ -1,0 +1,204 @@
+"""Forward mode on numpy: the tangent of an array operation, from the rule table reverse
+mode reads (rules/array.py).
+
+- an element-wise function, registered by its partials: the sum of partial times tangent;
+- a function registered with ``register_jvp``: its jvps;
+- a linear function (reshape, sum, concatenate, indexing, ...): itself, applied to the
+  tangents (zeros for the constants among its data arguments);
+- a multilinear one (matmul, dot, einsum, ...): the sum over its differentiated operands
+  of itself with that operand replaced by its tangent;
+- a function whose result carries no derivative (argmax, floor, comparisons): its value.
+Anything else is an error naming the function, never a tangent dropped.
+
+A vector of tangents (a Jacobian's columns) has one leading axis per direction; rules not
+written for it are called once per direction.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NotDifferentiableError, user_location
+from ..rules.array import (BATCHED_JVPS, ELEMENTWISE, FINITE_PARTIALS, JVPS, PRIMAL_ONLY,
+                           NonFinite)
+from ..rules.array_shapes import take_index
+from ..runtime.array_dual import FORWARD, FArrayDual
+from ..runtime.duals import DUAL_TYPES, forward_dual
+
+# linear functions -> the positions of their data arguments (a sequence there: each item)
+LINEAR = {fn: (0,) for fn in (
+    np.transpose, np.reshape, np.ravel, np.moveaxis, np.swapaxes, np.squeeze, np.expand_dims,
+    np.broadcast_to, np.copy, np.flip, np.cumsum, np.asarray, np.take, np.repeat, np.diff,
+    np.sum, np.mean, np.trace, np.concatenate, np.stack, np.vstack, np.hstack, take_index)}
+# multilinear functions -> the positions of their operands (None: every argument after
+# the first, einsum's subscripts)
+MULTILINEAR = {np.matmul: (0, 1), np.dot: (0, 1), np.inner: (0, 1), np.outer: (0, 1),
+               np.einsum: None}
+
+
+def _strip(value, handle):
+    if type(value) in DUAL_TYPES and value.t is handle:
+        return value.v
+    if type(value) in (list, tuple):
+        return type(value)(_strip(x, handle) for x in value)
+    return value
+
+
+def _is_ours(value, handle) -> bool:
+    return type(value) in DUAL_TYPES and value.t is handle
+
+
+def _holds_ours(value, handle) -> bool:
+    if _is_ours(value, handle):
+        return True
+    return type(value) in (list, tuple) and any(_is_ours(x, handle) for x in value)
+
+
+def _tangent_or_zero(arg, value, handle, direction):
+    """The tangent of a data argument (one direction of it, for a vector of tangents),
+    zeros for a constant; item by item for a sequence."""
+    if _is_ours(arg, handle):
+        return arg.d if direction is None else arg.d[direction]
+    if type(arg) in (list, tuple):
+        return type(arg)(_tangent_or_zero(a, v, handle, direction)
+                         for a, v in zip(arg, value))
+    return np.zeros(np.shape(value))
+
+
+def _directions(handle, call):
+    """``call(direction)`` for one direction, or stacked over a vector's directions."""
+    if handle.width is None:
+        return call(None)
+    return np.stack([call(j) for j in range(handle.width)])
+
+
+def _lift(tangent, arg_ndim: int, result_ndim: int, width):
+    """A vector of tangents' leading axis kept in front of the axes an argument of fewer
+    dimensions is broadcast along."""
+    if width is None or arg_ndim >= result_ndim:
+        return tangent
+    return np.reshape(tangent, (width,) + (1,) * (result_ndim - arg_ndim)
+                      + np.shape(tangent)[1:])
+
+
+def _times(partial, tangent):
+    """partial * tangent, with 0 where the tangent is 0 even against an infinite or NaN
+    partial (as the sweep skips a zero cotangent)."""
+    if type(partial) is NonFinite:
+        partial = partial.partial
+    if type(partial) is np.ndarray and not np.isfinite(partial).all():
+        return np.where(tangent != 0, partial * tangent, 0.0)
+    return partial * tangent
+
+
+def _elementwise(func, handle, args, values, result, kwargs):
+    partials = ELEMENTWISE[func]
+    width, result_ndim = handle.width, np.ndim(result)
+    total = None
+    for k, a in enumerate(args):
+        if not _is_ours(a, handle):
+            continue
+        if k >= len(partials) or partials[k] is None:
+            raise NotDifferentiableError(
+                f"{getattr(func, '__name__', func)!r} is not differentiable in argument {k}",
+                *user_location())
+        partial = partials[k](*values, result)
+        tangent = _lift(a.d, np.ndim(values[k]), result_ndim, width)
+        term = partial * tangent if func in FINITE_PARTIALS else _times(partial, tangent)
+        total = term if total is None else total + term
+    return total
+
+
+def _by_jvps(func, handle, args, values, result, kwargs):
+    jvps = JVPS[func]
+    batched = func in BATCHED_JVPS
+    total = None
+    for k, a in enumerate(args):
+        if not _holds_ours(a, handle):
+            continue
+        if k >= len(jvps) or jvps[k] is None:
+            raise NotDifferentiableError(
+                f"{getattr(func, '__name__', func)!r} is not differentiable in argument {k}",
+                *user_location())
+        tangent = _tangent_or_zero(a, values[k], handle, None)
+        if handle.width is None or batched:
+            term = jvps[k](tangent, result, *values, **kwargs)
+        else:
+            term = np.stack([jvps[k](tangent[j], result, *values, **kwargs)
+                             for j in range(handle.width)])
+        total = term if total is None else total + term
+    return total
+
+
+def _linear(func, handle, args, values, result, kwargs):
+    positions = LINEAR[func]
+
+    def call(direction):
+        data = list(values)
+        for p in positions:
+            data[p] = _tangent_or_zero(args[p], values[p], handle, direction)
+        return func(*data, **kwargs)
+    return _directions(handle, call)
+
+
+def _multilinear(func, handle, args, values, result, kwargs):
+    positions = MULTILINEAR[func] or range(1, len(args))
+
+    def call(direction):
+        total = None
+        for p in positions:
+            if _is_ours(args[p], handle):
+                data = list(values)
+                data[p] = args[p].d if direction is None else args[p].d[direction]
+                term = func(*data, **kwargs)
+                total = term if total is None else total + term
+        return total
+    return _directions(handle, call)
+
+
+def apply(func, rule, handle, args, kwargs):
+    """numpy's ``func`` on arguments holding forward duals of ``handle`` (the hook
+    runtime/array_dual.py's dispatch calls for a forward level)."""
+    if func in PRIMAL_ONLY:
+        return rule(handle, *args, **kwargs)
+    values = [_strip(a, handle) for a in args]
+    kw = {name: _strip(v, handle) for name, v in kwargs.items()}
+    if any(_holds_ours(v, handle) for v in kwargs.values()):
+        raise NotDifferentiableError(
+            f"astad differentiates {getattr(func, '__name__', func)!r} in its positional "
+            "arguments only; pass the differentiated value positionally", *user_location())
+    result = func(*values, **kw)
+    kind = getattr(getattr(result, "dtype", None), "kind", "f")
+    if kind in "biu":  # integers and truth values carry no derivative
+        return result
+    if func in JVPS:
+        tangent = _by_jvps(func, handle, args, values, result, kw)
+    elif func in ELEMENTWISE:
+        tangent = _elementwise(func, handle, args, values, result, kw)
+    elif func in LINEAR:
+        tangent = _linear(func, handle, args, values, result, kw)
+    elif func in MULTILINEAR:
+        tangent = _multilinear(func, handle, args, values, result, kw)
+    else:
+        name = getattr(func, "__name__", None) or repr(func)
+        raise NotDifferentiableError(
+            f"astad has no forward-mode rule for numpy's {name!r}; register one with "
+            "astad.register_jvp", *user_location())
+    return _result(result, tangent, handle)
+
+
+def _result(result, tangent, handle):
+    """A forward dual for the result, its tangent shaped like it (numpy broadcasts a
+    constant operand; the tangent of the other operand is broadcast the same way)."""
+    shape = np.shape(result)
+    expected = shape if handle.width is None else (handle.width,) + shape
+    if np.shape(tangent) != expected:
+        tangent = np.broadcast_to(tangent, expected) * 1.0
+    if np.ndim(result) == 0 and type(result) is not np.ndarray:
+        value = float(result) if type(result) is np.float64 else result
+        if handle.width is None and type(tangent) not in DUAL_TYPES:
+            tangent = float(tangent)
+        return forward_dual(value, tangent, handle)
+    return FArrayDual(result, tangent, handle)
+
+
+FORWARD[0] = apply

@@ -1,0 +1,230 @@
+"""Forward mode: one call of a function on forward duals (paper sections 2-3).
+
+Forward mode runs the same transformed code as reverse mode: with boxed duals, D maps
+every construct homomorphically except the primitive operations, so the generated code
+is the same and only the rules differ by the kind of dual they meet (a forward dual
+carries its tangent instead of a tape index; rules/scalar.py). The function receives a
+``ForwardLevel`` where reverse mode passes its tape.
+
+At the boundary (as interleave does for reverse mode, structure.py): each float leaf of
+the arguments becomes a forward dual whose tangent comes from the tangents given (the
+same structure as the arguments, ``None`` for zero), the function runs on copies, the
+caller's objects end as the original leaves them, and the result's tangent is read off
+with the result's own structure.
+
+A *vector* of tangents (``width`` directions at once) gives a Jacobian's columns in one
+pass: each tangent then has one leading axis per direction.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..runtime.array_dual import FArrayDual
+from ..runtime.duals import (DUAL_TYPES, FDual, ForwardLevel, NestedFDual, forward_dual,
+                             level, new_dual, running)
+from ..structure import (Interleaving, _ArrayLeaf, _FloatLeaf, _FloatRecord, _Node, _Run,
+                         _is_namedtuple, _is_record, _short, primal, record_attributes,
+                         towered)
+
+
+class ForwardInterleaving(Interleaving):
+    """Interleave for forward mode: every float leaf becomes a forward dual of ``handle``;
+    ``self.tape`` lists them by slot, so that their tangents can be given afterwards
+    from the plan (``set_tangents``) and the copies and write-back are those of reverse
+    mode."""
+
+    def __init__(self, handle: ForwardLevel):
+        super().__init__([])
+        self.level = handle
+
+    def _new_duals(self, xs) -> list:
+        handle = self.level
+        out = []
+        for x in xs:
+            d = new_dual(FDual)
+            d.v, d.d, d.t = x, 0.0, handle
+            out.append(d)
+        self.tape.extend(out)
+        return out
+
+    def _dual(self, x):
+        d = forward_dual(x, 0.0, self.level)
+        self.tape.append(d)
+        return d
+
+    def _array_dual(self, value):
+        if type(value) is np.ndarray and running.stack:  # (see Interleaving._array_dual)
+            value = towered(value, self.level)
+        d = FArrayDual(value, None, self.level)
+        self.tape.append(d)
+        return d
+
+    # -- tangents ------------------------------------------------------------------------
+    def set_tangent(self, slot: int, tangent, path: str) -> None:
+        leaf = self.tape[slot]
+        if type(leaf) is FArrayDual:
+            shape = np.shape(leaf.v)
+            expected = shape if self.level.width is None else (self.level.width,) + shape
+            if np.shape(tangent) != expected:
+                raise InputError(f"the tangent at {path} should be an array of shape "
+                                 f"{expected}, got {_short(tangent)}")
+            leaf.d = tangent
+            return
+        if isinstance(tangent, bool) or not (
+                isinstance(tangent, (int, float)) or type(tangent) in DUAL_TYPES or
+                (self.level.width is not None and np.shape(tangent) == (self.level.width,))):
+            raise InputError(f"the tangent at {path} should be a float, got "
+                             f"{type(tangent).__name__} {_short(tangent)}")
+        if type(tangent) is int:
+            tangent = float(tangent)
+        leaf.d = tangent
+        if type(tangent) is not float or type(leaf.v) is not float:
+            leaf.__class__ = NestedFDual  # (same layout; the rules' fast paths skip it)
+
+    def set_tangents(self, plan, tangent, path: str) -> None:
+        """Give the leaves described by ``plan`` the tangents of the structure ``tangent``
+        (which mirrors the argument; None is zero)."""
+        if tangent is None:
+            return
+        t = type(plan)
+        if t is int:
+            self.set_tangent(plan, tangent, path)
+        elif t is _FloatLeaf or t is _ArrayLeaf:
+            self.set_tangent(plan.slot, tangent, path)
+        elif t is _Run:
+            if not isinstance(tangent, (list, tuple)) or len(tangent) != plan.n:
+                raise InputError(f"the tangent at {path} should be a sequence of length "
+                                 f"{plan.n}, got {_short(tangent)}")
+            for k, x in enumerate(tangent):
+                if x is not None:
+                    self.set_tangent(plan.start + k, x, f"{path}[{k}]")
+        elif t is _FloatRecord:
+            for k, name in enumerate(plan.names):
+                x = getattr(tangent, name, None)
+                if x is not None:
+                    self.set_tangent(plan.start + k, x, f"{path}.{name}")
+        elif t is _Node:
+            self._set_node(plan, tangent, path)
+        # a _Const leaf (an int, a string...) has no tangent
+
+    def _set_node(self, plan, tangent, path):
+        if plan.kind in ("seq", "namedtuple"):
+            if not isinstance(tangent, (list, tuple)) or len(tangent) != len(plan.children):
+                raise InputError(f"the tangent at {path} should be a sequence of length "
+                                 f"{len(plan.children)}, got {_short(tangent)}")
+            for k, (child, x) in enumerate(zip(plan.children, tangent)):
+                self.set_tangents(child, x, f"{path}[{k}]")
+        elif plan.kind == "map":
+            if not isinstance(tangent, dict):
+                raise InputError(f"the tangent at {path} should be a dict, got "
+                                 f"{_short(tangent)}")
+            for key, child in plan.children:
+                self.set_tangents(child, tangent.get(key), f"{path}[{key!r}]")
+        else:  # a record (dataclass)
+            for name, child in plan.children:
+                self.set_tangents(child, getattr(tangent, name, None), f"{path}.{name}")
+
+    def zero_missing(self) -> None:
+        """Leaves given no tangent: zero (of the right shape for vectors of tangents)."""
+        width = self.level.width
+        for leaf in self.tape:
+            if type(leaf) is FArrayDual:
+                if leaf.d is None:
+                    shape = np.shape(leaf.v)
+                    leaf.d = np.zeros(shape if width is None else (width,) + shape,
+                                      dtype=leaf.v.dtype)
+            elif width is not None and type(leaf.d) is float:
+                leaf.d = np.zeros(width)
+                leaf.__class__ = NestedFDual
+
+
+class ForwardPass:
+    """What one forward-mode call leaves: its result (holding forward duals), the level
+    they belong to, the plans of the differentiated arguments and their leaves."""
+
+    def __init__(self, result, handle, state, plans):
+        self.result, self.level, self.state, self.plans = result, handle, state, plans
+        self._originals = state.originals() if state.copies else None
+
+    def primal_of(self, value):
+        return primal(value, self._originals, self.level)
+
+    def tangent_of(self, value):
+        return tangent_of(value, self.level)
+
+
+def forward(rev, args: tuple, kwargs: dict, positions, tangents=None, width=None,
+            basis=None) -> ForwardPass:
+    """Run ``rev`` (a transformed function, called as ``rev(level, *args, **kwargs)``) on
+    forward duals for the arguments at ``positions``; the other arguments and the
+    keyword arguments are constants (copies, as in reverse mode).
+
+    ``tangents`` mirrors the differentiated arguments (None: zero); ``basis(state,
+    plans)``, instead, gives every leaf its tangent (a Jacobian's directions)."""
+    handle = ForwardLevel(width)
+    state = ForwardInterleaving(handle)
+    dual_args, plans = list(args), []
+    for k in positions:
+        dual_args[k], plan = state.interleave(args[k], f"primals[{k}]")
+        plans.append(plan)
+    if basis is not None:
+        basis(state, plans)
+    elif tangents is not None:
+        for k, plan, tangent in zip(positions, plans, tangents):
+            state.set_tangents(plan, tangent, f"tangents[{k}]")
+    state.zero_missing()
+    for k in range(len(args)):
+        if k not in positions:
+            dual_args[k] = state.copy_constant(args[k])
+    kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
+    with level(handle):
+        try:
+            result = rev(handle, *dual_args, **kwargs)
+        finally:
+            if state.copies:
+                state.write_back()
+    return ForwardPass(result, handle, state, plans)
+
+
+def tangent_of(value, handle):
+    """The tangent of ``value`` (a result holding forward duals of ``handle``), with its
+    structure: a float or an array for each differentiated leaf, zero for a float or
+    float array that does not depend on the inputs, and every other leaf as it is."""
+    t = type(value)
+    width = handle.width
+    if t in DUAL_TYPES:
+        if value.t is handle and hasattr(value, "d"):
+            return value.d
+        return _zero(value.v if hasattr(value, "v") else value, width)
+    if t is float or isinstance(value, np.floating):
+        return _zero(value, width)
+    if t is np.ndarray:
+        return _zero(value, width) if value.dtype.kind == "f" else value
+    if t is list:
+        return [tangent_of(x, handle) for x in value]
+    if t is tuple:
+        return tuple(tangent_of(x, handle) for x in value)
+    if _is_namedtuple(value):
+        return t(*[tangent_of(x, handle) for x in value])
+    if isinstance(value, dict):
+        out = value.copy()
+        for key, x in value.items():
+            out[key] = tangent_of(x, handle)
+        return out
+    if _is_record(value):
+        obj = object.__new__(t)
+        for name, x in record_attributes(value):
+            object.__setattr__(obj, name, tangent_of(x, handle))
+        return obj
+    return value
+
+
+def _zero(value, width):
+    shape = np.shape(value)
+    if width is None:
+        return 0.0 if shape == () else np.zeros(shape)
+    return np.zeros((width,) + shape)
+
+
+__all__ = ["forward", "tangent_of", "ForwardInterleaving", "ForwardPass"]

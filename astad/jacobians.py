@@ -1,0 +1,307 @@
+"""Jacobians at the cost they should have: ``jacfwd`` in ONE forward pass carrying a
+tangent per input (a numpy vector of tangents), ``jacrev`` in one forward pass and ONE
+sweep carrying an adjoint per output (a numpy vector of adjoints), and ``jacobian``
+choosing between them by the shapes, as JAX users would.
+
+The result follows JAX's pytree convention: the output's structure outside, the
+structure of the differentiated arguments inside, and at each pair of leaves an array of
+shape ``out.shape + in.shape`` (a float for two floats).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+from .forward.call import forward
+from .runtime.array_dual import ArrayDual, index_of
+from .runtime.calls import rev as transformed_callable
+from .runtime.duals import SCALAR_DUALS
+from .runtime.tape import sweep_general
+from .structure import (_is_namedtuple, _is_record, build_gradient, leaf_slots,
+                        record_attributes)
+from .transforms import Transform, _name, _split_aux, argnums_positions, reverse
+
+
+# -- the output's leaves ------------------------------------------------------------------
+def _output_leaves(value, is_leaf) -> list:
+    """The float leaves of a result, in order: what ``is_leaf`` accepts, and containers
+    walked as structure.py walks them."""
+    found = []
+
+    def walk(x):
+        if is_leaf(x):
+            found.append(x)
+        elif type(x) in (list, tuple) or _is_namedtuple(x):
+            for item in x:
+                walk(item)
+        elif isinstance(x, dict):
+            for item in x.values():
+                walk(item)
+        elif _is_record(x):
+            for _, item in record_attributes(x):
+                walk(item)
+    walk(value)
+    return found
+
+
+def _rebuild_output(value, is_leaf, blocks) -> Any:
+    """``value``'s structure with its k-th float leaf replaced by ``blocks[k]``."""
+    it = iter(blocks)
+
+    def build(x):
+        if is_leaf(x):
+            return next(it)
+        if type(x) is list:
+            return [build(item) for item in x]
+        if type(x) is tuple:
+            return tuple(build(item) for item in x)
+        if _is_namedtuple(x):
+            return type(x)(*[build(item) for item in x])
+        if isinstance(x, dict):
+            out = x.copy()
+            for key, item in x.items():
+                out[key] = build(item)
+            return out
+        if _is_record(x):
+            obj = object.__new__(type(x))
+            for name, item in record_attributes(x):
+                object.__setattr__(obj, name, build(item))
+            return obj
+        return x
+    return build(value)
+
+
+def _is_float_leaf(x) -> bool:
+    return (isinstance(x, float) and not isinstance(x, bool)) or type(x) in SCALAR_DUALS or \
+        (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") == "f" and
+         not isinstance(x, type))
+
+
+# -- the arguments' leaves -----------------------------------------------------------------
+class _Inputs:
+    """The leaves of the differentiated arguments, in slot order, with their offsets in
+    the flat vector of all of them."""
+
+    def __init__(self, plans):
+        self.plans = plans
+        self.leaves = [leaf for plan in plans for leaf in leaf_slots(plan)]
+        self.arrays = {slot for plan in plans for slot in _array_slots(plan)}
+        self.offsets, total = [], 0
+        for _, shape in self.leaves:
+            self.offsets.append(total)
+            total += int(np.prod(shape))
+        self.size = total
+
+    def rebuild(self, blocks: dict, single: bool):
+        """The arguments' structure with each leaf's block (a float leaf's block may be an
+        array: the output's shape)."""
+        adjoint = dict(blocks)
+        arrays = {slot: blocks[slot] for slot in self.arrays}
+        structures = [build_gradient(plan, _Slots(adjoint), arrays) for plan in self.plans]
+        return structures[0] if single else tuple(structures)
+
+
+def _array_slots(plan) -> list:
+    from .structure import _ArrayLeaf, _Node
+    found, stack = [], [plan]
+    while stack:
+        p = stack.pop()
+        if type(p) is _ArrayLeaf:
+            found.append(p.slot)
+        elif type(p) is _Node:
+            stack.extend(c if p.kind in ("seq", "namedtuple") else c[1] for c in p.children)
+    return found
+
+
+class _Slots(dict):
+    """The blocks by slot, read as build_gradient reads adjoints (by index, and slices of
+    consecutive slots for a list of floats)."""
+
+    def __getitem__(self, key):
+        if type(key) is slice:
+            return [dict.__getitem__(self, s) for s in range(key.start, key.stop)]
+        return dict.__getitem__(self, key)
+
+
+def _block(column, out_shape, in_shape, array_input: bool):
+    """A (size of the output, size of the input) slice, as out.shape + in.shape (a float
+    for a float output and a float input). Inside an enclosing differentiation (a
+    Hessian) it is a differentiated value itself."""
+    block = np.reshape(column, tuple(out_shape) + tuple(in_shape))
+    if np.shape(block) != () or array_input:
+        return block
+    return float(block) if type(block) in (np.ndarray, np.float64) else block.item()
+
+
+# -- jacfwd --------------------------------------------------------------------------------
+class jacfwd(Transform):  # noqa: N801 - named as JAX names it
+    """``jacfwd(f, argnums=0, has_aux=False)(*args)``: the Jacobian by forward mode, one
+    pass with a tangent per scalar of the differentiated arguments."""
+
+    kind = "jacfwd"
+
+    def __init__(self, fun, argnums=0, has_aux=False):
+        argnums_positions(argnums, 1 << 30)
+        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+
+    def __call__(self, *args, **kwargs):
+        positions, single = argnums_positions(self.options["argnums"], len(args))
+        inputs = []
+
+        def basis(state, plans):
+            found = _Inputs(plans)
+            inputs.append(found)
+            eye = np.eye(found.size)
+            for (slot, shape), offset in zip(found.leaves, found.offsets):
+                size = int(np.prod(shape))
+                tangent = eye[:, offset:offset + size]
+                state.set_tangent(slot, tangent.reshape((found.size,) + tuple(shape))
+                                  if shape != () else tangent[:, 0], "primals")
+
+        width = _count_inputs(args, positions)
+        if width == 0:
+            raise InputError(f"jacfwd of {_name(self.fun)}: no argument chosen for "
+                             "differentiation holds a float")
+        pass_ = forward(transformed_callable(self.fun), args, kwargs, positions,
+                        width=width, basis=basis)
+        found = inputs[0]
+        out, aux = _split_aux(pass_.result, self.options["has_aux"], self.fun)
+        tangents = pass_.tangent_of(out)
+        value = pass_.primal_of(out)
+        leaves = _output_leaves(value, _is_float_leaf)
+        columns = _output_leaves(tangents, _is_float_leaf)
+        blocks = []
+        for leaf, column in zip(leaves, columns):
+            out_shape = np.shape(leaf)
+            # column: (inputs,) + out_shape -> out_shape + (inputs,)
+            moved = np.moveaxis(column, 0, -1)
+            blocks.append(found.rebuild({
+                slot: _block(moved[..., offset:offset + int(np.prod(shape))], out_shape,
+                             shape, slot in found.arrays)
+                for (slot, shape), offset in zip(found.leaves, found.offsets)}, single))
+        jacobian = _rebuild_output(value, _is_float_leaf, blocks)
+        if self.options["has_aux"]:
+            return jacobian, pass_.primal_of(aux)
+        return jacobian
+
+
+def _count_inputs(args, positions) -> int:
+    """The number of scalars in the differentiated arguments (their float leaves)."""
+    from .structure import _is_float, is_float_array
+    total = 0
+    stack = [args[k] for k in positions]
+    seen = set()
+    while stack:
+        x = stack.pop()
+        if _is_float(x) or type(x) in SCALAR_DUALS:
+            total += 1
+        elif is_float_array(x) or type(x) is ArrayDual or hasattr(x, "d") and \
+                hasattr(x, "shape"):
+            total += int(np.prod(np.shape(x)))
+        elif id(x) in seen:
+            continue
+        elif type(x) in (list, tuple) or _is_namedtuple(x):
+            seen.add(id(x))
+            stack.extend(x)
+        elif isinstance(x, dict):
+            seen.add(id(x))
+            stack.extend(x.values())
+        elif _is_record(x):
+            seen.add(id(x))
+            stack.extend(v for _, v in record_attributes(x))
+    return total
+
+
+# -- jacrev --------------------------------------------------------------------------------
+class jacrev(Transform):  # noqa: N801
+    """``jacrev(f, argnums=0, has_aux=False)(*args)``: the Jacobian by reverse mode, one
+    forward pass and one sweep with an adjoint per scalar of the output."""
+
+    kind = "jacrev"
+
+    def __init__(self, fun, argnums=0, has_aux=False):
+        argnums_positions(argnums, 1 << 30)
+        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+
+    def __call__(self, *args, **kwargs):
+        positions, single = argnums_positions(self.options["argnums"], len(args))
+        pass_ = reverse(self.fun, args, kwargs, positions)
+        return self.from_pass(pass_, positions, single)
+
+    def from_pass(self, pass_, positions, single):
+        """The Jacobian from a forward pass of reverse mode: one sweep of vectors."""
+        tape = pass_.tape
+        out, aux = _split_aux(pass_.result, self.options["has_aux"], self.fun)
+        value = pass_.primal_of(out)
+        outputs = _output_leaves(out, _is_float_leaf)
+        sizes = [int(np.prod(np.shape(pass_.primal_of(leaf)))) for leaf in outputs]
+        width = sum(sizes)
+        adjoint, arrays = [0.0] * len(tape), {}
+        offset = 0
+        vectors = width > 1  # one output scalar: the ordinary sweep, a row of one
+        for leaf, size in zip(outputs, sizes):  # each output scalar its own adjoint row
+            if type(leaf) in SCALAR_DUALS and leaf.t is tape:
+                if vectors:
+                    row = np.zeros(width)
+                    row[offset] = 1.0
+                else:
+                    row = 1.0
+                adjoint[leaf.i] = adjoint[leaf.i] + row
+            elif type(leaf) is ArrayDual and leaf.t is tape:
+                rows = np.zeros((width,) + np.shape(leaf.v))
+                rows.reshape(width, -1)[offset:offset + size] = np.eye(size)
+                if not vectors:
+                    rows = rows[0]
+                slot = index_of(leaf)
+                arrays[slot] = arrays[slot] + rows if slot in arrays else rows
+            offset += size
+        if width:
+            pass_.sweep(adjoint, arrays, sweep_general, width=width if vectors else None)
+        found = _Inputs([pass_.plans[k] for k in range(len(positions))])
+        blocks, offset = [], 0
+        for leaf, size in zip(outputs, sizes):
+            out_shape = np.shape(pass_.primal_of(leaf))
+            per_input = {}
+            for slot, shape in found.leaves:
+                rows = arrays.get(slot) if slot in found.arrays else adjoint[slot]
+                if rows is None or type(rows) in (float, int):  # never reached: zero
+                    rows = np.zeros((width,) + tuple(shape))
+                elif not vectors:
+                    rows = np.reshape(rows, (1,) + tuple(shape))
+                per_input[slot] = _block(rows[offset:offset + size], out_shape, shape,
+                                         slot in found.arrays)
+            blocks.append(found.rebuild(per_input, single))
+            offset += size
+        jacobian = _rebuild_output(value, _is_float_leaf, blocks)
+        if self.options["has_aux"]:
+            return jacobian, pass_.primal_of(aux)
+        return jacobian
+
+
+class jacobian(Transform):  # noqa: N801
+    """``jacobian(f, argnums=0, has_aux=False)``: ``jacfwd`` when the differentiated
+    arguments hold fewer scalars than the output, else ``jacrev``. The output's size is
+    read off reverse mode's forward pass, which ``jacrev`` then continues from; choosing
+    ``jacfwd`` runs ``f`` once more."""
+
+    kind = "jacobian"
+
+    def __init__(self, fun, argnums=0, has_aux=False):
+        argnums_positions(argnums, 1 << 30)
+        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+
+    def __call__(self, *args, **kwargs):
+        positions, single = argnums_positions(self.options["argnums"], len(args))
+        n_in = _count_inputs(args, positions)
+        pass_ = reverse(self.fun, args, kwargs, positions)  # (its result gives the sizes)
+        out, _ = _split_aux(pass_.result, self.options["has_aux"], self.fun)
+        n_out = sum(int(np.prod(np.shape(pass_.primal_of(leaf))))
+                    for leaf in _output_leaves(out, _is_float_leaf))
+        if n_in < n_out:  # fewer columns than rows: forward mode, one more pass
+            return jacfwd(self.fun, **self.options)(*args, **kwargs)
+        return jacrev(self.fun, **self.options).from_pass(pass_, positions, single)
+
+
+__all__ = ["jacfwd", "jacrev", "jacobian"]

@@ -1,0 +1,310 @@
+"""Duals, and the differentiation (the level) each one belongs to.
+
+A dual is a value being differentiated. Every running differentiation is a *level*: a
+reverse-mode call (``.grad``, ``.vjp``, ``astad.grad``...) whose handle is its tape, or a
+forward-mode call (``astad.jvp``...) whose handle is a ``ForwardLevel``. Every dual
+carries the handle of its level in ``t``, so derivatives compose (Siskind & Pearlmutter's
+perturbation tags; autograd's nested boxes and JAX's trace levels are two other
+implementations of the same idea):
+
+- inside an inner differentiation, a dual of an outer one is a *constant* of the inner
+  level, and its use is still recorded at the outer level: the inner dual's primal ``v``
+  is then itself an outer dual (``NestedDual``), and the local partials the inner rules
+  compute are outer duals too, so the outer level sees how they were used;
+- a dual whose level is not running (kept from a finished call in a global, a default
+  argument, an object) raises ``StaleDualError`` where it is used.
+
+The rules' fast paths (rules/scalar.py, reverse/fuse.py) take a ``Dual`` or ``FDual`` of
+the level the generated code runs on, whose primal (and tangent) are plain floats, so
+they compute with floats only; every other case (a nested primal, a dual of another
+level, a vector of tangents) goes through the general rules of rules/generic.py, which
+find the innermost level among the operands.
+
+Representations (paper sections 2-3 and 7-8; measured in docs/design.md section 3):
+- ``Dual``: reverse mode, primal float ``v``, tape index ``i``, level ``t`` (the tape);
+- ``FDual``: forward mode, primal float ``v``, tangent float ``d``, level ``t``;
+- ``NestedDual`` / ``NestedFDual``: the same with a primal (or tangent) that is not a
+  float: a dual of an enclosing level, or a numpy vector of tangents (Jacobians);
+- array duals are in array_dual.py.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+from ..errors import NotDifferentiableError, user_location
+
+
+class StaleDualError(NotDifferentiableError):
+    """A differentiated value was used after the differentiation it belongs to ended."""
+
+
+class PrimalView:
+    """What a differentiated value shows of itself: its primal value's text, so output
+    of the user's code reads as it does without astad."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return repr(self.v)
+
+    def __str__(self):
+        return str(self.v)
+
+    def __format__(self, spec):
+        return format(self.v, spec)
+
+
+class ScalarDual(PrimalView):
+    """What every scalar dual does, whatever its mode: it behaves as its primal float.
+
+    Comparisons, truth tests, hashing and formatting use the primal value, so control
+    flow follows the primal (paper section 3) and untransformed code that only compares,
+    sorts, prints or hashes values keeps working. Arithmetic reached from code astad did
+    not transform (a property getter, a user class's ``__add__``, ``operator.mul`` passed
+    to ``functools.reduce``) goes through the general rules by operator overloading
+    (rules/generic.py installs the operators), at the level of its operands. Anything
+    that would silently drop the derivative (``float(dual)`` in a C function) raises.
+    """
+
+    __slots__ = ()
+
+    def __lt__(self, other):
+        return self.v < (other.v if type(other) is type(self) else other)
+
+    def __le__(self, other):
+        return self.v <= (other.v if type(other) is type(self) else other)
+
+    def __gt__(self, other):
+        return self.v > (other.v if type(other) is type(self) else other)
+
+    def __ge__(self, other):
+        return self.v >= (other.v if type(other) is type(self) else other)
+
+    def __eq__(self, other):
+        return self.v == (other.v if type(other) is type(self) else other)
+
+    def __ne__(self, other):
+        return self.v != (other.v if type(other) is type(self) else other)
+
+    def __hash__(self):
+        return hash(self.v)
+
+    def __bool__(self):
+        return bool(self.v != 0.0)
+
+    # Not differentiable: these give ints, exactly as for the primal float.
+    def __int__(self):
+        return int(self.v)
+
+    def __trunc__(self):
+        return math.trunc(self.v)
+
+    def __floor__(self):
+        return math.floor(self.v)
+
+    def __ceil__(self):
+        return math.ceil(self.v)
+
+    def __round__(self, ndigits=None):
+        return round(self.v, ndigits)
+
+    # float's own attributes: the real part of a real number is itself
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        return 0.0
+
+    def conjugate(self):
+        return self
+
+    def is_integer(self):
+        return self.v.is_integer()
+
+    def __getattr__(self, name):
+        if hasattr(float, name):  # a float method with no rule (x.hex(), ...): refuse
+            raise NotDifferentiableError(
+                f"float attribute {name!r} of a differentiated value is not supported by "
+                "astad", *user_location())
+        # what a float says, so that hasattr() and duck typing see a float
+        raise AttributeError(f"'float' object has no attribute {name!r}")
+
+    def __float__(self):
+        raise NotDifferentiableError(
+            "a differentiated value was converted to a plain float by code astad did not "
+            "transform, which would lose its derivative. Call that function on values that "
+            "are not differentiated, or register a derivative for it with "
+            "astad.register_scalar", *user_location())
+
+    def __complex__(self):
+        raise NotDifferentiableError("complex() of a differentiated value: astad "
+                                     "differentiates real floats only", *user_location())
+
+
+class Dual(ScalarDual):
+    """Reverse mode: primal ``v`` (a float), tape index ``i``, level ``t`` (its tape)."""
+
+    __slots__ = ("v", "i", "t")
+
+    def __init__(self, v, i: int, t: list):
+        self.v = v
+        self.i = i
+        self.t = t
+
+
+class NestedDual(Dual):
+    """A reverse dual whose primal is not a float (a dual of an enclosing level): the
+    rules' float fast paths never take it (they test ``type(a) is Dual``)."""
+
+    __slots__ = ()
+
+
+class FDual(ScalarDual):
+    """Forward mode: primal ``v`` and tangent ``d`` (floats), level ``t``."""
+
+    __slots__ = ("v", "d", "t")
+
+    def __init__(self, v, d, t):
+        self.v = v
+        self.d = d
+        self.t = t
+
+
+class NestedFDual(FDual):
+    """A forward dual whose primal or tangent is not a float: a dual of an enclosing
+    level, or a numpy vector of tangents (several directions at once)."""
+
+    __slots__ = ()
+
+
+new_dual = object.__new__  # dual creation without __init__: measurably faster in hot paths
+
+
+def reverse_dual(v, i: int, tape: list) -> Dual:
+    """A reverse dual of the right class for its primal."""
+    d = new_dual(Dual if type(v) is float else NestedDual)
+    d.v = v
+    d.i = i
+    d.t = tape
+    return d
+
+
+def forward_dual(v, d, level) -> FDual:
+    """A forward dual of the right class for its primal and tangent."""
+    x = new_dual(FDual if type(v) is float and type(d) is float else NestedFDual)
+    x.v = v
+    x.d = d
+    x.t = level
+    return x
+
+
+# ---------------------------------------------------------------------------------------
+# Levels
+
+class ForwardLevel:
+    """The handle of one forward-mode differentiation (a reverse one's is its tape).
+
+    ``width``: None for one direction (float tangents), else the number of directions of
+    a vector of tangents."""
+
+    __slots__ = ("width", "__weakref__")
+
+    def __init__(self, width=None):
+        self.width = width
+
+
+class _Running(threading.local):
+    """The differentiations running in this thread, outermost first."""
+
+    def __init__(self):
+        self.stack: list = []
+        self.depth: dict = {}  # id(handle) -> 1 + its position in stack
+        self.writes: dict = {}  # id(handle) -> [(entry index, Write)] (array_writes.py)
+
+
+running = _Running()
+
+
+class level:
+    """``with level(handle):`` the differentiation ``handle`` runs inside the block.
+    ``writes`` then lists the writes into arrays it recorded (array_writes.py)."""
+
+    __slots__ = ("handle", "writes")
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.writes: list = []
+
+    def __enter__(self):
+        state = running
+        key = id(self.handle)
+        state.depth[key] = len(state.stack) + 1
+        state.stack.append(self.handle)
+        state.writes[key] = self.writes
+        return self.handle
+
+    def __exit__(self, *exc):
+        state = running
+        state.stack.pop()
+        key = id(self.handle)
+        del state.depth[key]
+        del state.writes[key]
+        return False
+
+
+def is_running(handle) -> bool:
+    return id(handle) in running.depth
+
+
+def is_nested() -> bool:
+    """Is any differentiation running in this thread?"""
+    return bool(running.stack)
+
+
+def stale(value):
+    return StaleDualError(
+        f"a differentiated value ({value!r}) is used after the gradient or derivative call "
+        "it belongs to has returned (kept in a global, a default argument, an object or a "
+        "closure?); its derivative can no longer be recorded. Compute it inside the call, "
+        "or use its value with astad.stop_gradient", *user_location())
+
+
+def depth_of(value) -> int:
+    """The depth of ``value``'s level (1 = outermost), or raise if it is not running."""
+    depth = running.depth.get(id(value.t))
+    if depth is None:
+        raise stale(value)
+    return depth
+
+
+SCALAR_DUALS = frozenset({Dual, NestedDual, FDual, NestedFDual})
+DUAL_TYPES: set = set(SCALAR_DUALS)  # array duals join it (array_dual.py)
+
+
+def innermost(values):
+    """The handle of the innermost level among the duals in ``values`` (a flat sequence;
+    lists and tuples among them are looked into, one level deep, as numpy's joining
+    functions take them), or None if there is none. A stale dual raises."""
+    best, best_depth = None, 0
+    depths = running.depth
+    for value in values:
+        if type(value) in DUAL_TYPES:
+            found = [value]
+        elif type(value) in (list, tuple):
+            found = [x for x in value if type(x) in DUAL_TYPES]
+        else:
+            continue
+        for dual in found:
+            depth = depths.get(id(dual.t))
+            if depth is None:
+                raise stale(dual)
+            if depth > best_depth:
+                best, best_depth = dual.t, depth
+    return best
+
+
+def is_forward(handle) -> bool:
+    return type(handle) is ForwardLevel

@@ -1,0 +1,222 @@
+"""Function transforms with JAX's names, signatures and conventions.
+
+    astad.grad(f, argnums=0, has_aux=False)            # x -> df/dx
+    astad.value_and_grad(f, argnums=0, has_aux=False)  # x -> (f(x), df/dx)
+    astad.vjp(f, *primals, has_aux=False)              # -> (out, vjp_fn[, aux])
+    astad.jvp(f, primals, tangents, has_aux=False)     # -> (out, tangent_out[, aux])
+    astad.jacfwd(f, argnums=0, has_aux=False)          # forward mode, a column per input
+    astad.jacrev(f, argnums=0, has_aux=False)          # reverse mode, a row per output
+    astad.jacobian(f, argnums=0, has_aux=False)        # whichever is cheaper for the shapes
+    astad.hessian(f, argnums=0)                        # jacfwd(jacrev(f))
+
+``f`` may be any callable astad can follow: a function or lambda, a function decorated
+with ``reverse_diff``, a bound method, a ``functools.partial``, a callable object, or the
+result of another transform: transforms compose to any depth, because a transformed
+function called on differentiated values differentiates them in turn (levels,
+runtime/duals.py). As in JAX: ``argnums`` counts positional arguments (an int gives one
+result, a tuple a tuple; negative numbers count from the end; repeats are an error);
+keyword arguments are never differentiated; ``has_aux=True`` means ``f`` returns
+``(value, aux)`` and ``aux`` comes back as it is (with no dual of this differentiation).
+"""
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+from . import codegen, pickling
+from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass
+from .errors import AstadError, InputError
+from .forward.call import forward
+from .runtime.calls import rev as transformed_callable, resolvable_function
+from .runtime.duals import is_nested
+from .runtime.tape import sweep, sweep_general
+from .structure import seed
+
+
+def argnums_positions(argnums, n_args: int, name: str = "argnums") -> tuple:
+    """``(positions, single)``: the positional arguments ``argnums`` names for a call with
+    ``n_args`` of them, as JAX reads it."""
+    single = isinstance(argnums, int) and not isinstance(argnums, bool)
+    numbers = (argnums,) if single else argnums
+    try:
+        numbers = tuple(numbers)
+    except TypeError:
+        raise AstadError(f"{name} must be an int or a tuple of ints, got {argnums!r}") from None
+    if not numbers or not all(isinstance(k, int) and not isinstance(k, bool) for k in numbers):
+        raise AstadError(f"{name} must be an int or a non-empty tuple of ints, got "
+                         f"{argnums!r}")
+    positions = tuple(k + n_args if k < 0 else k for k in numbers)
+    for k, p in zip(numbers, positions):
+        if not 0 <= p < n_args:
+            raise InputError(
+                f"{name} {argnums!r} refers to positional argument {k}, but the call passes "
+                f"{n_args} positional arguments (keyword arguments are not differentiated; "
+                "pass that argument positionally)")
+    if len(set(positions)) != len(positions):
+        raise AstadError(f"{name} {argnums!r} names an argument more than once (as in JAX, "
+                         "each argument may be differentiated once)")
+    return positions, single
+
+
+def _name(fun) -> str:
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _no_float_error(fun):
+    def error(args, positions):
+        shown = ", ".join(repr(args[k]) for k in positions)
+        return InputError(
+            f"{_name(fun)}: no argument chosen for differentiation holds a float (got "
+            f"{shown or 'no positional arguments'}); astad differentiates with respect to "
+            "float values passed positionally")
+    return error
+
+
+def _split_aux(out, has_aux: bool, fun):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise InputError(f"{_name(fun)} was transformed with has_aux=True, so it must return "
+                         f"a pair (value, aux); it returned {type(out).__name__}")
+    return out
+
+
+def reverse(fun, args, kwargs, positions, single=False):
+    """One forward pass of reverse mode of any callable ``fun`` (api.reverse_pass)."""
+    others = tuple(k for k in range(len(args)) if k not in positions)
+    return reverse_pass(transformed_callable(fun), args, kwargs, positions, others, single,
+                        _no_float_error(fun))
+
+
+class Transform:
+    """The result of a transform: callable like the function it transforms, with
+    ``__wrapped__`` naming it. It is picklable when that function is (it pickles the
+    function and the options, and is rebuilt on the other side)."""
+
+    kind = ""
+
+    def __init__(self, fun: Callable[..., Any], **options):
+        if not callable(fun):
+            raise AstadError(f"astad.{self.kind} needs a callable, got {fun!r}")
+        self.fun = self.__wrapped__ = fun
+        self.options = options
+        self.__name__ = f"{self.kind}_{_name(fun)}"
+        self.__qualname__ = self.__name__
+        self.__doc__ = f"astad.{self.kind} of {_name(fun)}"
+
+    def __repr__(self):
+        options = "".join(f", {k}={v!r}" for k, v in self.options.items())
+        return f"astad.{self.kind}({self.fun!r}{options})"
+
+    def __reduce__(self):  # the function (with its source when by value) and the options
+        return pickling.transform_reduction(type(self), self.fun, self.options)
+
+    def __dask_tokenize__(self):
+        return pickling.transform_token(type(self), self.fun, self.options)
+
+
+class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
+    """``value_and_grad(f, argnums=0, has_aux=False)(*args)``: ``(f(*args), gradient)``;
+    with ``has_aux``, ``((value, aux), gradient)``."""
+
+    kind = "value_and_grad"
+
+    def __init__(self, fun, argnums=0, has_aux=False):
+        argnums_positions(argnums, 1 << 30)  # (its form, checked now)
+        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+        self._plain = None  # a DiffFunction for a plain Python function: its fast paths
+
+    def __call__(self, *args, **kwargs):
+        argnums, has_aux = self.options["argnums"], self.options["has_aux"]
+        positions, single = argnums_positions(argnums, len(args))
+        fun = self.fun
+        if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
+            plain = self._plain
+            if plain is None:
+                plain = self._plain = DiffFunction(fun, positions[0] if single else positions)
+                plain._entry = codegen.transformed(fun)
+            return plain.value_and_grad(*args, **kwargs)
+        pass_ = reverse(fun, args, kwargs, positions, single)
+        out, aux = _split_aux(pass_.result, has_aux, fun)
+        value, gradient = float_result_gradient(pass_, out, _name(fun))
+        if has_aux:
+            return (value, pass_.primal_of(aux)), gradient
+        return value, gradient
+
+
+class grad(value_and_grad):  # noqa: N801
+    """``grad(f, argnums=0, has_aux=False)(*args)``: the gradient of a float-valued ``f``
+    with respect to the positional arguments ``argnums``; with ``has_aux``,
+    ``(gradient, aux)``."""
+
+    kind = "grad"
+
+    def __call__(self, *args, **kwargs):
+        value, gradient = super().__call__(*args, **kwargs)
+        if self.options["has_aux"]:
+            return gradient, value[1]
+        return gradient
+
+
+class _VjpFunction:
+    """The pullback ``vjp`` returns: a cotangent shaped like the output in, a tuple of
+    cotangents (one per primal) out; it may be called any number of times."""
+
+    def __init__(self, pass_, out):
+        self._pass, self._out = pass_, out
+
+    def __call__(self, cotangent):
+        pass_ = self._pass
+        adjoint, arrays = [0.0] * len(pass_.tape), {}
+        seed(self._out, cotangent, adjoint, arrays, level=pass_.tape)
+        return pass_.gradients(adjoint, arrays, sweep_general if is_nested() else sweep)
+
+
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False):
+    """``(out, vjp_fn)`` (with ``has_aux``: ``(out, vjp_fn, aux)``): ``vjp_fn(ct)`` gives
+    one cotangent per primal, as a tuple, for a cotangent ``ct`` shaped like ``out``."""
+    pass_ = reverse(fun, primals, {}, tuple(range(len(primals))))
+    out, aux = _split_aux(pass_.result, has_aux, fun)
+    value = pass_.primal_of(out)
+    function = _VjpFunction(pass_, out)
+    function.tape_length = Pullback(pass_).tape_length
+    if has_aux:
+        return value, function, pass_.primal_of(aux)
+    return value, function
+
+
+def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
+    """``(out, tangent_out)`` (with ``has_aux``: ``(out, tangent_out, aux)``): ``f`` at
+    ``primals`` and its directional derivative along ``tangents`` (a sequence of the
+    same length and structures as ``primals``; None is zero), by forward mode."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise InputError("jvp takes the primals and the tangents as two tuples (as in JAX: "
+                         "astad.jvp(f, (x,), (v,)))")
+    if len(primals) != len(tangents):
+        raise InputError(f"jvp got {len(primals)} primals and {len(tangents)} tangents; give "
+                         "one tangent per primal")
+    if not has_aux and type(fun) is types.FunctionType and not is_nested() and \
+            resolvable_function(fun):
+        entry = codegen.transformed(fun)
+        if entry.jvp_floats is not None and len(primals) == entry.arity:
+            out = entry.jvp_floats(*primals, *tangents)  # forward/floats.py: no dual
+            if out is not None:  # (None: not every primal and tangent is a float)
+                return out
+    pass_ = forward(transformed_callable(fun), tuple(primals), {},
+                    tuple(range(len(primals))), tuple(tangents))
+    out, aux = _split_aux(pass_.result, has_aux, fun)
+    value, tangent = pass_.primal_of(out), pass_.tangent_of(out)
+    if has_aux:
+        return value, tangent, pass_.primal_of(aux)
+    return value, tangent
+
+
+def hessian(fun: Callable[..., Any], argnums=0):
+    """``hessian(f, argnums=0)``: forward mode over reverse mode, ``jacfwd(jacrev(f))``."""
+    from .jacobians import jacfwd, jacrev
+    return jacfwd(jacrev(fun, argnums), argnums)
+
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hessian", "argnums_positions",
+           "Transform"]

@@ -1,0 +1,245 @@
+"""Derivatives that compose: every dual knows its differentiation (its level).
+
+A value differentiated by an enclosing call is, inside an inner call, a constant of the
+inner level whose use the outer level still records (Siskind & Pearlmutter's perturbation
+tags), whatever route it takes into the inner call; a dual of a call that has ended is an
+error where it is used. Expected values are derived by hand, or central finite
+differences of the plain Python function.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+import astad
+from astad.runtime import duals
+from oracles import central_fd
+
+
+@astad.reverse_diff(argnums=1)
+def apply_times_x(fn, x):
+    return fn(x) * x
+
+
+@astad.reverse_diff(argnums=1)
+def cubic_plus(fn, x):
+    return x * x * x + fn(x)
+
+
+# -- the issue's example, by every route a value can take ----------------------------------
+class Scale:
+    def __init__(self, c):
+        self.c = c
+
+    def __call__(self, y):
+        return self.c * y
+
+
+class Holder:
+    pass
+
+
+GLOBAL = {}
+
+
+def times_global(y):
+    return GLOBAL["c"] * y
+
+
+def scale(c, y):
+    return c * y
+
+
+def via_lambda(c):
+    return apply_times_x.grad(lambda y: c * y, 3.0)
+
+
+def via_partial(c):
+    return apply_times_x.grad(functools.partial(scale, c), 3.0)
+
+
+def via_callable_object(c):
+    return apply_times_x.grad(Scale(c), 3.0)
+
+
+def via_global_dict(c):
+    GLOBAL["c"] = c
+    try:
+        return apply_times_x.grad(times_global, 3.0)
+    finally:
+        GLOBAL.clear()
+
+
+def via_plain_object(c):
+    holder = Holder()
+    holder.c = c
+    return apply_times_x.grad(lambda y: holder.c * y, 3.0)
+
+
+def via_default_argument(c):
+    def fn(y, k=c):
+        return k * y
+    return apply_times_x.grad(fn, 3.0)
+
+
+def via_nested_def(c):
+    def fn(y):
+        return c * y
+    return apply_times_x.grad(fn, 3.0)
+
+
+def via_product(c):
+    k = c * 2.0  # a value computed from c, not c itself
+    return apply_times_x.grad(lambda y: k * y, 3.0) / 2.0
+
+
+ROUTES = [via_lambda, via_partial, via_callable_object, via_global_dict, via_plain_object,
+          via_default_argument, via_nested_def, via_product]
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=[r.__name__ for r in ROUTES])
+def test_an_outer_value_reaching_an_inner_gradient_by_any_route(route):
+    # d/dx (c x * x) at x = 3 is 6c: its derivative in c is 6, at any c
+    outer = astad.reverse_diff(route)
+    value, grad = outer.value_and_grad(2.0)
+    assert value == pytest.approx(12.0) and grad == pytest.approx(6.0)
+    assert outer.grad(-0.5) == pytest.approx(6.0)
+    assert not duals.running.stack
+
+
+def inner_value_and_outer_derivative(c):
+    value, slope = cubic_plus.value_and_grad(lambda y: c * y * y, 2.0)
+    return value + slope  # (8 + 4c) + (12 + 4c)
+
+
+def test_the_inner_value_and_gradient_under_an_outer_call():
+    outer = astad.reverse_diff(inner_value_and_outer_derivative)
+    value, grad = outer.value_and_grad(0.5)
+    assert value == pytest.approx(8.0 + 2.0 + 12.0 + 2.0)
+    assert grad == pytest.approx(8.0)
+
+
+def confusion(x):
+    # d/dx [x * d/dy (x + y)] = d/dx [x * 1] = 1, at any x (the classic perturbation
+    # confusion: an untagged implementation gives 2)
+    inner = astad.reverse_diff(lambda y: x + y)
+    return x * inner.grad(1.0)
+
+
+@pytest.mark.parametrize("x", [0.0, 1.0, -3.5])
+def test_perturbation_confusion(x):
+    assert astad.reverse_diff(confusion).grad(x) == 1.0
+
+
+# -- higher derivatives ---------------------------------------------------------------------
+def sin_exp(x):
+    return math.sin(math.exp(x) * x)
+
+
+D1 = astad.reverse_diff(sin_exp)
+
+
+def first_derivative(x):
+    return D1.grad(x)
+
+
+D2 = astad.reverse_diff(first_derivative)
+
+
+def second_derivative(x):
+    return D2.grad(x)
+
+
+def test_second_and_third_derivatives_of_a_composition():
+    d1, d2, d3 = D1, D2, astad.reverse_diff(second_derivative)
+    x = 0.4
+    # by hand: u = x e^x, u' = (1 + x) e^x, u'' = (2 + x) e^x, u''' = (3 + x) e^x
+    e = math.exp(x)
+    u, u1, u2, u3 = x * e, (1 + x) * e, (2 + x) * e, (3 + x) * e
+    first = math.cos(u) * u1
+    second = -math.sin(u) * u1 ** 2 + math.cos(u) * u2
+    third = -math.cos(u) * u1 ** 3 - 3 * math.sin(u) * u1 * u2 + math.cos(u) * u3
+    assert d1.grad(x) == pytest.approx(first, rel=1e-13)
+    assert d2.grad(x) == pytest.approx(second, rel=1e-12)
+    assert d3.grad(x) == pytest.approx(third, rel=1e-12)
+
+
+def rosenbrock(x, y):
+    return (1.0 - x) ** 2 + 100.0 * (y - x * x) ** 2
+
+
+def test_gradient_of_a_gradient_component_matches_the_hand_derived_hessian_row():
+    r = astad.reverse_diff(rosenbrock)
+
+    def dx(x, y):
+        return r.grad(x, y)[0]
+    x, y = 0.7, 1.3
+    # d/dx (-2(1 - x) - 400 x (y - x^2)) = 2 - 400 y + 1200 x^2; d/dy = -400 x
+    assert astad.reverse_diff(dx).grad(x, y) == pytest.approx(
+        (2.0 - 400.0 * y + 1200.0 * x * x, -400.0 * x), rel=1e-13)
+
+
+def test_second_derivative_through_arrays_matches_finite_differences():
+    f = astad.reverse_diff(lambda x: np.sum(np.sin(x) * x))
+
+    def gradient_norm(x):
+        return np.sum(f.grad(x) ** 2)
+
+    def plain(x):
+        return np.sum((np.cos(x) * x + np.sin(x)) ** 2)
+    x = np.array([0.3, 0.7, 1.1])
+    got = astad.reverse_diff(gradient_norm).grad(x)
+    expected = [central_fd(lambda *v: plain(np.array(v)), tuple(x), k) for k in range(3)]
+    np.testing.assert_allclose(got, expected, rtol=1e-7)
+
+
+# -- a dual of a finished call ------------------------------------------------------------
+KEPT: list = []
+
+
+def keeps(x):
+    KEPT.append(x)
+    return x * 2.0
+
+
+def uses_kept(x):
+    return x * KEPT[-1]
+
+
+def test_a_dual_kept_from_a_finished_call_raises_where_it_is_used():
+    KEPT.clear()
+    astad.reverse_diff(keeps).grad(1.0)
+    with pytest.raises(duals.StaleDualError, match="has returned") as info:
+        astad.reverse_diff(uses_kept).grad(2.0)
+    assert info.value.filename == __file__
+    KEPT.clear()
+
+
+def remembers(x, seen=[]):  # noqa: B006 (a mutable default keeping a value on purpose)
+    seen.append(x)
+    return x * seen[0]
+
+
+def test_a_dual_kept_in_a_mutable_default_raises_on_the_next_call():
+    f = astad.reverse_diff(remembers, argnums=0)
+    assert f.grad(3.0) == 6.0  # x * x within the first call
+    with pytest.raises(duals.StaleDualError):
+        f.grad(4.0)
+
+
+def test_every_name_in_the_rules_text_has_a_general_form():
+    """The general rules (rules/generic.py) compute primal and partials from the same text
+    as the fast paths, on duals: every function the text calls must work on them."""
+    import re
+
+    from astad.rules.generic import general_namespace
+    from astad.rules.scalar import BINARY_RULES, UNARY_RULES
+    namespace = general_namespace()
+    for rules in (UNARY_RULES, BINARY_RULES):
+        for name, expressions in rules.items():
+            for expression in expressions:
+                for word in re.findall(r"(?<![.\w])[A-Za-z_]\w*(?=\()", expression):
+                    assert word in namespace or word in ("abs", "float"), (name, word)
