@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from printed_code import assert_same_code
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -71,8 +72,9 @@ def test_generated_code_in_the_docs_is_what_astad_generates(page, source, genera
     spec.loader.exec_module(module)
     f = getattr(module, name)
     assert ("preaccumulate=False" in header) == (not f.grad.__self__._preaccumulate)
-    assert f.source.rstrip("\n") == expected.rstrip("\n"), \
-        f"{page}: the generated code of {name} changed; paste its .source:\n{f.source}"
+    assert_same_code(f.source.rstrip("\n"), expected.rstrip("\n"),
+                     f"{page}: the generated code of {name} changed; paste its .source:\n"
+                     f"{f.source}")
 
 
 def test_transform_page_tape_example():

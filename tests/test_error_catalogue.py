@@ -237,6 +237,12 @@ def test_the_error_names_the_construct_and_points_at_it(entry):
     # file, line and column
     line = located_line(entry.fn, entry.line)
     assert (err.filename, err.lineno) == (__file__, line)
+    if err.col is None and not hasattr(entry.fn.__code__, "co_positions"):
+        # Python 3.10: code objects carry no columns, so an error raised while the code
+        # runs names the file and line, then shows the line, without a caret
+        assert f"  at {__file__}:{line}\n" in text
+        assert text.splitlines()[-1].strip() == entry.line.strip()
+        return
     assert err.col is not None
     assert f"  at {__file__}:{line}:{err.col + 1}\n" in text
     # the source line, then a caret under the column

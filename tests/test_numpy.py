@@ -964,7 +964,8 @@ def test_linalg_norm_frobenius_over_two_axes():
 
 
 @pytest.mark.parametrize("case", ["ord1", "inf", "matrix_ord2", "axes_ord2", "nuc"])
-def test_linalg_norm_other_orders_are_refused(case):
+def test_linalg_norm_other_orders(case):
+    """(Refused before issue 13; every order is differentiated since.)"""
     v, m = rand((4,), 49), rand((3, 3), 50)
     arg, ord_, axis = {"ord1": (v, 1, None), "inf": (v, np.inf, None),
                        "matrix_ord2": (m, 2, None), "axes_ord2": (m, 2, (0, 1)),
@@ -973,8 +974,7 @@ def test_linalg_norm_other_orders_are_refused(case):
     def f(x):
         return np.linalg.norm(x, ord_, axis)
 
-    with pytest.raises(astad.NotDifferentiableError, match="linalg.norm"):
-        ad(f).grad(arg)
+    check_grad(ad(f), arg)
 
 
 # ------------------------------------------------------------------------------------------
@@ -2108,9 +2108,9 @@ def test_registered_vjp_with_keyword_argument():
 
 def test_a_numpy_function_without_a_rule_names_itself():
     def f(x):
-        return np.sum(np.tile(x, 2))
+        return np.sum(np.interp(x, [0.0, 1.0], [1.0, 2.0]))
 
-    with pytest.raises(astad.NotDifferentiableError, match="tile"):
+    with pytest.raises(astad.NotDifferentiableError, match="interp"):
         ad(f).grad(rand((3,), 215))
 
 
@@ -2641,9 +2641,9 @@ def test_index_methods_on_a_differentiated_array():
 
 def test_an_unsupported_array_method_names_itself():
     def f(x):
-        return np.sum(x.cumprod())
+        return np.sum(x.tolist())
 
-    with pytest.raises(astad.NotDifferentiableError, match="cumprod"):
+    with pytest.raises(astad.NotDifferentiableError, match="tolist"):
         ad(f).grad(rand((3,), 266))
 
 

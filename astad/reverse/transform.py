@@ -25,11 +25,13 @@ import builtins
 import types
 
 import gast
+import numpy as np
 
 from ..front.activity import Activity, bound_names, shadowed_builtins
 from ..runtime.calls import is_numpy_callable
 from .fuse import Fuser
 from ..front.normalize import INPLACE
+from ..rules import lazy
 from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS
 from .scalarloops import write_scalar_loops
 from .straightline import write_straight_line
@@ -171,6 +173,7 @@ class ReverseTransform(gast.NodeTransformer):
         self.generic_visit(node)
         callee = self._static_callee(node.func)
         if callee is not MISSING:
+            lazy.load_rules_for(callee)  # scipy.special's rules, on first use
             try:
                 tapeless = TAPELESS_BUILTINS.get(callee)
                 rule = PRIMITIVES.get(callee)
@@ -210,6 +213,23 @@ class ReverseTransform(gast.NodeTransformer):
         node.func = rev
         node.args.insert(0, self._tape())
         return node
+
+    def visit_Subscript(self, node):
+        """``np.r_[a, b]`` and ``np.c_[a, b]`` (numpy's index tricks) holding possibly
+        differentiated values: ``ad.index_trick(tape, np.r_, (a, b))``, a concatenation."""
+        self.generic_visit(node)
+        named = getattr(node.value, "attr", None) or getattr(node.value, "id", None)
+        if not isinstance(node.ctx, gast.Load) or named not in ("r_", "c_"):
+            return node
+        trick = self._static_callee(node.value)
+        if trick is not np.r_ and trick is not np.c_:
+            return node
+        items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        items = [self._call(self._rule("slice", i), [
+            x or gast.Constant(None, None) for x in (i.lower, i.upper, i.step)], [], i)
+            if isinstance(i, gast.Slice) else i for i in items]
+        return self._call(self._rule("index_trick", node), [
+            self._tape(), node.value, gast.Tuple(items, gast.Load())], [], node)
 
     def visit_Compare(self, node):
         """A comparison gives a bool, which carries no derivative, so arithmetic in its

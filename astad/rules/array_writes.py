@@ -479,13 +479,9 @@ def _drop(adjoint, arrays, k, parents, context):
 _CONSTANT = (_drop, (), None)
 
 
-def _creation(fn, fill: int | None):
-    """The rule of a function making a new array: a differentiated constant; one whose
-    fill value (argument ``fill``) is differentiated is its own rule's (np.full(n, x))."""
+def _creation(fn):
+    """The rule of a function making a new array: a differentiated constant."""
     def rule(tape, *args, **kwargs):
-        if fill is not None and len(args) > fill and type(args[fill]) in DUAL_TYPES or \
-                type(kwargs.get("fill_value")) in DUAL_TYPES:
-            return dispatch(fn, args, kwargs)
         plain = [_plain(a) for a in args]  # (zeros_like(x) of a differentiated x: x's shape)
         return constant(tape, fn(*plain, **{k: _plain(v) for k, v in kwargs.items()}))
     rule.__name__ = f"np_{fn.__name__}"
@@ -498,12 +494,23 @@ def _plain(value):
     return value
 
 
-for _fn, _fill in ((np.zeros, None), (np.ones, None), (np.empty, None), (np.full, 1),
-                  (np.zeros_like, None), (np.ones_like, None), (np.empty_like, None),
-                  (np.full_like, 1), (np.eye, None), (np.identity, None)):
+for _fn in (np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.eye,
+            np.identity):
     _name = f"np_{_fn.__name__}"
-    setattr(ad, _name, _creation(_fn, _fill))
+    setattr(ad, _name, _creation(_fn))
     PRIMITIVES[_fn] = _name
+
+
+def _made(rule):
+    """A rule making a new array (np.full's, for a differentiated fill): what it gives for
+    a plain fill, a differentiated constant."""
+    def made(tape, *args, **kwargs):
+        value = rule(tape, *args, **kwargs)
+        return value if type(value) in DUAL_TYPES else constant(tape, value)
+    return made
+
+
+ad.np_full, ad.np_full_like = _made(ad.np_full), _made(ad.np_full_like)
 
 
 def _copy(tape, a, *args, **kwargs):

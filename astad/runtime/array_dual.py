@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
+from ..rules.lazy import rule_for as lazy_rule_for
 from .duals import (DUAL_TYPES, PrimalView, ScalarDual, innermost,
                     is_forward, reverse_dual)
 
@@ -204,6 +205,7 @@ def dispatch(func, args, kwargs):
     level = innermost(args) if not kwargs else innermost(list(args) + list(kwargs.values()))
     if level is None:  # (numpy asked because of a dual of no level: cannot happen)
         return func(*args, **kwargs)
+    rule = ARRAY_RULES.get(func) or lazy_rule_for(func)  # (scipy.special: on first use)
     prepare = PREPARE.get(func)
     if prepare is not None:
         args, kwargs = prepare(args, kwargs)
@@ -215,7 +217,6 @@ def dispatch(func, args, kwargs):
         result = view(args, kwargs)  # a view of the array (x[1:], x.T): no copy, no entry
         if result is not None:
             return result
-    rule = ARRAY_RULES.get(func)
     if rule is None:
         name = getattr(func, "__name__", None) or repr(func)
         if isinstance(func, tuple):

@@ -24,6 +24,7 @@ import types
 from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
 from ..rules.scalar import PRIMITIVES, ad
+from ..rules import lazy
 import numpy as np
 
 from ..rules.array import array_from, constant_array_method
@@ -203,6 +204,8 @@ def rev(f):
             (getattr(f, "__module__", None) or "").startswith("astad."):
         return _with_tape(f)  # astad's own API (a gradient inside differentiated code)
     if t is types.FunctionType:
+        if lazy.pending and lazy.load_rules_for(f):  # scipy.special's rules, on first use
+            return rev(f)
         if f.__code__ in GENERATED_CODE:
             return _with_tape(f)
         try:
@@ -333,7 +336,8 @@ ad.getattr = getattr_
 
 
 def is_numpy_callable(f) -> bool:
-    return type(f) is np.ufunc or (getattr(f, "__module__", None) or "").startswith("numpy")
+    return type(f) is np.ufunc or (getattr(f, "__module__", None) or "").startswith("numpy") \
+        or type(getattr(f, "__self__", None)) is np.ufunc  # (np.add.reduce: a ufunc method)
 
 
 # np.array / np.asarray of lists holding duals: numpy cannot dispatch on a list
