@@ -201,7 +201,7 @@ class DiffFunction:
         self._fn = wrapper
         self._entry = codegen.transformed(wrapper, self._preaccumulate)  # now: errors show early
         self._rev(self._entry)
-        wrapper.source = self._entry.source
+        wrapper.source = codegen.readable_source(wrapper, self._entry, self._preaccumulate)
         wrapper._astad_transformed = self._transformed
         # a notebook shows the original and generated code (display.html); a bound
         # method, not display.attach's closure over a weak reference, which cannot pickle

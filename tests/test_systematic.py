@@ -443,14 +443,7 @@ def _weighted(diff, call, args, kwargs, positions, weights):
     return total
 
 
-# (astad.jvp of astad.grad with a 0-d array argument fails in structure.py's writing back
-# of the argument, before any array rule: "'float' object has no attribute 'astype'")
-_ZERO_D_HVP = pytest.mark.xfail(strict=True, reason="jvp of grad at a 0-d array argument")
-
-
-@pytest.mark.parametrize("case", [
-    pytest.param(c, id=c.id, marks=[_ZERO_D_HVP] if c.id == "exp-0d" else [])
-    for c in CASES if c.second and c.jvp])
+@pytest.mark.parametrize("case", case_params(lambda c: c.second and c.jvp))
 def test_hessian_vector_product(case):
     """Forward mode over reverse mode (a Hessian's column): the rule's vjp run on forward
     duals, against finite differences of the gradient."""
