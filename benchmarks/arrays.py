@@ -2,11 +2,12 @@
 
 Run from the repository root:
 
-    python benchmarks/arrays.py            # one to two minutes (measured twice, see below)
+    python benchmarks/arrays.py            # a few minutes (measured twice, see below)
     python benchmarks/arrays.py --quick    # smaller sizes, fewer samples
+    python benchmarks/arrays.py --peers none --only rnn   # astad only, some programs
 
-Programs (plain numpy functions, differentiated by astad with respect to every float
-array argument):
+Programs (plain numpy functions, differentiated by astad with respect to their float
+arguments):
 
 - ``elementwise``: element-wise functions and reductions on vectors of n = 10^5 and
   10^6 elements (tanh, exp, sqrt, products, sum, mean, max);
@@ -18,15 +19,27 @@ array argument):
 - ``gmm``: the Gaussian mixture log-likelihood objective of ADBench (with its Wishart
   prior), vectorised, at n = 1000 points, small (d = 2, K = 5) and medium (d = 10,
   K = 25) sizes (gradient w.r.t. alphas, means and icf);
+- ``rnn``: an Elman RNN written with writes into an array of states,
+  ``h[t + 1] = np.tanh(W @ h[t] + U @ x[t] + b)``, T = 50, H = 32, input 8; loss the
+  squared error of a linear readout (gradient w.r.t. W, U, b and the readout);
+- ``heat``: the explicit heat equation updated in place,
+  ``u[1:-1] += c * (u[2:] - 2 * u[1:-1] + u[:-2])``, 200 points, 1000 steps; loss a
+  weighted sum of the final state (gradient w.r.t. the initial state and c);
 - ``per-op``: a chain of 150 element-wise operations on arrays of 3 elements: the time
   per array operation of a gradient call, against numpy's own time per operation and
-  autograd's time per operation on the same code (autograd.numpy), if installed.
+  the peers' time per operation on the same code.
+
+The peers, where installed: autograd (the same code with ``np`` bound to autograd.numpy)
+and PyTorch eager (the same code with ``np`` bound to torch functions under numpy's
+names). Neither can run ``rnn`` as written, nor autograd ``heat``: they run their
+idiomatic forms (PEER_FORMS), and the table says which.
 
 Every gradient is checked against central finite differences (a few sampled entries of
-every argument) before it is timed. Each sample times the primal, astad's gradient and
-autograd's gradient once in turn (interleaved, so drifts of the shared machine hit all
-alike); the table gives medians. BLAS runs single-threaded (set before numpy loads)
-so that primal and gradient use the same resources.
+every argument), and every peer's value and gradient against astad's, before it is
+timed. Each sample times the primal, astad's gradient and the peers' gradients once in
+turn (interleaved, so drifts of the shared machine hit all alike); the table gives
+medians. BLAS and torch run single-threaded (set before numpy loads) so that primal and
+gradients use the same resources.
 
 A gradient call keeps every intermediate array alive until its backward pass, where the
 primal frees each one at once and numpy reuses the memory. With glibc's default
@@ -35,8 +48,8 @@ faulted in again (zeroed pages) on the next one; on large arrays that costs as m
 the arithmetic. So the whole measurement is repeated in a subprocess whose allocator
 keeps freed memory (``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_``, glibc's
 own environment settings, which a user can set the same way): the "kept memory"
-columns. It prints a markdown table and writes benchmarks/results/arrays.json
-(arrays-quick.json with --quick).
+columns. It prints a markdown table and writes benchmarks/results/arrays.json and
+arrays.md (arrays-quick.* with --quick).
 """
 from __future__ import annotations
 
