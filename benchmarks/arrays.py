@@ -60,6 +60,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
+import importlib.metadata  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
@@ -544,6 +545,7 @@ def main(argv=None):
     samples, target = (3, 0.03) if args.quick else (11, 0.1)
     out = args.out or os.path.join(_HERE, "results",
                                    "arrays-quick.json" if args.quick else "arrays.json")
+    load_at_start = os.getloadavg()   # a shared machine: how busy it was, with the figures
     peers = load_peers(parse_peers(args.peers))
     if any(peers.values()):
         # the peers' modules (torch: ~10^5 objects) to the permanent generation, so
@@ -578,7 +580,7 @@ def main(argv=None):
     print()
     print(text)
     total = time.perf_counter() - t0
-    versions = {key: (getattr(m, "__version__", "installed") if m is not None
+    versions = {key: (importlib.metadata.version(key) if m is not None
                       else "not installed") for key, m in peers.items()}
     run.write_json({
         "benchmark": "astad on numpy arrays: gradient time / primal time, per-op overhead",
@@ -587,7 +589,9 @@ def main(argv=None):
                         "autograd_version": versions.get("autograd", "not run"),
                         "torch_version": versions.get("torch", "not run"),
                         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-                        "torch_threads": 1 if peers.get("torch") else None},
+                        "torch_threads": 1 if peers.get("torch") else None,
+                        "load_average_1_5_15_min": {"start": load_at_start,
+                                                    "end": os.getloadavg()}},
         "method": (f"median of {samples} interleaved samples of about {target} s each "
                    "(primal, astad f.grad, the peers' form of the program on numpy where it "
                    "differs, autograd.grad, torch eager forward + backward, in turn); "
@@ -604,7 +608,9 @@ def main(argv=None):
         fh.write(f"# benchmarks/arrays.py{' --quick' if args.quick else ''}\n\n"
                  f"Median of {samples} interleaved samples; {run.environment()['date']}, "
                  f"numpy {np.__version__}, autograd {versions.get('autograd', 'not run')}, "
-                 f"torch {versions.get('torch', 'not run')}, one thread.\n\n{text}\n")
+                 f"torch {versions.get('torch', 'not run')}, one thread; load average "
+                 f"(1 min) {load_at_start[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at "
+                 f"the end ({os.cpu_count()} cores).\n\n{text}\n")
     print(f"\n{total:.1f} s; JSON written to {os.path.relpath(out)}, table to "
           f"{os.path.relpath(md)}")
     return 0
