@@ -54,8 +54,9 @@ class Scope:
 
 
 class Gen:
-    def __init__(self, draw, n, r, c):
+    def __init__(self, draw, n, r, c, excluded=frozenset()):
         self.draw = draw
+        self.excluded = excluded  # constructs left out (known astad bugs, see the test)
         self.n, self.r, self.c = n, r, c
         self.counter = itertools.count()
         self.used: set = set()
@@ -238,7 +239,11 @@ class Gen:
 
     def stmt_copy(self, scope, out, pad, depth):
         src = self.pick(scope.arrays)
-        form = self.pick(["{}.copy()", "np.copy({})", "np.array({})"])
+        forms = ["{}.copy()", "np.copy({})", "np.array({})"]
+        if "np.array" in self.excluded:
+            forms.remove("np.array({})")
+        form = self.pick(forms)
+        self.used.add("copy:" + form.split("(")[0].replace("{}.", "."))
         name = self.fresh("c")
         out.append(f"{pad}{name} = {form.format(src)}")
         scope.arrays[name] = scope.arrays[src]
@@ -548,10 +553,11 @@ def _values(draw, shape):
 
 
 @st.composite
-def programs(draw):
+def programs(draw, excluded=frozenset()):
+    """A random program; ``excluded``: names of constructs not to write ("np.array")."""
     n, r, c = draw(st.integers(3, 5)), draw(st.integers(2, 4)), draw(st.integers(2, 4))
     r, c = min(r, n), min(c, n)
-    gen = Gen(draw, n, r, c)
+    gen = Gen(draw, n, r, c, frozenset(excluded))
     params, spec = ["x"], [("array", _values(draw, (n,)))]
     scope = Scope(["a"], {"x": (n,)})
     second = draw(st.sampled_from(["none", "y", "m"]))

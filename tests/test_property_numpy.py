@@ -38,6 +38,15 @@ from hypothesis import HealthCheck, assume, given, note, settings
 import astad
 from numpy_programs import HEADER, load, programs, run_probe
 
+# Constructs the generator writes but the property test leaves out, because astad gets
+# them wrong (each has a strict-xfail regression test at the end of this file; remove the
+# entry when astad is fixed): "np.array": np.array(x) of a differentiated array returns x
+# itself, not a copy, so a write into the copy changes x (value, gradient, the caller's x).
+# "hvp_of_argument_write": jvp of grad (and hessian) of a function that writes into its
+# argument gives a wrong gradient and Hessian-vector product (the partials see the array
+# as written); the Hessian-vector check is skipped for programs that mutate an argument.
+KNOWN_BUGS = frozenset({"np.array", "hvp_of_argument_write"})
+
 MAX_EXAMPLES = int(os.environ.get("ASTAD_FUZZ_EXAMPLES", "40"))
 SEED = os.environ.get("ASTAD_FUZZ_SEED")  # unset: the same programs on every run (CI)
 
@@ -145,7 +154,7 @@ def _check(program, plain, probe_module, stats):
         e[k] = 1.0
         step = FD_EPS * max(1.0, abs(flat_args[k]))
         with np.errstate(all="ignore"):
-            fd = central(lambda h: shifted_value(probe_module, args, e, h, masks), step)
+            fd = central(lambda h, e=e: shifted_value(probe_module, args, e, h, masks), step)
         assume(fd is not None)
         g1, g2 = fd
         tol = 1e-6 * (1.0 + abs(g1)) + 1e-10 * VALUE_LIMIT + 4.0 * abs(g1 - g2)
@@ -166,7 +175,11 @@ def _check(program, plain, probe_module, stats):
             f"jvp {tangent!r}, gradient . direction {expected!r}")
 
     # 4. a Hessian-vector product against central differences of the gradient
-    if program.hvp:
+    mutates = any(isinstance(a, np.ndarray) and not np.array_equal(a, b)
+                  for a, b in zip(args, after_plain))
+    if program.hvp and mutates and "hvp_of_argument_write" in KNOWN_BUGS:
+        stats["hvp skipped (argument written, a known bug)"] += 1
+    elif program.hvp:
         direction = rng.uniform(-1.0, 1.0, size=flat_args.size)
         grad_fn = astad.grad(plain.f, argnums)
 
@@ -216,7 +229,7 @@ def test_random_numpy_programs_match_numpy_forward_mode_and_finite_differences()
     stats: collections.Counter = collections.Counter()
 
     @FUZZ_SETTINGS
-    @given(program=programs())
+    @given(program=programs(excluded=KNOWN_BUGS))
     def run(program):
         stats["tried"] += 1
         with time_limit(EXAMPLE_SECONDS):
@@ -227,7 +240,7 @@ def test_random_numpy_programs_match_numpy_forward_mode_and_finite_differences()
     run()
     print(f"\nnumpy fuzz: {stats['checked']} programs checked ({stats['masks']} with "
           f"boolean masks, {stats['hvp']} with a Hessian-vector product), "
-          f"{stats['tried']} generated")
+          f"{stats['tried']} generated; {dict(stats)}")
     # the property must not be vacuous: most generated programs are really checked
     assert stats["checked"] >= MAX_EXAMPLES // 2
 
@@ -236,14 +249,15 @@ def test_random_numpy_programs_match_numpy_forward_mode_and_finite_differences()
 # The generator itself: every program runs under numpy, and it produces the constructs
 # the brief asks for (so the property above is not vacuous).
 
-CLAIMED = ["new_array", "copy", "zeros", "zeros_like", "empty_whole", "empty_split",
+CLAIMED = ["new_array", "copy", "copy:.copy", "copy:np.copy", "copy:np.array", "zeros",
+           "zeros_like", "empty_whole", "empty_split",
            "empty_loop", "item_write", "slice_write", "row_write", "column_write",
            "fancy_write", "fancy_repeated", "mask_write", "mask:scalar", "mask:other",
            "mask:self", "mask:inplace", "inplace_whole", "inplace_region", "inplace_fancy",
            "inplace+=", "inplace-=", "inplace*=", "inplace/=", "view_1d", "view_2d",
            "alias", "rebind", "add_at", "out", "recurrence_1d", "recurrence_2d", "stencil",
            "loop", "write_argument", "index_loop_variable", "expr:matmul", "sum_axis",
-           "scalar:dot", "region:step", "region:col", "region:block"]
+           "scalar:dot", "region:step", "region:block"]
 
 
 def test_generator_programs_run_and_cover_constructs():
@@ -284,3 +298,47 @@ def test_masks_render_for_astad_and_for_the_probe(probe):
             assert seen.margin == pytest.approx(0.05) and len(seen.masks) == 1
     finally:
         os.remove(module.__file__)
+
+
+# ---------------------------------------------------------------------------------------
+# Regressions: what the fuzzer found, as plain tests.
+
+def copy_with_np_array(x, a):
+    c = np.array(x)  # numpy: a new array
+    c[0] = a
+    return np.sum(np.sin(x)) + a
+
+
+@pytest.mark.xfail(strict=True, reason="astad bug found by the fuzzer: np.array(x) of a "
+                   "differentiated array aliases x instead of copying it")
+@pytest.mark.parametrize("mode", ["value_and_grad", "jvp"])
+def test_regression_np_array_of_an_argument_is_a_copy(mode):
+    x = np.zeros(3)
+    if mode == "value_and_grad":
+        value, (gx, ga) = astad.value_and_grad(copy_with_np_array, (0, 1))(x, 1.0)
+        np.testing.assert_array_equal(gx, np.cos(np.zeros(3)))
+        assert ga == 1.0
+    else:
+        value, tangent = astad.jvp(copy_with_np_array, (x, 1.0), (np.ones(3), 1.0))
+        assert tangent == 4.0  # sum(cos(0)) + 1
+    assert value == copy_with_np_array(np.zeros(3), 1.0) == 1.0
+    np.testing.assert_array_equal(x, np.zeros(3))  # the caller's x untouched
+
+
+def scale_argument_in_place(y, a):
+    y *= np.tanh(a)  # a write into the argument
+    return y[0]
+
+
+@pytest.mark.xfail(strict=True, reason="astad bug found by the fuzzer: jvp of grad of a "
+                   "function writing into its argument gives a wrong gradient and HVP")
+def test_regression_hessian_vector_product_through_a_write_into_an_argument():
+    # f = y0 tanh(a); at y = [1, 0], a = 0: grad = ([0, 0], 1); along a the gradient
+    # changes by ([sech^2 a, 0], -2 y0 tanh a sech^2 a) = ([1, 0], 0)
+    grad_fn = astad.grad(scale_argument_in_place, (0, 1))
+    (gy, ga), (hy, ha) = astad.jvp(grad_fn, (np.array([1.0, 0.0]), 0.0),
+                                   (np.zeros(2), 1.0))
+    np.testing.assert_array_equal(gy, [0.0, 0.0])
+    assert ga == 1.0
+    np.testing.assert_array_equal(hy, [1.0, 0.0])
+    assert ha == 0.0
