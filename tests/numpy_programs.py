@@ -419,10 +419,19 @@ class Gen:
         k = self.integer(1, 4)
         if len(shape) == 1 or self.chance(2):
             idx = self._fancy(shape[0], k)
-            where, region = str(idx), (k,) + shape[1:]
+            if "add_at_repeated" in self.excluded:
+                idx = sorted(set(idx))
+            repeated = len(set(idx)) < len(idx)
+            where, region = str(idx), (len(idx),) + shape[1:]
         else:
             rows, cols = self._fancy(shape[0], k), self._fancy(shape[1], k)
-            where, region = f"({rows}, {cols})", (k,)
+            if "add_at_repeated" in self.excluded:
+                pairs = sorted(set(zip(rows, cols)))
+                rows, cols = [p[0] for p in pairs], [p[1] for p in pairs]
+            repeated = len(set(zip(rows, cols))) < len(rows)
+            where, region = f"({rows}, {cols})", (len(rows),)
+        if repeated:
+            self.used.add("add_at_repeated")
         out.append(f"{pad}np.add.at({name}, {where}, {self._value(scope, region)})")
 
     def stmt_out(self, scope, out, pad, depth, target=None):
