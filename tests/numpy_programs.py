@@ -43,6 +43,15 @@ MASK_THRESHOLDS = ["0.0", "0.3", "-0.4", "0.75"]
 MASK_RE = re.compile(r'__MASK__\((\w+), "([<>])", ([-0-9.]+)\)')
 
 
+def _write(method):
+    """Marks a statement that writes into an array (the test needs to know)."""
+    def wrapped(self, *args, **kwargs):
+        self.used.add("any_write")
+        return method(self, *args, **kwargs)
+    wrapped.__name__ = method.__name__
+    return wrapped
+
+
 @dataclasses.dataclass
 class Scope:
     scalars: list               # names (and the argument a) holding floats
@@ -263,6 +272,7 @@ class Gen:
         write = self.pick([w for w in self.WRITES if w != "out"])
         getattr(self, "stmt_" + write)(scope, out, pad, depth, target=name)
 
+    @_write
     def stmt_empty(self, scope, out, pad, depth):
         """np.empty, then filled whole before anything reads it."""
         name = self.fresh("e")
@@ -327,17 +337,20 @@ class Gen:
             return self.sexpr(scope, 2)  # broadcast
         return self.aexpr(scope, shape, self.integer(1, 2))
 
+    @_write
     def stmt_item_write(self, scope, out, pad, depth, target=None):
         name = target or self.target(scope)
         shape = scope.arrays[name]
         value = self.bounded(scope) if scope.loop else self.sexpr(scope, 2)
         out.append(f"{pad}{name}[{self.index(scope, shape, full=True)}] = {value}")
 
+    @_write
     def stmt_slice_write(self, scope, out, pad, depth, target=None):
         name = target or self.target(scope)
         region, shape = self._region(scope, scope.arrays[name])
         out.append(f"{pad}{name}[{region}] = {self._value(scope, shape)}")
 
+    @_write
     def stmt_row_col_write(self, scope, out, pad, depth, target=None):
         two_d = [k for k, s in scope.arrays.items() if len(s) == 2]
         if target is not None and len(scope.arrays[target]) != 2:
@@ -362,12 +375,14 @@ class Gen:
             self.used.add("fancy_repeated")
         return idx
 
+    @_write
     def stmt_fancy_write(self, scope, out, pad, depth, target=None):
         name = target or self.target(scope)
         shape = scope.arrays[name]
         idx = self._fancy(shape[0], self.integer(1, 3))
         out.append(f"{pad}{name}[{idx}] = {self._value(scope, (len(idx),) + shape[1:])}")
 
+    @_write
     def stmt_mask_write(self, scope, out, pad, depth, target=None):
         name = target or self.target(scope)
         shape = scope.arrays[name]
@@ -389,6 +404,7 @@ class Gen:
             op = self.pick(["+=", "*="])
             out.append(f"{pad}{name}[{mask}] {op} {self.bounded(scope)}")
 
+    @_write
     def stmt_inplace(self, scope, out, pad, depth, target=None):
         name = target or self.target(scope)
         shape = scope.arrays[name]
@@ -413,6 +429,7 @@ class Gen:
             value = self.pick(["(1.0 + {0} * {0})", "np.exp(np.sin({0}))", "2.0"]).format(b)
         out.append(f"{pad}{text} {op} {value}")
 
+    @_write
     def stmt_add_at(self, scope, out, pad, depth, target=None):
         name = target or self.target(scope)
         shape = scope.arrays[name]
@@ -434,6 +451,7 @@ class Gen:
             self.used.add("add_at_repeated")
         out.append(f"{pad}np.add.at({name}, {where}, {self._value(scope, region)})")
 
+    @_write
     def stmt_out(self, scope, out, pad, depth, target=None):
         name = target or self.target(scope)
         shape = scope.arrays[name]
@@ -492,6 +510,7 @@ class Gen:
         name = self.pick(names)
         out.append(f"{pad}{name} = {self.aexpr(scope, scope.arrays[name], 2)}")
 
+    @_write
     def stmt_recurrence(self, scope, out, pad, depth):
         """h[t + 1] = np.tanh(a * h[t] + x[t]), over a vector or a matrix of states."""
         drive = self.pick(scope.arrays)
@@ -518,6 +537,7 @@ class Gen:
             scope.arrays[wname] = (k, k)
             scope.arrays[h] = (steps + 1, k)
 
+    @_write
     def stmt_stencil(self, scope, out, pad, depth):
         names = [k for k, s in scope.arrays.items() if len(s) == 1 and s[0] >= 3]
         if not names:
