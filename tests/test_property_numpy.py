@@ -381,3 +381,23 @@ def test_regression_add_at_with_a_repeated_index_rounds_as_numpy():
     value, _ = astad.value_and_grad(add_at_three_times, (0, 1))(x, 0.1)
     assert value == want
     assert x[0] == want
+
+
+def overlapping_slice_write(x):
+    x[::2] = x[0:3]  # the value is a view overlapping the region it writes
+    return np.sum(x * np.array([1.0, 10.0, 100.0, 1000.0, 10000.0]))
+
+
+@pytest.mark.xfail(strict=True, reason="astad bug found by the fuzzer (ASTAD_FUZZ_SEED=3): a "
+                   "slice write whose value overlaps its region gets numpy's value but the "
+                   "gradient of a copy-first write")
+def test_regression_slice_write_from_an_overlapping_view():
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    expected = x.copy()
+    expected[::2] = expected[0:3]
+    np.testing.assert_array_equal(expected, [1.0, 2.0, 2.0, 4.0, 2.0])  # numpy chains
+    value, g = astad.value_and_grad(overlapping_slice_write)(x)
+    assert value == overlapping_slice_write(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    np.testing.assert_array_equal(x, expected)
+    # the new x is [x0, x1, x1, x3, x1]
+    np.testing.assert_array_equal(g, [1.0, 10.0 + 100.0 + 10000.0, 0.0, 1000.0, 0.0])
