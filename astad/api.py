@@ -20,11 +20,13 @@ import numpy as np
 from . import codegen
 
 from . import display
+from .argnums import argnums_positions, check_form
 from .runtime.array_dual import ArrayDual
 from .errors import AstadError, InputError
 from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
 from .runtime.tape import sweep, sweep_and_free, sweep_general
-from .structure import Interleaving, build_gradient, contains_float, primal, seed
+from .structure import (Interleaving, build_gradient, contains_float, float_gradient, primal,
+                        seed)
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
@@ -77,7 +79,7 @@ class _Forward:
         sweep(self.tape, adjoint, self.n_inputs, arrays)
         if self.single:
             return build_gradient(self.plans[0], adjoint, arrays)
-        return tuple([adjoint[plan] if type(plan) is int else
+        return tuple([float_gradient(adjoint[plan]) if type(plan) is int else
                       build_gradient(plan, adjoint, arrays) for plan in self.plans])
 
 
@@ -154,9 +156,7 @@ class DiffFunction:
         self._select: dict = {}  # n_args -> _selection(n_args), for the specialised code
         self._entry = None  # the transformed function, revalidated on every call
         if argnums is not None:
-            for k in (argnums,) if isinstance(argnums, int) else argnums:
-                if not isinstance(k, int) or isinstance(k, bool):
-                    raise AstadError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+            check_form(argnums)  # (JAX's reading, as the function transforms: argnums.py)
 
     def decorated(self):
         """A function that runs ``fn``'s own code and carries the gradient attributes."""
@@ -209,15 +209,7 @@ class DiffFunction:
             positions = tuple(range(n_args))
             single = len(self._positional) == 1 and not self._has_varargs
         else:
-            single = isinstance(argnums, int)
-            positions = (argnums,) if single else tuple(argnums)
-            positions = tuple(k + n_args if k < 0 else k for k in positions)
-            for k in positions:
-                if not 0 <= k < n_args:
-                    raise InputError(
-                        f"argnums {argnums!r} refers to positional argument {k}, but the call "
-                        f"passes {n_args} positional arguments (keyword arguments are not "
-                        "differentiated; pass that argument positionally)")
+            positions, single = argnums_positions(argnums, n_args)
         others = tuple(k for k in range(n_args) if k not in positions)
         self._positions_cache[n_args] = (positions, others, single)
         return positions, others, single

@@ -54,7 +54,18 @@ class UnsupportedSyntaxError(LocatedError):
 
 
 class NotDifferentiableError(LocatedError):
-    """An active (differentiated) value reached something astad cannot differentiate."""
+    """An active (differentiated) value reached something astad cannot differentiate.
+
+    Made while a differentiation runs, it ends that differentiation even if the user's
+    code catches it (runtime/duals.py: ``level``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        note_refusal(self)
+
+
+def note_refusal(error) -> None:
+    """Replaced by runtime/duals.py, which keeps the refusals of running differentiations."""
 
 
 class SourceUnavailableError(AstadError):

@@ -29,7 +29,8 @@ import numpy as np
 
 from .runtime.array_dual import ARRAY_DUALS, ArrayDual, is_float_array
 from .errors import InputError
-from .runtime.duals import DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, innermost, new_dual
+from .runtime.duals import (DUAL_TYPES, FAST_PRIMALS, SCALAR_DUALS, Dual, NestedDual, innermost,
+                            new_dual)
 
 _NO_ENTRY = ()
 _setattr = object.__setattr__
@@ -51,7 +52,11 @@ def _run(walk):
 
 
 def _is_float(value) -> bool:
-    return type(value) is float or (isinstance(value, float) and type(value) is not bool)
+    """A float leaf: a float, a subclass of float (numpy.float64, the user's own) or another
+    numpy float scalar (numpy.float32). Read from the real type: a dual answers
+    ``isinstance(x, float)`` as its primal does, but is not a leaf of the user's data."""
+    t = type(value)
+    return t is float or (t is not bool and (issubclass(t, float) or issubclass(t, np.floating)))
 
 
 def _is_namedtuple(value) -> bool:
@@ -117,10 +122,10 @@ def _unsupported_argument(value, path: str):
 # Plan nodes: what interleave saw, so that the gradient can be rebuilt later even if the
 # function mutated its arguments. A plain int is a float leaf's input slot.
 class _Run:          # a list or tuple of exactly-float elements: slots start..start+n
-    __slots__ = ("start", "n", "kind")
+    __slots__ = ("start", "n", "kind", "element")  # element: float, or numpy.float64
 
-    def __init__(self, start, n, kind):
-        self.start, self.n, self.kind = start, n, kind
+    def __init__(self, start, n, kind, element=float):
+        self.start, self.n, self.kind, self.element = start, n, kind, element
 
 
 class _Node:         # a container: kind in "seq", "namedtuple", "map", "record"
@@ -203,7 +208,7 @@ class Interleaving:
 
     def _dual(self, x):
         """A dual for the float (or the dual of an enclosing level) ``x``, in a new slot."""
-        d = new_dual(Dual if type(x) is float else NestedDual)
+        d = new_dual(Dual if type(x) in FAST_PRIMALS else NestedDual)
         d.v = x
         d.i = len(self.tape)
         d.t = self.tape
@@ -255,21 +260,27 @@ class Interleaving:
         return _run(self._walk(value, "", False))[0]
 
     def _float_run(self, value):
-        """Duals for a list/tuple of floats, inline (no walk per element); None, with the
-        tape as it was, if an element is not a float."""
+        """Duals for a list/tuple of floats, or of numpy.float64 values, inline (no walk
+        per element); None, with the tape as it was, for any other."""
         for x in value:
             if type(x) is not float:
-                return None
+                break
+        else:
+            start = len(self.tape)
+            out = self._new_duals(value)
+            return out, _Run(start, len(out), type(value))
+        if not value or not set(map(type, value)) <= _FLOAT64:
+            return None
         start = len(self.tape)
         out = self._new_duals(value)
-        return out, _Run(start, len(out), type(value))
+        return out, _Run(start, len(out), type(value), np.float64)
 
     def _walk(self, value, path, active):
         t = type(value)
         if not active and (t is int or t is str or value is None or _is_float(value)):
             return value, None
-        if _is_float(value):
-            d = self._dual(float(value))
+        if _is_float(value):  # (a float subclass keeps its class: isinstance sees it)
+            d = self._dual(value)
             return (d, len(self.tape) - 1 if t is float else _FloatLeaf(len(self.tape) - 1, t))
         if t in SCALAR_DUALS:  # a value of an enclosing differentiation: a float here
             if not active:
@@ -278,8 +289,16 @@ class Interleaving:
         if is_float_array(value) or t in ARRAY_DUALS:
             if not active:
                 return value, None
+            # the same array twice is one input of reverse mode, as the same list is (its
+            # whole gradient at each place); forward mode keeps one tangent per place
+            seen = self.copies.get(id(value)) if self.level is self.tape else None
+            if seen is not None:
+                return seen[1], seen[2]
             d = self._array_dual(value)
-            return d, _ArrayLeaf(len(self.tape) - 1, value.shape, value.dtype)
+            plan = _ArrayLeaf(len(self.tape) - 1, value.shape, value.dtype)
+            if self.level is self.tape:
+                self._remember(value, d, plan)
+            return d, plan
         seen = self.copies.get(id(value))
         if seen is not None:  # the same mutable object twice: one copy, aliasing kept
             return seen[1], seen[2]
@@ -403,11 +422,30 @@ class Interleaving:
 
 
 # -- rebuild ------------------------------------------------------------------------------
+def float_gradient(g):
+    """The cotangent of a float leaf, as a float: partials of numpy.float64 values leave
+    numpy.float64 adjoints (a dual of an enclosing level stays as it is)."""
+    return float(g) if type(g) is np.float64 else g
+
+
+def run_gradient(plan, adjoint: list) -> list:
+    """The cotangents of a _Run's elements, of the elements' class."""
+    values = adjoint[plan.start:plan.start + plan.n]
+    if plan.element is float:
+        if set(map(type, values)) <= _FLOAT:
+            return values
+        return [float_gradient(g) for g in values]
+    return [np.float64(g) if type(g) is float else g for g in values]
+
+
+_FLOAT, _FLOAT64 = frozenset({float}), frozenset({np.float64})
+
+
 def build_gradient(plan, adjoint: list, arrays: dict):
     """The gradient described by ``plan``: adjoints at float leaves, the argument's own
     values elsewhere, the same types throughout, no user code run."""
     if type(plan) is int:
-        return adjoint[plan]
+        return float_gradient(adjoint[plan])
     if type(plan) is _FloatRecord:
         return _float_record_gradient(plan, adjoint)
     return _run(_build(plan, adjoint, arrays, {}))
@@ -416,26 +454,27 @@ def build_gradient(plan, adjoint: list, arrays: dict):
 def _float_record_gradient(plan, adjoint):
     obj = object.__new__(plan.cls)
     start = plan.start
-    obj.__dict__.update(zip(plan.names, adjoint[start:start + len(plan.names)]))
+    obj.__dict__.update(zip(plan.names, map(float_gradient,
+                                            adjoint[start:start + len(plan.names)])))
     return obj
 
 
 def _build(plan, adjoint, arrays, memo):
     t = type(plan)
     if t is int:
-        return adjoint[plan]
+        return float_gradient(adjoint[plan])
     if t is _ArrayLeaf:
         g = arrays.get(plan.slot)
         return np.zeros(plan.shape, plan.dtype) if g is None else g.astype(plan.dtype,
                                                                           copy=False)
     if t is _Run:
-        values = adjoint[plan.start:plan.start + plan.n]
+        values = run_gradient(plan, adjoint)
         return values if plan.kind is list else tuple(values)
     if t is _Const:
         return plan.value
     if t is _FloatLeaf:
         g = adjoint[plan.slot]
-        return plan.cls(g) if type(g) is float else g
+        return plan.cls(g) if type(g) in FAST_PRIMALS else g
     if t is _FloatRecord:
         return _float_record_gradient(plan, adjoint)
     built = memo.get(id(plan))
@@ -447,13 +486,13 @@ def _build(plan, adjoint, arrays, memo):
         if plan.cls is list:
             memo[id(plan)] = out
         for child in plan.children:
-            out.append(adjoint[child] if type(child) is int else
+            out.append(float_gradient(adjoint[child]) if type(child) is int else
                        (yield _build(child, adjoint, arrays, memo)))
         return out if plan.cls is list else tuple(out)
     if kind == "namedtuple":
         out = []
         for child in plan.children:
-            out.append(adjoint[child] if type(child) is int else
+            out.append(float_gradient(adjoint[child]) if type(child) is int else
                        (yield _build(child, adjoint, arrays, memo)))
         return tuple.__new__(plan.cls, out)
     if kind == "map":
@@ -466,7 +505,7 @@ def _build(plan, adjoint, arrays, memo):
     obj = object.__new__(plan.cls)  # record
     memo[id(plan)] = obj
     for name, child in plan.children:
-        _setattr(obj, name, adjoint[child] if type(child) is int else
+        _setattr(obj, name, float_gradient(adjoint[child]) if type(child) is int else
                  (yield _build(child, adjoint, arrays, memo)))
     return obj
 

@@ -116,7 +116,9 @@ def uses_complex_call(x):
 
 
 def uses_float_in_library(x):
-    return np.float64(x) * 2.0
+    y = np.zeros(2)
+    y[0] = x
+    return y[0] * 2.0
 
 
 def squares(xs):
@@ -206,9 +208,9 @@ RUNTIME = [
     Entry("complex()", uses_complex_call, "return complex(x, 1.0).real",
           astad.NotDifferentiableError, "complex() of a differentiated value",
           grad_of(uses_complex_call, 1.5)),
-    Entry("float() in code astad did not transform", uses_float_in_library,
-          "return np.float64(x) * 2.0", astad.NotDifferentiableError,
-          "converted to a plain float by code astad did not transform",
+    Entry("a differentiated value assigned into a plain numpy array", uses_float_in_library,
+          "y[0] = x", astad.NotDifferentiableError,
+          "assigned into a plain numpy array (y[i] = x) would lose its derivative",
           grad_of(uses_float_in_library, 1.5)),
     Entry("a generator function called with a differentiated value", uses_generator,
           "return sum(squares([x, 2.0]))", astad.NotDifferentiableError,
@@ -259,7 +261,7 @@ def _construct_start(entry) -> str:
         "a function with no source and no derivative (struct.pack)": "struct.pack(",
         "float methods (x.hex())": "x.hex",
         "complex numbers": "x * c", "complex()": "complex(",
-        "float() in code astad did not transform": "np.float64(",
+        "a differentiated value assigned into a plain numpy array": "y[0] = x",
         "a generator function called with a differentiated value": "squares(",
         "a differentiated value kept after its gradient call": "KEPT[-1] * 3.0",
     }.get(entry.construct, entry.line.strip().split("(")[0])

@@ -16,7 +16,8 @@ ordinary rules, so it is never less general than the unfused code.
 Leaves are evaluated before any operation of the group. So that this changes nothing
 observable, a group is not fused when an operation that can raise (``/``, ``**``,
 ``log``...) would, in Python's own order, run before a leaf that can raise or has side
-effects (a call, an index, an attribute).
+effects (a call, an index, an attribute, or a name that may be unbound:
+front/definite.py), so exceptions come in Python's order.
 """
 from __future__ import annotations
 
@@ -202,8 +203,9 @@ class Fuser:
         return 0
 
     @staticmethod
-    def _order_is_safe(tree) -> bool:
-        """No raising operation runs, in Python's order, before a leaf that may raise."""
+    def _order_is_safe(tree, certain=None) -> bool:
+        """No raising operation runs, in Python's order, before a leaf that may raise.
+        ``certain``: the ids of the name reads that cannot raise (None: every name)."""
         risky_seen = False
         safe = True
 
@@ -215,8 +217,9 @@ class Fuser:
                 if n.rule not in TOTAL_RULES and not (n.rule == "pow" and
                                                       n.exponent in (1, 2, 3)):
                     risky_seen = True
-            elif isinstance(n, Leaf) and risky_seen and not isinstance(
-                    n.node, (gast.Name, gast.Constant)):
+            elif isinstance(n, Leaf) and risky_seen and not isinstance(n.node, gast.Constant) \
+                    and not (isinstance(n.node, gast.Name) and (
+                        certain is None or id(n.node) in certain)):
                 safe = False
         walk(tree)
         return safe
@@ -225,7 +228,8 @@ class Fuser:
         """A call of a fused rule replacing ``node``, or None if not worth fusing."""
         leaves: list = []
         tree = self._build(node, leaves)
-        if not isinstance(tree, Op) or self._count(tree) < 2 or not self._order_is_safe(tree):
+        if not isinstance(tree, Op) or self._count(tree) < 2 or \
+                not self._order_is_safe(tree, self.t.certain_reads):
             return None
         if len(leaves) > 12:  # keep generated rules small; long sums still fuse in parts
             return None

@@ -27,6 +27,7 @@ import types
 import gast
 
 from ..front.activity import Activity, bound_names, shadowed_builtins
+from ..front.definite import certain_reads
 from ..runtime.calls import is_numpy_callable
 from .fuse import Fuser
 from ..front.normalize import INPLACE
@@ -82,6 +83,7 @@ class ReverseTransform(gast.NodeTransformer):
         self.dependencies: list = []
         self.fuser = Fuser(self, names.rule) if preaccumulate else None
         self.property_names = _property_names(fn)
+        self.certain_reads = certain_reads(root)  # names a fused rule may read early
         # callee -> (name of D[callee] in generated code or CALL_AS_IS, the bindings that
         # choice depends on), or None: found at run time by ad.rev. codegen decides (it
         # builds D[callee]).
@@ -168,6 +170,10 @@ class ReverseTransform(gast.NodeTransformer):
         if fused is not None:
             return fused
         self.generic_visit(node)
+        return self._rewrite_call(node)
+
+    def _rewrite_call(self, node):
+        """D of a call whose arguments are already transformed."""
         callee = self._static_callee(node.func)
         if callee is not MISSING:
             try:
@@ -184,7 +190,13 @@ class ReverseTransform(gast.NodeTransformer):
                 node.args.insert(0, self._tape())
                 return node
             if is_numpy_callable(callee):
-                return node  # numpy dispatches to the array rules itself (arrays.py)
+                # numpy dispatches to the array rules itself (array_dual.py); where a dual
+                # may reach it, lists holding duals become arrays first (numpy_values.py)
+                if any(self.activity.active(a) for a in node.args) or any(
+                        self.activity.active(k.value) for k in node.keywords):
+                    node.args.insert(0, node.func)
+                    node.func = self._rule("numpy", node.func)
+                return node
             if getattr(builtins, getattr(callee, "__name__", ""), None) is callee:
                 # Other builtins only move, compare or format values; a dual that reaches
                 # one that computes on floats raises (runtime.Dual), never passes silently.
@@ -251,7 +263,11 @@ class ReverseTransform(gast.NodeTransformer):
         elif isinstance(node, gast.UnaryOp):
             node.operand = self._on_primals(node.operand)
         elif isinstance(node, gast.Call):
+            # the rule itself, on primal arguments: for numbers it is the plain function;
+            # a list or an object still holding duals (sum(xs), abs(v) with a user
+            # __abs__) then meets the rule's own handling, never untransformed code
             node.args = [self._on_primals(a) for a in node.args]
+            return self._rewrite_call(node)
         return node
 
     def visit_Attribute(self, node):

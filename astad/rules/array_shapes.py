@@ -114,7 +114,7 @@ def _take_vjp(g, r, a, indices, axis=None, out=None, mode="raise"):
 def _repeat_vjp(g, r, a, repeats, axis=None):
     # the copies of each element are consecutive: sum them back (one int repeats only)
     if axis is None:
-        return np.sum(np.reshape(g, (-1, repeats)), axis=1).reshape(np.shape(a))
+        return np.sum(np.reshape(g, (np.size(a), repeats)), axis=1).reshape(np.shape(a))
     axis %= np.ndim(a)
     shape = np.shape(a)
     return np.sum(np.reshape(g, shape[:axis] + (shape[axis], repeats) + shape[axis + 1:]),

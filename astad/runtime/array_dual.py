@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
-from .duals import (DUAL_TYPES, PrimalView, ScalarDual, innermost,
+from .duals import (DUAL_TYPES, PrimalView, ScalarDual, conversion_error, innermost,
                     is_forward, reverse_dual)
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
@@ -71,13 +71,14 @@ class ArrayDualBase(PrimalView):
             yield self[k]
 
     def __array__(self, dtype=None, copy=None):
-        raise AstadError(
+        raise conversion_error(
             "a differentiated array was converted to a plain array by code astad cannot "
             "follow (np.asarray, or a C function), which would lose its derivative")
 
     def __float__(self):
-        raise AstadError("float() of a differentiated array in code astad did not transform "
-                         "would lose its derivative; use x.item() or x[()] in your function")
+        raise conversion_error(
+            "float() of a differentiated array in code astad did not transform would lose "
+            "its derivative; use x.item() or x[()] in your function")
 
     # numpy's dispatch protocols: every numpy call on an array dual comes here
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -171,6 +172,7 @@ def dispatch(func, args, kwargs):
         raise NotDifferentiableError(
             "astad does not differentiate numpy's where= argument; select with np.where "
             "or multiply by the mask instead", *user_location())
+    args, kwargs = CONVERT_LISTS[0](func, args, kwargs)  # lists holding duals: arrays
     level = innermost(args) if not kwargs else innermost(list(args) + list(kwargs.values()))
     if level is None:  # (numpy asked because of a dual of no level: cannot happen)
         return func(*args, **kwargs)
@@ -192,6 +194,9 @@ def dispatch(func, args, kwargs):
 
 # forward mode's application of a rule (astad/forward/arrays.py sets it)
 FORWARD: list = [None]
+# (func, args, kwargs) -> (args, kwargs) with lists holding duals made arrays
+# (rules/numpy_values.py sets it)
+CONVERT_LISTS: list = [lambda func, args, kwargs: (args, kwargs)]
 
 
 def _dual_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -226,7 +231,7 @@ def new_scalar(tape, value, backward, parents, context):
     """Record a scalar result of an array operation (a reduction, an element)."""
     if not parents:
         return value
-    d = reverse_dual(float(value) if type(value) is np.float64 else value, len(tape), tape)
+    d = reverse_dual(value, len(tape), tape)  # (numpy.float64 stays: numpy's scalar type)
     tape.append((backward, parents, context))
     return d
 

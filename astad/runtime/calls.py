@@ -23,7 +23,7 @@ import types
 
 from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
-from ..rules.scalar import PRIMITIVES, ad
+from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS, ad
 import numpy as np
 
 from ..rules.array import array_from, constant_array_method
@@ -88,6 +88,10 @@ def _guarded(f, reason: str = ""):
 
 
 _WRAPPERS: dict = {}
+# float, isinstance and type by any name (check = isinstance; check(x, float)): the rules
+# that see through a dual, as generated code calls them for the builtins' own names
+_TAPELESS = {original: _with_tape(getattr(ad, name))
+             for original, name in TAPELESS_BUILTINS.items()}
 
 
 def _generated_init(cls) -> bool:
@@ -190,6 +194,10 @@ def rev(f):
         name = None
     if name is not None:
         return getattr(ad, name)
+    tapeless = _TAPELESS.get(f) if type(f) is type or type(f) is types.BuiltinFunctionType \
+        else None
+    if tapeless is not None:  # float, isinstance, type reached by another name
+        return tapeless
     if type(f) is type:  # a class seen before (Vec3(...)): its constructor, at once
         wrapper = _WRAPPERS.get(f)
         if wrapper is not None:
@@ -230,8 +238,8 @@ def rev(f):
         return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:
         return _with_tape(f)  # already runs on the tape it was bound to
-    if is_numpy_callable(f):
-        return _with_tape(f)  # numpy's dispatch protocols find the array rules
+    if is_numpy_callable(f):  # numpy's dispatch finds the array rules (lists made arrays)
+        return lambda tape, *args, **kwargs: ad.numpy(f, *args, **kwargs)
     if t is functools.partial:  # D of a partial application: partial application of D
         inner, bound_args, bound_kwargs = rev(f.func), f.args, f.keywords
         return lambda tape, *args, **kwargs: inner(tape, *bound_args, *args,
@@ -321,6 +329,7 @@ def getattr_(tape, obj, name):
     return getattr(obj, name)
 
 
+ad.python_method = _python_method
 ad.user_binary = user_binary
 ad.user_unary = user_unary
 ad.getattr = getattr_
@@ -331,6 +340,7 @@ def is_numpy_callable(f) -> bool:
 
 
 # np.array / np.asarray of lists holding duals: numpy cannot dispatch on a list
+# (rules/numpy_values.py replaces them: a scalar dual too)
 _register_rule = PRIMITIVES.__setitem__
 ad.np_array = array_from
 ad.np_asarray = array_from
