@@ -23,7 +23,8 @@ from . import display
 from .argnums import argnums_positions, check_form
 from .runtime.array_dual import ArrayDual
 from .errors import AstadError, InputError
-from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
+from .leftovers import run
+from .runtime.duals import SCALAR_DUALS, Dual, is_nested, new_dual
 from .runtime.tape import sweep, sweep_and_free, sweep_general
 from .structure import (Interleaving, build_gradient, contains_float, float_gradient, primal,
                         seed)
@@ -118,13 +119,9 @@ def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -
         for k in others:
             dual_args[k] = state.copy_constant(args[k])
         kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
-    # the level this call is: its duals are constants of any differentiation inside it
-    with level(tape):
-        try:
-            result = rev(tape, *dual_args, **kwargs)
-        finally:
-            if state is not None and state.copies:
-                state.write_back()
+    # the level this call is: its duals are constants of any differentiation inside it;
+    # afterwards the caller's objects hold none of them (leftovers.py)
+    result = run(rev, tape, state, dual_args, kwargs)
     return _Forward(tape, n_inputs, result, plans, single,
                     state if state is not None and state.copies else None)
 

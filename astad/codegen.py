@@ -284,6 +284,7 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
     rev.__kwdefaults__ = fn.__kwdefaults__
     rev.__qualname__ = fn.__qualname__
     rev.__doc__ = f"astad's transformed version of {fn.__qualname__}"
+    rev._astad_origin = weakref.ref(fn)  # (what it may reach after a call: leftovers.py)
     if itself is not None:
         itself.cell_contents = rev
     return rev

@@ -221,7 +221,7 @@ def test_c_function_in_untransformed_code_is_an_error_with_a_location():
     assert f.grad(4.0) == pytest.approx(0.25)  # followed and transformed: works
 
 
-def test_escaped_dual_is_an_error_later():
+def test_a_value_kept_in_a_closure_list_ends_plain_and_one_astad_cannot_see_is_an_error():
     kept = []
 
     @astad.reverse_diff
@@ -229,8 +229,16 @@ def test_escaped_dual_is_an_error_later():
         kept.append(x)
         return x * 2.0
     f.grad(1.0)
+    assert kept == [1.0] and type(kept[0]) is float  # as the original leaves it
+    hidden = []
+
+    @astad.reverse_diff
+    def g(x):
+        hidden.append(iter([x]))  # an iterator: astad cannot look inside to clean it
+        return x * 2.0
+    g.grad(1.0)
     with pytest.raises(astad.AstadError, match="has returned"):
-        kept[0] * 3.0
+        next(hidden[0]) * 3.0
 
 
 # ==========================================================================================

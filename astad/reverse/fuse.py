@@ -110,6 +110,8 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "") -> tuple:
                 return ["1.0"]
             if c == 2:
                 return [f"2.0 * {n.inputs[0]}"]
+            if c < 0:  # (x ** (c - 1) raises OverflowError where r / x is just inf)
+                return [f"{c!r} * ({n.var} / {n.inputs[0]})"]
             return [f"{c!r} * {n.inputs[0]} ** {c - 1!r}"]
         if n.rule in BINARY_RULES:
             names = {"x": n.inputs[0], "y": n.inputs[1], "r": n.var}

@@ -352,14 +352,16 @@ _register("divmod", divmod_, builtins.divmod)
 
 
 def _pow_partials(x, y, r, need_y: bool):
-    """Partials of x ** y on floats. d/dx = y x^(y-1), written so (not y r / x, which
-    overflows or underflows where r does: x ** 2 at 1e154, x ** 3 at 1e-120) and 0 for
-    y == 0 (x ** 0 is 1 everywhere); d/dy = r log x, 0 where r == 0 or x == 0 (JAX's
-    choice: the y-partial of 0 ** y at y == 0 is 0, not log 0)."""
+    """Partials of x ** y on floats. d/dx = y x^(y-1): for y >= 1 as written (y r / x
+    would overflow or underflow where r does: x ** 2 at 1e154, x ** 3 at 1e-120), for
+    y < 1 as y (r / x) (x ** (y - 1) would raise OverflowError where the derivative is
+    merely infinite: x ** -1 at 1e-170), and 0 for y == 0 (x ** 0 is 1 everywhere);
+    d/dy = r log x, 0 where r == 0 or x == 0 (JAX's choice: the y-partial of 0 ** y at
+    y == 0 is 0, not log 0)."""
     if y == 0:
         dx = 0.0
     elif x != 0.0:
-        dx = y * x ** (y - 1)
+        dx = y * x ** (y - 1) if y >= 1 else y * (r / x)
     elif y == 1:
         dx = 1.0
     elif y > 1:
@@ -397,7 +399,7 @@ def _pow_dx(x, y, r):
         return 0.0
     if x == 0.0 and y < 1:
         return _INF
-    return y * x ** (y - 1)
+    return y * x ** (y - 1) if y >= 1 else y * (r / x)  # (as _pow_partials)
 
 
 def _pow_dy(x, y, r):
@@ -558,6 +560,8 @@ def hypot(tape, *coordinates):
 
 
 _register("hypot", hypot, math.hypot)
+# the general math namespace's hypot: any number of coordinates, like math.hypot
+general_namespace()["hypot"] = lambda *coordinates: hypot(None, *coordinates)
 
 
 def _ones(xs, r):
@@ -659,6 +663,36 @@ def prod(tape, iterable, start=1):
 _register("prod", prod, math.prod)
 
 
+if hasattr(math, "sumprod"):  # Python >= 3.12
+    def sumprod(tape, p, q):
+        """math.sumprod(p, q) = sum of p[k] q[k] (computed as math does, in extended
+        precision, on floats): one entry, the partial of p[k] is q[k] and of q[k] p[k]."""
+        p, q = list(p), list(q)
+        n = len(p)
+        if len(q) != n:  # math's own error
+            math.sumprod([full_primal(v) for v in p], [full_primal(v) for v in q])
+
+        def primal(xs):
+            a, b = xs[:n], xs[n:]
+            if any(type(x) in SCALAR_DUALS for x in xs):  # a dual of an enclosing level
+                return builtins.sum([x * y for x, y in zip(a, b)])
+            return math.sumprod(a, b)
+        return _many(tape, p + q, primal, lambda xs, r: xs[n:] + xs[:n], primal)
+
+    _register("sumprod", sumprod, math.sumprod)
+
+if hasattr(math, "fma"):  # Python >= 3.13
+    def fma(tape, x, y, z):
+        """math.fma(x, y, z) = x y + z, rounded once: partials y, x, 1."""
+        def primal(xs):
+            if any(type(v) in SCALAR_DUALS for v in xs):
+                return xs[0] * xs[1] + xs[2]
+            return math.fma(*xs)
+        return _many(tape, [x, y, z], primal, lambda xs, r: [xs[1], xs[0], 1.0], primal)
+
+    _register("fma", fma, math.fma)
+
+
 # --- In-place operators (``t op= v``): Python's in-place semantics unless a dual is involved
 def _inplace(rule, python_op):
     def call(tape, a, b):
@@ -681,8 +715,9 @@ def _primal_only(fn):
     return call
 
 
-for _fn in (math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
-            math.isclose):
+PRIMAL_ONLY_FUNCTIONS = (math.floor, math.ceil, math.trunc, math.isnan, math.isinf,
+                         math.isfinite, math.isclose)
+for _fn in PRIMAL_ONLY_FUNCTIONS:
     _register(_fn.__name__, _primal_only(_fn), _fn)
 
 

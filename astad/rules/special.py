@@ -30,7 +30,7 @@ def polygamma(n: int, x: float) -> float:
     total = 0.0
     while x < _LARGE:
         # psi_n(x) = psi_n(x + 1) - (-1)^n n! / x^(n+1) = psi_n(x + 1) + sign n! / x^(n+1)
-        total += sign * factorial / x ** (n + 1)
+        total += sign * factorial * _inverse_power(x, n + 1)
         x += 1.0
     inv = 1.0 / x
     inv2 = inv * inv
@@ -45,6 +45,14 @@ def polygamma(n: int, x: float) -> float:
         series = series * inv2 + _SERIES[k - 1] * math.factorial(2 * k + n - 1)
     head = math.factorial(n - 1) * inv ** n + factorial * 0.5 * inv ** (n + 1)
     return total + sign * (head + series * inv2 * inv ** n)
+
+
+def _inverse_power(x: float, m: int) -> float:
+    """x^-m, infinite (of its sign) where it overflows rather than an OverflowError."""
+    try:
+        return (1.0 / x) ** m
+    except OverflowError:
+        return math.copysign(math.inf, x) if m % 2 else math.inf
 
 
 def digamma(x: float) -> float:
