@@ -22,7 +22,7 @@ from . import codegen
 from . import display
 from .argnums import argnums_positions, check_form
 from .runtime.array_dual import ArrayDual
-from .errors import AstadError, InputError
+from .errors import AstadError, InputError, SignatureError
 from .leftovers import run
 from .runtime.duals import SCALAR_DUALS, Dual, is_nested, new_dual
 from .runtime.tape import sweep, sweep_and_free, sweep_general
@@ -190,7 +190,7 @@ class DiffFunction:
             try:
                 self._signature.bind(*args, **kwargs)
             except TypeError as exc:
-                raise TypeError(f"{self.__name__}(): {exc}") from None
+                raise SignatureError(f"{self.__name__}(): {exc}") from None
 
     def _positions(self, n_args: int) -> tuple:
         """Which positional arguments to differentiate (cached per argument count).

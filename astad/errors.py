@@ -76,6 +76,12 @@ class InputError(AstadError):
     """The arguments or cotangents given to ``.grad``/``.vjp`` are not usable."""
 
 
+class SignatureError(InputError, TypeError):
+    """The arguments given to ``.grad``/``.vjp`` do not fit the function's signature: the
+    TypeError Python would give for the call (an AstadError too, so tools that report
+    astad's errors, such as ``python -m astad check``, report it as one)."""
+
+
 _ASTAD_DIR = os.path.dirname(os.path.abspath(__file__))
 RULE_FILENAME = "<astad rule>"  # the file name of rules compiled from astad's templates
 

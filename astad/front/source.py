@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import gast
 
 from ..errors import SourceUnavailableError
+from .lambdas import lambdas_in
 
 
 @dataclass
@@ -65,8 +66,14 @@ def parse_function(fn) -> ParsedFunction:
             module = gast.parse("(\n" + dedented + "\n)")
             firstlineno -= 1
         except SyntaxError as exc:
-            raise SourceUnavailableError(
-                f"cannot parse the source of {fn.__qualname__!r} in {filename}: {exc}") from None
+            # (a lambda that is a value in a multi-line dict literal: cut out alone)
+            found = lambdas_in(text, firstlineno) if code.co_name == "<lambda>" else []
+            if not found:
+                raise SourceUnavailableError(
+                    f"cannot parse the source of {fn.__qualname__!r} in {filename}: "
+                    f"{exc}") from None
+            module, indent, firstlineno = gast.Module(body=[gast.Expr(value=lam) for lam in
+                                                            found], type_ignores=[]), 0, 1
     gast.increment_lineno(module, firstlineno - 1)
     _shift_columns(module, indent)
     node = _find_definition(module, fn, filename)

@@ -38,6 +38,14 @@ from .generic import (RULES, Rule, _inv, _sign, add_term, apply as general, appl
 
 # digamma for the general rules (gamma's partial, differentiated again at any order)
 general_namespace()["_digamma"] = special.general(general, Rule, is_dual)
+# sech^2 x = 4 e / (1 + e)^2 with e = exp(-2|x|): tanh's partial where 1 - r^2 cancels
+# (its text, compiled for the fast paths here and for the general rules' namespace)
+_SECH2 = """
+def _sech2(x):
+    e = exp(-2.0 * abs(x))
+    return 4.0 * e / ((1.0 + e) * (1.0 + e))
+"""
+exec(compile(_SECH2, RULE_FILENAME, "exec"), general_namespace())  # astad's own text
 
 # The namespace generated code calls into, as ``ad.<name>``.
 ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")
@@ -143,6 +151,7 @@ _NAMESPACE = {
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
 _NAMESPACE.update({"ad": ad, "NUMBER": (int, float), "gradient_of": gradient_of,
                    "accumulate": itertools.accumulate})
+exec(compile(_SECH2, RULE_FILENAME, "exec"), _NAMESPACE)  # (plain math: the fast paths)
 
 
 def rule_namespace() -> dict:
@@ -281,7 +290,8 @@ def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = No
           math_name: str | None = None):
     define(name, primal, (dx,), "x", math_name)
     impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx, general=name,
-                    fallback=fallback or f"math.{name}(a)")
+                    fallback=fallback or f"math.{name}(a) if type(a) in NUMBER else "
+                    f"ad.via_float(rule_{name}, tape, (a,), math.{name})")
     _register(name, impl, *originals)
     UNARY_RULES[name] = (primal, dx)
 
@@ -291,7 +301,9 @@ def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
            math_name: str | None = None):
     define(name, primal, (dx, dy), "x, y", math_name)
     impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy, general=name,
-                    sym=sym or name, fallback=fallback or f"math.{name}(a, b)")
+                    sym=sym or name, fallback=fallback or f"math.{name}(a, b) if type(a) in "
+                    f"NUMBER and type(b) in NUMBER else "
+                    f"ad.via_float(rule_{name}, tape, (a, b), math.{name})")
     _register(name, impl, *originals)
     BINARY_RULES[name] = (primal, dx, dy)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
@@ -469,9 +481,7 @@ unary("atan", "atan(x)", "1.0 / (1.0 + x * x) if -1e150 < x < 1e150 else 1.0 / x
       math.atan)
 unary("sinh", "sinh(x)", "cosh(x)", math.sinh)
 unary("cosh", "cosh(x)", "sinh(x)", math.cosh)
-unary("tanh", "tanh(x)", "1.0 - r * r if -0.5 < x < 0.5 else "
-      "4.0 * exp(-2.0 * abs(x)) / ((1.0 + exp(-2.0 * abs(x))) * (1.0 + exp(-2.0 * abs(x))))",
-      math.tanh)
+unary("tanh", "tanh(x)", "1.0 - r * r if -0.5 < x < 0.5 else _sech2(x)", math.tanh)
 unary("asinh", "asinh(x)", "1.0 / hypot(x, 1.0)", math.asinh)
 unary("acosh", "acosh(x)", "_inv(sqrt(x - 1.0) * sqrt(x + 1.0))", math.acosh)
 unary("atanh", "atanh(x)", "1.0 / ((1.0 - x) * (1.0 + x))", math.atanh)
@@ -759,6 +769,20 @@ def type_(obj, *rest):
     return obj.__class__ if t in DUAL_TYPES else t
 
 
+def via_float(rule, tape, args, plain):
+    """A math function's rule given an object of a user's class (no dual among the
+    arguments as they are): where its ``__float__`` (Python code, transformed) gives a
+    differentiated value, the rule on that value; otherwise the math function itself,
+    Python's own behaviour (its result, or its error for a string)."""
+    converted = [float_(a) if builtins.type(a) not in _PLAIN_FLOAT_ARGUMENTS and
+                 ad.python_method(builtins.type(a), "__float__") is not None else a
+                 for a in args]
+    if any(builtins.type(a) in SCALAR_DUALS for a in converted):
+        return rule(tape, *converted)
+    return plain(*args)
+
+
+ad.via_float = via_float
 ad.float = float_
 ad.isinstance = isinstance_
 ad.type = type_
