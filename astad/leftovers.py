@@ -22,20 +22,21 @@ import collections
 import os
 import sys
 import sysconfig
+import threading
 import types
 import weakref
 
 import numpy as np
 
 from .containers import copy_mapping, set_entries, set_items
-from .runtime.duals import DUAL_TYPES, level
+from .runtime.duals import DUAL_TYPES, level, running
 from .structure import _is_instance, _is_record, _new_object, record_attributes
 
 _setattr = object.__setattr__
 _LIBRARY_DIRS = tuple({os.path.normcase(p) for p in (
     sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib"),
     sysconfig.get_paths().get("purelib"), sysconfig.get_paths().get("platlib"),
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) if p})
+    os.path.dirname(os.path.abspath(__file__))) if p})
 _NOT_DATA = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
              types.MethodType, staticmethod, classmethod, property)
 
@@ -184,36 +185,61 @@ def origin_of(rev):
 
 
 # -- the run ------------------------------------------------------------------------------
+class _Pending(threading.local):
+    """What the differentiations running inside the current one could reach: an inner
+    call cleans its own duals, leaving the values of enclosing levels in their place, so
+    each enclosing level cleans those places again when it ends."""
+
+    def __init__(self):
+        self.places: list = []  # (roots or None, objects)
+
+
+_pending = _Pending()
+
+
 def run(rev, handle, state, args, kwargs):
     """``rev(handle, *args, **kwargs)`` as the differentiation ``handle``; afterwards the
     caller's arguments are written back (``state``, an Interleaving, may be None) and no
     object the call could reach holds a dual of it. Return the result, detached from the
     objects changed."""
+    places = _pending.places
+    mark = len(places)
     with level(handle):
         try:
             result = rev(handle, *args, **kwargs)
         except BaseException:
-            _finish(rev, handle, state, None)
+            _finish(rev, handle, state, None, places, mark)
             raise
-        return _finish(rev, handle, state, result)
+        return _finish(rev, handle, state, result, places, mark)
 
 
-def _finish(rev, handle, state, result):
+def _finish(rev, handle, state, result, places, mark):
     if state is not None and state.copies:
         state.write_back()
     fn, bound = origin_of(rev)
     roots = roots_of(fn) if fn is not None else None
-    opaque = state.opaque if state is not None else ()
-    if bound is None and not opaque and (roots is None or roots.empty()):
+    objects = list(state.opaque) if state is not None else []
+    if bound is not None:
+        objects.append(bound)
+    if objects or (roots is not None and not roots.empty() and not any(
+            place[0] is roots and not place[1] for place in places[mark:])):
+        places.append((roots, objects))  # (an inner call run many times: its roots once)
+    if len(places) == mark:
         return result  # (the common case: nothing but the arguments to look at)
     cleaner = Cleaner(handle, result)
-    if bound is not None:
-        cleaner.clean_value(bound)
-    for obj in opaque:
-        cleaner.clean_value(obj)
-    if roots is not None:
-        cleaner.clean_roots(roots)
+    for place_roots, place_objects in places[mark:]:
+        for obj in place_objects:
+            cleaner.clean_value(obj)
+        if place_roots is not None:
+            cleaner.clean_roots(place_roots)
+    if not is_running_inside():
+        del places[mark:]  # (the outermost: nobody else to clean for)
     return cleaner.result
+
+
+def is_running_inside() -> bool:
+    """Is a differentiation running around the one ending now (still on the stack)?"""
+    return len(running.stack) > 1
 
 
 class Cleaner:

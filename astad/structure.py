@@ -418,7 +418,7 @@ class Interleaving:
             copy = set(value)
             self._remember(value, copy, None, set(copy))
             return copy, _Const(value)
-        if _is_instance(value):
+        if _is_instance(value) or (t is np.ndarray and value.dtype == object):
             self.opaque.append(value)
         return value, _Const(value)
 

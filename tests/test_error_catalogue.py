@@ -82,20 +82,6 @@ def uses_compile(x):
     return x
 
 
-def uses_float_pattern(x):
-    match x:
-        case float(v):
-            return v
-    return x
-
-
-def uses_int_pattern(x):
-    match x:
-        case int():
-            return x
-    return x
-
-
 # ---------------------------------------------------------------------------------------
 # What astad refuses when a differentiated value reaches it
 
@@ -188,10 +174,6 @@ SYNTAX = [
           "eval(), which runs code astad cannot read"),
     Entry("compile", uses_compile, 'compile("x", "<s>", "eval")',
           astad.UnsupportedSyntaxError, "compile(), which builds code astad cannot read"),
-    Entry("case float(...)", uses_float_pattern, "case float(v):",
-          astad.UnsupportedSyntaxError, "a 'float(...)' class pattern in 'match'"),
-    Entry("case int(...)", uses_int_pattern, "case int():", astad.UnsupportedSyntaxError,
-          "a 'int(...)' class pattern in 'match'"),
 ]
 
 RUNTIME = [
@@ -256,7 +238,6 @@ def _construct_start(entry) -> str:
     """The text the caret must point at: the statement for syntax, the call or operand
     of the operation for the rest."""
     return {
-        "case float(...)": "float(", "case int(...)": "int(",
         "exec": "exec(", "eval": "eval(", "compile": "compile(",
         "a function with no source and no derivative (struct.pack)": "struct.pack(",
         "float methods (x.hex())": "x.hex",

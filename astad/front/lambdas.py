@@ -56,9 +56,20 @@ def _tokens_until_error(text: str) -> list:
 
 def _end_of(tokens: list, start: int):
     """Where the lambda starting at token ``start`` ends: the (row, col) of the first token
-    after it that is not part of it."""
-    depth = 0
-    for token in tokens[start + 1:]:
+    after it that is not part of it (after its parameters: their commas are its own)."""
+    depth, k = 0, start + 1
+    while k < len(tokens):  # its colon: the first at its own bracket depth
+        token = tokens[k]
+        k += 1
+        if token.type == tokenize.OP and token.string in _OPEN:
+            depth += 1
+        elif token.type == tokenize.OP and token.string in _CLOSE:
+            depth -= 1
+        elif depth == 0 and token.type == tokenize.OP and token.string == ":":
+            break
+    else:
+        return None
+    for token in tokens[k:]:
         if token.type == tokenize.OP and token.string in _OPEN:
             depth += 1
         elif token.type == tokenize.OP and token.string in _CLOSE:

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..runtime.array_dual import (ARRAY_RULES, ArrayDual, accumulate, add_check, cotangent,
-                                  dispatch,
+from ..runtime.array_dual import (ARRAY_RULES, CONVERT_LISTS, ArrayDual, accumulate,
+                                  add_check, cotangent, dispatch,
                                   is_active, new_array, new_scalar, parent_of, primal_of,
                                   unbroadcast)
 from ..runtime.duals import DUAL_TYPES, reverse_dual
@@ -339,7 +339,7 @@ register_elementwise(np.where, None, lambda c, x, y, r: np.asarray(c, dtype=bool
 # -- reductions ---------------------------------------------------------------------------
 def _expand(g, shape, axis, keepdims):
     """Bring the cotangent of a reduction back to the reduced array's shape."""
-    g = np.asarray(g)
+    g = g if type(g) in DUAL_TYPES else np.asarray(g)  # (a dual: numpy's dispatch follows)
     if axis is not None and not keepdims:
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         axes = tuple(a % len(shape) for a in axes)
@@ -372,7 +372,7 @@ def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
         if len(where):  # (none: initial= was the extreme)
             grad.flat[where] = np.ravel(g)[0] / len(where)
         return grad
-    g = np.asarray(g)
+    g = g if type(g) in DUAL_TYPES else np.asarray(g)
     if not keepdims:
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         g = np.expand_dims(g, tuple(a % len(shape) for a in axes))
@@ -528,6 +528,7 @@ def constant_array_method(method):
     array = method.__self__
 
     def call(tape, *args, **kwargs):
+        args, kwargs = CONVERT_LISTS[0](fn, args, kwargs)  # (c.dot(xs): xs an array)
         if any(is_dual(a) for a in args) or any(is_dual(v) for v in kwargs.values()):
             if fn is None:
                 raise NotDifferentiableError(

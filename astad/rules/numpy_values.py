@@ -46,8 +46,9 @@ def _as_array_backward(adjoint, arrays, k, parents, context):
 
 
 def _as_array_rule(tape, x):
-    return new_array(tape, np.asarray(primal_of(x, tape)), _as_array_backward,
-                     (parent_of(x),), None)
+    value = primal_of(x, tape)  # (a dual of an enclosing level: a 0-d array at its level)
+    value = to_array(value) if type(value) in SCALAR_DUALS else np.asarray(value)
+    return new_array(tape, value, _as_array_backward, (parent_of(x),), None)
 
 
 ARRAY_RULES[as_array] = _as_array_rule

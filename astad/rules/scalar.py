@@ -873,9 +873,9 @@ def _positional(fn, args, kwargs) -> tuple:
     except ValueError:  # no signature (a C function)
         raise TypeError(f"{getattr(fn, '__name__', fn)!r} is registered by its partials per "
                         "positional argument; call it with positional arguments") from None
-    bound.apply_defaults()
-    if bound.kwargs:
+    if bound.kwargs:  # keyword-only arguments given: no partial is registered for them
         raise TypeError(f"{getattr(fn, '__name__', fn)!r} is registered by its partials per "
-                        "positional argument; pass its keyword-only arguments "
-                        f"{sorted(bound.kwargs)} positionally, or register a wrapper")
+                        f"positional argument; its keyword-only arguments {sorted(bound.kwargs)}"
+                        " cannot be given: register a wrapper that takes them positionally")
+    bound.apply_defaults()
     return bound.args

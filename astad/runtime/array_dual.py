@@ -212,6 +212,19 @@ ScalarDual.__array_ufunc__ = _dual_ufunc
 ScalarDual.__array_function__ = _dual_function
 
 
+def _scalar_array(self, dtype=None, copy=None):
+    """numpy converting a scalar dual to a plain array (np.asarray(x), np.array([x, y])
+    in code astad did not transform) would lose its derivative, or make an object array
+    of duals that no rule follows: refused. (Generated code converts with the rule of
+    np.array instead: rules/numpy_values.py.)"""
+    raise conversion_error(
+        "a differentiated value was converted to a numpy array by code astad did not "
+        "transform (np.asarray, np.array of a list), which would lose its derivative")
+
+
+ScalarDual.__array__ = _scalar_array
+
+
 # -- recording (reverse mode) ---------------------------------------------------------------
 def is_active(value, tape) -> bool:
     """Is ``value`` a dual of the level ``tape`` (reverse mode: an array or a scalar dual)?"""

@@ -14,6 +14,7 @@ D[a] -> D[b]). ``ad.rev(f)`` returns a callable taking the tape first:
 from __future__ import annotations
 
 import builtins
+import collections
 import copy
 import functools
 import itertools
@@ -34,7 +35,7 @@ from ..structure import contains_dual
 GENERATED_CODE: set = set()
 
 # Builtin types whose methods only store, move or compare values (never compute on them).
-_CONTAINER_TYPES = (list, dict, set, frozenset, tuple, str, bytes, range)
+_CONTAINER_TYPES = (list, dict, set, frozenset, tuple, str, bytes, range, collections.deque)
 # Builtins that only store, move, compare or format values: safe with duals inside.
 _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.reversed, builtins.list, builtins.tuple, builtins.dict, builtins.set,
@@ -46,7 +47,8 @@ _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.issubclass, dataclasses.replace,
                dataclasses.astuple, dataclasses.asdict, copy.copy, copy.deepcopy,
                object.__setattr__, object.__delattr__, object.__getattribute__, builtins.vars,
-               builtins.isinstance, builtins.type, builtins.iter}
+               builtins.isinstance, builtins.type, builtins.iter, types.SimpleNamespace,
+               collections.deque}
 
 
 def _with_tape(f):
@@ -232,8 +234,9 @@ def rev(f):
                                     f.__self__)
         except AstadError as exc:
             return _guarded(f, _reason(exc))
-    if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) in _CONTAINER_TYPES:
-        return _with_tape(f)
+    if t is types.BuiltinMethodType and isinstance(getattr(f, "__self__", None),
+                                                   _CONTAINER_TYPES):
+        return _with_tape(f)  # (also of a subclass: list.append of a list subclass)
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ndarray:
         return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:
