@@ -127,6 +127,13 @@ WALKED_OBJECTS = (collections.UserList, collections.UserDict, collections.ChainM
                   types.SimpleNamespace)
 
 
+_WALKED_KINDS: dict = {}  # class -> is it one of WALKED_OBJECTS (or a subclass)?
+
+
 def is_walked_object(value) -> bool:
     """A standard-library container kept in its attributes: walked as a dataclass is."""
-    return isinstance(value, WALKED_OBJECTS)
+    cls = type(value)
+    known = _WALKED_KINDS.get(cls)
+    if known is None:  # (abc's isinstance is slow: once per class)
+        known = _WALKED_KINDS[cls] = issubclass(cls, WALKED_OBJECTS)
+    return known

@@ -309,6 +309,8 @@ class Interleaving:
         t = type(value)
         if not active and (t is int or t is str or value is None or _is_float(value)):
             return value, None
+        if t is int or t is str or t is bool or value is None:  # (the common constants)
+            return value, _Const(value)
         if _is_float(value):  # (a float subclass keeps its class: isinstance sees it)
             d = self._dual(value)
             return (d, len(self.tape) - 1 if t is float else _FloatLeaf(len(self.tape) - 1, t))

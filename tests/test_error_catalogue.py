@@ -10,11 +10,13 @@ tests parse that page and compare it with this catalogue, so the two cannot drif
 """
 from __future__ import annotations
 
+import array
 import dataclasses
 import inspect
 import os
 import re
 import struct
+import warnings
 
 import numpy as np
 import pytest
@@ -267,7 +269,18 @@ ARGUMENTS = [
     ("a complex number", grad_of(total, [1.0, 2j]), "args[0][1] is a complex number"),
     ("no float to differentiate", grad_of(total, "abc"),
      "no argument chosen for differentiation holds a float"),
+    ("an array.array of floats", grad_of(total, array.array("d", [1.0])),
+     "args[0] is an array.array of floats"),
+    ("a subclass of numpy's ndarray (numpy.matrix)",
+     lambda: astad.reverse_diff(total).grad(_matrix()),
+     "args[0] is a matrix, a subclass of numpy's ndarray"),
 ]
+
+
+def _matrix():
+    with warnings.catch_warnings():  # (numpy recommends against the matrix class)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        return np.matrix([[1.0, 2.0]])
 
 
 @pytest.mark.parametrize("name, trigger, phrase", ARGUMENTS, ids=[a[0] for a in ARGUMENTS])
