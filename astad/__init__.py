@@ -16,7 +16,7 @@ from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnava
 from .rules.scalar import register_scalar
 from .rules.array import register_elementwise, register_jvp, register_vjp
 from .runtime import calls as _calls  # noqa: F401  (installs ad.rev)
-from .rules.custom import custom_vjp, stop_gradient
+from .rules.custom import custom_jvp, custom_vjp, stop_gradient
 from . import testing  # noqa: F401  (astad.testing.check_grads)
 from .display import show
 from . import forward as _forward  # noqa: F401
@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian",
            "hessian", "StaleDualError", "reverse_diff", "DiffFunction", "Pullback",
-           "register_scalar", "register_vjp",
-           "register_elementwise", "register_jvp", "custom_vjp", "stop_gradient", "AstadError",
+           "register_scalar", "register_vjp", "register_elementwise", "register_jvp",
+           "custom_vjp", "custom_jvp", "stop_gradient", "AstadError",
            "InputError", "NotDifferentiableError", "SourceUnavailableError",
            "UnsupportedSyntaxError", "show", "testing", "__version__"]

@@ -7,7 +7,8 @@
 Exit status: 0 when the command did what was asked (``check``: the gradient agrees with
 finite differences), 1 when ``check`` finds a mismatch or astad refuses the function or
 its arguments, 2 for a usage error (a target that cannot be found or loaded, an argument
-that is not a literal).
+that is not a literal). When the reader of the output goes away (``... | head``), the
+command stops quietly with status 141, as a Unix tool killed by SIGPIPE does.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import ast
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 import traceback
 import types
@@ -253,13 +255,27 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)  # --help, no command, an unknown command: usage
 
 
+# the status a shell reports for a process killed by SIGPIPE (128 + 13); Windows has none
+_BROKEN_PIPE_STATUS = 128 + getattr(signal, "SIGPIPE", 13)
+
+
 def main(argv: list[str] | None = None) -> int:
     options = _parse(sys.argv[1:] if argv is None else list(argv))
     try:
-        return _show(options) if options.command == "show" else _check(options)
+        status = _show(options) if options.command == "show" else _check(options)
+        sys.stdout.flush()  # now, so that a closed pipe is seen here and not at exit
+        return status
     except UsageError as exc:
         print(f"python -m astad {options.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader has gone (`python -m astad show ... | head`). Send what is still
+        # buffered to /dev/null, or the interpreter's own flush at exit would report the
+        # broken pipe again (the recipe of the signal module's documentation).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return _BROKEN_PIPE_STATUS
 
 
 if __name__ == "__main__":

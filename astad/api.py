@@ -11,26 +11,30 @@ import contextlib
 import functools
 import gc
 import inspect
+import threading
 import types
 from collections.abc import Callable
-from typing import Any, Protocol, overload
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 import numpy as np
 
 from . import codegen
 
 from . import display
+from . import pickling
 from .argnums import argnums_positions, check_form
-from .runtime.array_dual import ArrayDual
+from .runtime.array_dual import ArrayDual, index_of
 from .errors import AstadError, InputError, SignatureError
 from .leftovers import run
-from .runtime.duals import SCALAR_DUALS, Dual, is_nested, new_dual
+from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
 from .runtime.tape import sweep, sweep_and_free, sweep_general
+from .rules.array_writes import UNDO
 from .structure import (Interleaving, build_gradient, contains_float, float_gradient, primal,
                         seed)
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
+_finishing = threading.RLock()  # (DiffFunction.__getattr__)
 
 
 class Pullback:
@@ -57,11 +61,12 @@ class Pullback:
 class _Forward:
     """What one forward pass leaves for the backward pass."""
 
-    __slots__ = ("tape", "n_inputs", "result", "plans", "single", "originals")
+    __slots__ = ("tape", "n_inputs", "result", "plans", "single", "originals", "writes")
 
-    def __init__(self, tape, n_inputs, result, plans, single, originals):
+    def __init__(self, tape, n_inputs, result, plans, single, originals, writes=()):
         self.tape, self.n_inputs, self.result = tape, n_inputs, result
         self.plans, self.single, self.originals = plans, single, originals
+        self.writes = writes  # [(entry index, Write)]: writes into arrays (array_writes.py)
 
     def value(self):
         return self.primal_of(self.result)
@@ -74,10 +79,26 @@ class _Forward:
             originals = self.originals = originals.originals()
         return primal(value, originals, self.tape)
 
+    def sweep(self, adjoint, arrays, sweep=sweep, **options):
+        """Sweep the tape (``sweep_and_free`` when it is not needed again, runtime.py).
+        Writes into arrays are undone as the sweep passes them, so that every entry sees
+        the values it saw, and done again after it, so that the arrays end as the
+        function left them (array_writes.py)."""
+        writes = self.writes
+        if not writes:
+            sweep(self.tape, adjoint, self.n_inputs, arrays, **options)
+            return
+        for k, _ in writes:  # a write's entry always runs: it undoes the write
+            adjoint[k] = UNDO
+        try:
+            sweep(self.tape, adjoint, self.n_inputs, arrays, **options)
+        finally:
+            for _, write in writes:
+                write.redo()
+
     def gradients(self, adjoint, arrays, sweep=sweep):
-        """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A).
-        ``sweep_and_free`` when the tape is not needed again (runtime.py)."""
-        sweep(self.tape, adjoint, self.n_inputs, arrays)
+        """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A)."""
+        self.sweep(adjoint, arrays, sweep)
         if self.single:
             return build_gradient(self.plans[0], adjoint, arrays)
         return tuple([float_gradient(adjoint[plan]) if type(plan) is int else
@@ -121,9 +142,11 @@ def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -
         kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
     # the level this call is: its duals are constants of any differentiation inside it;
     # afterwards the caller's objects hold none of them (leftovers.py)
-    result = run(rev, tape, state, dual_args, kwargs)
+    running_level = level(tape)
+    result = run(rev, tape, state, dual_args, kwargs, running_level)
     return _Forward(tape, n_inputs, result, plans, single,
-                    state if state is not None and state.copies else None)
+                    state if state is not None and state.copies else None,
+                    running_level.writes)
 
 
 class DiffFunction:
@@ -152,11 +175,15 @@ class DiffFunction:
         self._positions_cache: dict = {}
         self._select: dict = {}  # n_args -> _selection(n_args), for the specialised code
         self._entry = None  # the transformed function, revalidated on every call
+        self._super = None  # its version for a method using zero-argument super() (_rev)
         if argnums is not None:
             check_form(argnums)  # (JAX's reading, as the function transforms: argnums.py)
 
     def decorated(self):
-        """A function that runs ``fn``'s own code and carries the gradient attributes."""
+        """A function that runs ``fn``'s own code and carries the gradient attributes.
+
+        Everything it carries pickles (``__reduce__``): with cloudpickle, a function from
+        ``__main__`` or a notebook travels by value with its ``__dict__``."""
         fn = self._fn
         wrapper = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__,
                                      fn.__defaults__, fn.__closure__)
@@ -170,18 +197,69 @@ class DiffFunction:
         # replaced (IPython's autoreload), the transformation is rebuilt from the new code.
         self._fn = wrapper
         self._entry = codegen.transformed(wrapper, self._preaccumulate)  # now: errors show early
+        self._rev(self._entry)
         wrapper.source = self._entry.source
         wrapper._astad_transformed = self._transformed
-        display.attach(wrapper)  # a notebook shows the original and generated code
+        # a notebook shows the original and generated code (display.html); a bound
+        # method, not display.attach's closure over a weak reference, which cannot pickle
+        wrapper._repr_html_ = self._repr_html_
+        wrapper.__dask_tokenize__ = self.__dask_tokenize__  # (Dask reads it with getattr)
         return wrapper
+
+    @classmethod
+    def unfinished(cls, fn, argnums, preaccumulate: bool) -> DiffFunction:
+        """The machinery of decorated ``fn``, set up on first use (``__getattr__``): ``fn``
+        may still be being unpickled, its defaults, closure and globals not yet there."""
+        diff = cls.__new__(cls)
+        diff._fn, diff._argnums, diff._preaccumulate = fn, argnums, bool(preaccumulate)
+        return diff
+
+    def __getattr__(self, name):
+        # only an unfinished DiffFunction lacks attributes: finish it now (once, for all
+        # threads: a Dask worker may run several tasks of one function at once)
+        if name.startswith("__") and name != "__name__" or "_fn" not in self.__dict__:
+            raise AttributeError(name)
+        with _finishing:
+            if "_signature" not in self.__dict__:
+                finished = DiffFunction(self._fn, self._argnums, self._preaccumulate)
+                finished._entry = codegen.transformed(self._fn, self._preaccumulate)
+                state = dict(finished.__dict__)
+                signature = state.pop("_signature")  # the mark of a finished one: set last
+                self.__dict__.update(state)
+                self._signature = signature
+        return object.__getattribute__(self, name)
+
+    def __reduce__(self):
+        return pickling.reduce_machinery(self)
+
+    def __dask_tokenize__(self):
+        return pickling.diff_token(self)
+
+    def _repr_html_(self):
+        try:
+            return display.html(self._fn)
+        except Exception:  # noqa: BLE001 (a display must not raise: plain text instead)
+            return None
 
     # -- what generated code calls (calls.rev) -----------------------------------------
     def _transformed(self):
         entry = self._entry  # (one call per recursion level: keep it short)
         if entry.code is self._fn.__code__ and (not entry.dependencies or entry.still_valid()):
-            return entry.rev
+            return entry.rev if self._super is None else self._super
         entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
-        return entry.rev
+        return self._rev(entry)
+
+    def _rev(self, entry):
+        """``entry.rev``; for a method using zero-argument ``super()`` (which finds the
+        object in the first argument), its version taking the tape second, called with the
+        tape first."""
+        if "__class__" not in self._fn.__code__.co_freevars or \
+                "super" not in self._fn.__code__.co_names:
+            self._super = None
+            return entry.rev
+        method = codegen.transformed(self._fn, self._preaccumulate, as_method=True).rev
+        self._super = lambda tape, obj, *args, **kwargs: method(obj, tape, *args, **kwargs)
+        return self._super
 
     # -- gradients ---------------------------------------------------------------------
     def _check_call(self, args, kwargs) -> None:
@@ -240,7 +318,7 @@ class DiffFunction:
         entry = self._entry
         if entry is None or entry.code is not self._fn.__code__ or not entry.still_valid():
             entry = self._entry = codegen.transformed(self._fn, self._preaccumulate)
-        return reverse_pass(entry.rev, args, kwargs, positions, others, single,
+        return reverse_pass(self._rev(entry), args, kwargs, positions, others, single,
                             self._no_float_error)
 
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
@@ -316,7 +394,7 @@ def float_result_gradient(forward: _Forward, out, name: str):
         if type(out) in SCALAR_DUALS:
             seed(out, 1.0, adjoint, arrays, level=tape)  # (another level's: nothing)
         elif type(out) is ArrayDual and out.t is tape:  # a 0-d float array
-            arrays[out.i] = np.ones((), out.v.dtype)
+            arrays[index_of(out)] = np.ones((), out.v.dtype)
     if is_nested():  # partials may be duals of an enclosing level: recorded there
         return value, forward.gradients(adjoint, arrays, sweep_general)
     return value, forward.gradients(adjoint, arrays, sweep_and_free)
@@ -357,30 +435,52 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-class GradientFunction(Protocol):
-    """The type of what ``reverse_diff`` returns: the original function, carrying its
-    gradient functions and generated source as attributes."""
+P = ParamSpec("P")
+Q = ParamSpec("Q")
+R = TypeVar("R", covariant=True)
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+class GradientFunction(Protocol[P, R]):
+    """The type of what ``reverse_diff`` returns, for type checkers: the decorated
+    function, with its parameters and result, carrying its gradient functions (which
+    take the same parameters) and its generated source. Through an instance (a decorated
+    method) the first parameter is bound, as for any method."""
 
     source: str
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
-    def grad(self, *args: Any, **kwargs: Any) -> Any: ...
-    def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]: ...
-    def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]: ...
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+    def grad(self, *args: P.args, **kwargs: P.kwargs) -> Any: ...
+    def value_and_grad(self, *args: P.args, **kwargs: P.kwargs) -> tuple[R, Any]: ...
+    def vjp(self, *args: P.args, **kwargs: P.kwargs) -> tuple[R, Pullback]: ...
+    def jvp(self, primals: tuple[Any, ...], tangents: tuple[Any, ...],
+            **kwargs: Any) -> tuple[R, Any]: ...
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None, /) -> GradientFunction[P, R]: ...
+    @overload
+    def __get__(self: GradientFunction[Concatenate[S, Q], T], obj: S,
+                owner: type | None = None, /) -> GradientFunction[Q, T]: ...
+
+
+class _Decorator(Protocol):
+    """What ``reverse_diff(argnums=...)`` returns: a decorator."""
+
+    def __call__(self, fn: Callable[P, T], /) -> GradientFunction[P, T]: ...
 
 
 @overload
-def reverse_diff(fn: Callable[..., Any], *, argnums: int | tuple[int, ...] | None = None,
-                 preaccumulate: bool = True) -> GradientFunction: ...
+def reverse_diff(fn: Callable[P, T], *, argnums: int | tuple[int, ...] | None = None,
+                 preaccumulate: bool = True) -> GradientFunction[P, T]: ...
 
 
 @overload
 def reverse_diff(fn: None = None, *, argnums: int | tuple[int, ...] | None = None,
-                 preaccumulate: bool = True
-                 ) -> Callable[[Callable[..., Any]], GradientFunction]: ...
+                 preaccumulate: bool = True) -> _Decorator: ...
 
 
-def reverse_diff(fn: Callable[..., Any] | None = None, *,
+def reverse_diff(fn: Any = None, *,
                  argnums: int | tuple[int, ...] | None = None,
                  preaccumulate: bool = True) -> Any:
     """Decorate ``fn`` so that ``fn.grad``, ``fn.value_and_grad``, ``fn.vjp`` and
@@ -390,7 +490,15 @@ def reverse_diff(fn: Callable[..., Any] | None = None, *,
     ``preaccumulate=False`` records one tape entry per primitive operation instead of one
     per float expression (slower; the paper's plain algorithm, useful for teaching).
     The function is transformed at decoration, so unsupported syntax is reported at once.
+    On a method (also a classmethod or staticmethod, either side of ``@reverse_diff``),
+    ``obj.f.grad(x)`` differentiates the arguments after ``obj`` (``methods.py``); a bound
+    method ``obj.f`` is accepted too.
     """
     if fn is None:
-        return lambda f: DiffFunction(f, argnums, preaccumulate).decorated()
-    return DiffFunction(fn, argnums, preaccumulate).decorated()
+        return functools.partial(reverse_diff, argnums=argnums, preaccumulate=preaccumulate)
+    return methods.decorate(fn, argnums, preaccumulate)
+
+
+from . import methods  # noqa: E402  (methods.py builds on DiffFunction)
+
+pickling.register_refusals(Pullback)

@@ -45,6 +45,10 @@ class Transformed:
         self.floats = floats
         self.arity = arity
         self.tapes = False  # does ``floats`` build a tape (scalarloops.py)?
+        # forward mode on float arguments: ``jvp_floats(*args, *tangents) -> (value,
+        # tangent)`` or None (forward/floats.py), and its text
+        self.jvp_floats = None
+        self.forward_source = None
 
     def still_valid(self) -> bool:
         """False once a binding this code was specialised on has changed. A dependency
@@ -177,7 +181,7 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
     normalize(node, names.temp)
     local_names = bound_names(node)
     callees = _Callees(fn, preaccumulate, as_method, names)
-    node, dependencies, rules, straight, guards = transform(
+    node, dependencies, rules, straight, forward, guards = transform(
         node, fn, local_names, names, preaccumulate, as_method, parsed.filename, callees)
     # ``rev`` copies the defaults now: a new __defaults__ tuple must rebuild it (and its
     # callers, which include these dependencies), as a call of ``fn`` would use it
@@ -196,18 +200,23 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
         source += (f"\n\n# line {rule.lineno}, preaccumulated: {line}\n"
                    f"# one tape entry with the partials of the whole expression\n"
                    + ast.unparse(rule) + "\n")
-    floats, arity = None, -1
+    floats, arity = None, fn.__code__.co_argcount
     if straight is not None:
         function, text = straight
         floats = _compile_rules([(function.name, function)], parsed.filename)[function.name]
         # a traceback through it names the user's function, as one through ``rev`` does
         floats.__code__ = floats.__code__.replace(co_name=fn.__name__)
-        arity = fn.__code__.co_argcount
         said = re.match(r"\s*# every argument (.*?): ", text.split("\n")[1])
         kinds = said.group(1) if said else "a float"
         source += ("\n\n# specialised for float arguments: value_and_grad and grad run this "
                    f"when every argument is {kinds}\n" + text)
     entry = Transformed(rev, source, dependencies, floats, arity)
+    if forward is not None:  # forward/floats.py: forward mode on float arguments
+        function, text = forward
+        entry.jvp_floats = _compile_rules([(function.name, function)],
+                                          parsed.filename)[function.name]
+        entry.jvp_floats.__code__ = entry.jvp_floats.__code__.replace(co_name=fn.__name__)
+        entry.forward_source = text
     # the code it was built from: rebuilt when the function's __code__ is replaced
     # (IPython's autoreload does that to the functions a module already defined)
     entry.code = fn.__code__

@@ -9,20 +9,30 @@ function object. (IPython's plain-text printer has its own printer for functions
 up by type, so a ``_repr_pretty_`` attribute on a function would never be called; the
 text form stays ``<function loss at 0x...>``.)
 
-Syntax highlighting in :func:`html` uses pygments when it is installed (it comes with
-IPython); otherwise the code is shown in plain ``<pre>`` blocks.
+Both forms put each line of the original on the row of the generated statements that come
+from it (astad writes the original line as a comment above them), keep the generated
+function first and the helpers it calls (the fused ``_lineN`` rules, the code specialised
+for floats) after it, folded in HTML, and never break a line inside a word: the HTML
+scrolls sideways, the terminal breaks long lines between words. Locations in a notebook
+are IPython's own names for cells (``Cell In[22], line 5``).
+
+The HTML carries all its styling inline (notebook front ends keep ``style`` attributes
+and drop ``<style>`` elements of untrusted output) and sets the font of every code
+element itself: JupyterLab's stylesheet would otherwise give ``<pre>`` blocks its own
+font and let them wrap. Syntax highlighting uses pygments when it is installed (it comes
+with IPython).
 """
 from __future__ import annotations
 
+import ast
 import html as _html
-import inspect
 import os
 import shutil
 import sys
-import textwrap
 import types
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
 __all__ = ["show", "html", "attach", "sources"]
@@ -41,33 +51,72 @@ def _decorated(f: Callable[..., Any]) -> Any:
     return reverse_diff(f)
 
 
+@dataclass
+class _Parts:
+    original: list      # (line number, text) of the definition, decorators included
+    main: list          # the lines of the generated function
+    helpers: list       # (name, lines) of each generated helper, in order
+    title: str          # the function's name and where it is defined
+
+
 def sources(f: Callable[..., Any]) -> tuple[list[tuple[int, str]], str, str]:
     """``(original, generated, title)`` for a decorated (or plain) function ``f``.
 
     ``original`` is a list of ``(line_number, text)`` pairs (empty when the source
     cannot be read), ``generated`` the text of ``f.source``, ``title`` the function's
-    name with its file and first line."""
+    name with where it is defined (``model.py:7``, or ``Cell In[22], line 5`` in a
+    notebook)."""
     decorated = _decorated(f)
-    code = decorated.__code__  # the code that runs (and that astad transformed)
-    name = getattr(decorated, "__qualname__", code.co_name)
-    try:
-        # of the code, not the function: inspect would follow a functools.wraps
-        # __wrapped__ to a function other than the one astad transformed
-        lines, first = inspect.getsourcelines(code)
-    except (OSError, TypeError):
-        original, where = [], ""
-    else:
-        text = textwrap.dedent("".join(lines))
-        original = list(enumerate(text.rstrip("\n").split("\n"), start=max(first, 1)))
-        filename = code.co_filename
-        where = f"{_short_path(filename)}:{max(first, 1)}"
-    title = f"{name} ({where})" if where else name
+    original, location = _original(decorated)
+    name = getattr(decorated, "__qualname__", decorated.__code__.co_name)
+    title = f"{name} ({location})" if location else name
     return original, decorated.source.rstrip("\n"), title
 
 
+def _parts(f) -> _Parts:
+    original, generated, title = sources(f)
+    main, helpers = _split(generated)
+    return _Parts(original, main, helpers, title)
+
+
+def _original(decorated) -> tuple[list, str]:
+    """The definition's numbered lines as the file has them now, and its location."""
+    from .errors import AstadError
+    from .front.source import definition_lines
+    code = decorated.__code__  # the code that runs (and that astad transformed)
+    try:
+        first, lines = definition_lines(decorated)
+    except (AstadError, OSError, TypeError):
+        return [], ""
+    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()),
+                 default=0)
+    return ([(first + k, line[indent:]) for k, line in enumerate(lines)],
+            location(code.co_filename, first))
+
+
+def location(filename: str, line: int) -> str:
+    """Where line ``line`` of ``filename`` is, as the user knows it: a notebook cell as
+    IPython names it in its own tracebacks (``Cell In[22], line 5``), else the file,
+    relative to the working directory when it is below it (``model.py:7``)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") \
+        else None
+    compiler = getattr(shell, "compile", None)
+    named = None
+    if hasattr(compiler, "format_code_name"):  # IPython >= 8
+        named = compiler.format_code_name(filename)
+    elif filename in getattr(compiler, "_filename_map", {}):
+        named = ("Cell", f"In[{compiler._filename_map[filename]}]")
+    if named:
+        label, name = named
+        return f"{label} {name}, line {line}"
+    if os.path.basename(os.path.dirname(filename)).startswith("ipykernel_") or \
+            filename.startswith("<ipython-input-"):
+        return f"notebook cell, line {line}"  # a cell of a kernel this process is not
+    return f"{_short_path(filename)}:{line}"
+
+
 def _short_path(filename: str) -> str:
-    if os.path.basename(os.path.dirname(filename)).startswith("ipykernel_"):
-        return "notebook cell"  # IPython's name for a cell: a temporary file
     try:
         rel = os.path.relpath(filename)
     except ValueError:  # another drive on Windows
@@ -75,45 +124,35 @@ def _short_path(filename: str) -> str:
     return rel if not rel.startswith(".." + os.sep) and len(rel) < len(filename) else filename
 
 
-# -- terminal -------------------------------------------------------------------------------
-def show(f: Callable[..., Any], file: TextIO | None = None, *, width: int | None = None,
-         layout: str = "auto") -> None:
-    """Print ``f``'s original source and the code astad generated from it.
+def _split(generated: str) -> tuple[list, list]:
+    """The generated function's lines, and each helper after it as ``(name, lines)``:
+    every top-level statement of the generated source with the comments above it."""
+    lines = generated.split("\n")
+    try:
+        body = ast.parse(generated).body
+    except SyntaxError:
+        return lines, []
+    if not body:
+        return lines, []
+    chunks, start = [], 0
+    for node in body[1:]:
+        first = node.lineno - 1
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
+            first = node.decorator_list[0].lineno - 1
+        while first > start and lines[first - 1].startswith("#"):
+            first -= 1  # the comments above it belong to it
+        chunks.append((start, first))
+        start = first
+    chunks.append((start, len(lines)))
+    blocks = [_trim(lines[a:b]) for a, b in chunks]
+    names = [getattr(node, "name", type(node).__name__) for node in body]
+    return blocks[0], list(zip(names[1:], blocks[1:]))
 
-    ``layout`` is ``"side"`` (two columns), ``"stacked"`` (original above generated) or
-    ``"auto"``: side by side when both fit in ``width`` columns (by default the
-    terminal's width, or 100 when ``file`` is not a terminal). The original is printed
-    with its line numbers in its file: the generated code's comments refer to them.
-    """
-    if layout not in ("auto", "side", "stacked"):
-        raise ValueError(f"layout must be 'auto', 'side' or 'stacked', got {layout!r}")
-    out = sys.stdout if file is None else file
-    original, generated, title = sources(f)
-    if width is None:
-        isatty = getattr(out, "isatty", None)
-        width = shutil.get_terminal_size((100, 24)).columns if isatty and isatty() else 100
-    digits = len(str(original[-1][0])) if original else 1
-    left = [f"{n:>{digits}}  {text}".rstrip() for n, text in original] or \
-        ["(source not available)"]
-    right = generated.split("\n")
-    left_title = f"original: {title}"
-    right_title = "generated by astad"
-    left_width = max(len(line) for line in left + ["original"])  # the title may overflow
-    right_width = max(len(line) for line in right + [right_title])
-    side = layout == "side" or (layout == "auto" and left_width + 3 + right_width <= width)
-    if side:
-        rows = [(left_title, right_title)]
-        if len(left_title) > left_width:  # a long file name: the title on a line of its own
-            rows = [(left_title, ""), ("original", right_title)]
-        rows.append(("-" * left_width, "-" * right_width))
-        pairs = _anchors([text for _, text in original], right) if original else []
-        rows += _aligned(left, right, pairs)
-        text = "\n".join((f"{a:<{left_width}} | {b}" if b or len(a) <= left_width else a)
-                         .rstrip() for a, b in rows)
-    else:
-        rule = "-" * min(max(left_width, right_width, len(left_title)), width)
-        text = "\n".join([left_title, rule, *left, "", right_title, rule, *right])
-    print(text, file=out)
+
+def _trim(lines: list) -> list:
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
 
 
 def _anchors(original: list, generated: list) -> list:
@@ -141,65 +180,223 @@ def _anchors(original: list, generated: list) -> list:
     return pairs
 
 
-def _aligned(left: list, right: list, pairs: list) -> list:
-    """Rows of (left, right) text in which each anchored pair shares a row; the lines
-    between two anchors are printed side by side, the shorter side padded."""
-    rows = []
+def _aligned(left: list, right: list, pairs: list) -> tuple[list, set]:
+    """Rows of (left, right) items in which each anchored pair starts a row, and the
+    indices of those rows. Between two anchors the items go side by side, the shorter
+    side padded with None. An item may be a list of rows of its own (a line folded to
+    fit): the padding keeps the next anchor level."""
+    rows, starts = [], set()
     i = j = 0
     for a, b in pairs + [(len(left), len(right))]:
-        gap = max(a - i, b - j)
-        rows += [(left[i + n] if i + n < a else "", right[j + n] if j + n < b else "")
-                 for n in range(gap)]
+        left_rows = [row for item in left[i:a] for row in _as_rows(item)]
+        right_rows = [row for item in right[j:b] for row in _as_rows(item)]
+        gap = max(len(left_rows), len(right_rows))
+        rows += [(left_rows[n] if n < len(left_rows) else None,
+                  right_rows[n] if n < len(right_rows) else None) for n in range(gap)]
+        starts.add(len(rows))
         i, j = a, b
-    return rows
+    return rows, starts - {0, len(rows)}
+
+
+def _as_rows(item) -> list:
+    return item if isinstance(item, list) else [item]
+
+
+# -- terminal -------------------------------------------------------------------------------
+def show(f: Callable[..., Any], file: TextIO | None = None, *, width: int | None = None,
+         layout: str = "auto") -> None:
+    """Print ``f``'s original source and the code astad generated from it.
+
+    ``layout`` is ``"side"`` (two columns), ``"stacked"`` (original above generated) or
+    ``"auto"``: side by side when the original and the generated function fit in
+    ``width`` columns, but for one line (or one in ten) that is broken (by default the
+    terminal's width, or 100 when ``file`` is not a terminal). The original is printed
+    with its line numbers in its file: the generated code's comments refer to them. The
+    helpers the generated function calls come after it. A line too long for its column
+    is broken between words, never inside one, and continues on the next row, indented.
+    """
+    if layout not in ("auto", "side", "stacked"):
+        raise ValueError(f"layout must be 'auto', 'side' or 'stacked', got {layout!r}")
+    out = sys.stdout if file is None else file
+    parts = _parts(f)
+    if width is None:
+        isatty = getattr(out, "isatty", None)
+        width = shutil.get_terminal_size((100, 24)).columns if isatty and isatty() else 100
+    original = parts.original
+    digits = len(str(original[-1][0])) if original else 1
+    left = [f"{n:>{digits}}  {text}".rstrip() for n, text in original] or \
+        ["(source not available)"]
+    left_title = f"original: {parts.title}"
+    right_title = "generated by astad"
+    left_width = max(len(line) for line in left + ["original"])  # the title may overflow
+    available = width - left_width - 3
+    # side by side when the generated function fits beside the original, but for a few
+    # lines that can be broken between words
+    side = layout == "side" or (layout == "auto" and available >= 40 and sum(
+        len(line) > available for line in parts.main) <= max(1, len(parts.main) // 10))
+    text = []
+    if side:
+        right = [_fold(line, max(available, 20)) for line in parts.main]
+        used = max([len(row) for rows in right for row in rows] + [len(right_title)])
+        rows = [(left_title, right_title)]
+        if len(left_title) > left_width:  # a long file name: the title on a line of its own
+            rows = [(left_title, ""), ("original", right_title)]
+        rows.append(("-" * left_width, "-" * used))
+        pairs = _anchors([line for _, line in original], parts.main) if original else []
+        rows += [(a or "", b or "") for a, b in _aligned(left, right, pairs)[0]]
+        text += [(f"{a:<{left_width}} | {b}" if b or len(a) <= left_width else a).rstrip()
+                 for a, b in rows]
+    else:
+        right = [row for line in parts.main for row in _fold(line, width)]
+        left = [row for line in left for row in _fold(line, width)]
+        rule = "-" * min(max(len(line) for line in left + right + [left_title]), width)
+        text += [left_title, rule, *left, "", right_title, rule, *right]
+    if parts.helpers:
+        rows = [row for _, lines in parts.helpers for line in lines + [""]
+                for row in _fold(line, width)]
+        heading = _helpers_heading(parts.helpers)
+        text += ["", heading, "-" * min(max(len(row) for row in rows + [heading]), width),
+                 *_trim(rows)]
+    print("\n".join(text), file=out)
+
+
+def _helpers_heading(helpers: list) -> str:
+    names = ", ".join(name for name, _ in helpers)
+    count = sum(len(lines) for _, lines in helpers)
+    what = "helper function" if len(helpers) == 1 else "helper functions"
+    return f"{len(helpers)} {what} generated by astad ({count} lines): {names}"
+
+
+def _fold(line: str, width: int) -> list:
+    """``line`` as rows of at most ``width`` characters, broken at spaces outside string
+    literals, each continuation indented four more than the line: code continues after a
+    backslash, a comment as a comment. A word longer than the row is left whole."""
+    indent = len(line) - len(line.lstrip())
+    rows, rest, start = [], line, indent + 1
+    while len(rest) > width:
+        cut, in_comment = _break_before(rest, width - 2, start)
+        if cut is None:
+            break
+        rows.append(rest[:cut].rstrip() + ("" if in_comment else " \\"))
+        lead = " " * (indent + 4) + ("# " if in_comment else "")
+        rest, start = lead + rest[cut:].lstrip(), len(lead) + 1
+    return rows + [rest]
+
+
+def _break_before(text: str, limit: int, start: int) -> tuple:
+    """(k, in a comment) for the last space ``text[k]`` with ``start <= k < limit`` that is
+    not inside a string literal, or (None, False)."""
+    quote, comment, best = None, False, (None, False)
+    for k, char in enumerate(text[:limit]):
+        if quote:
+            if char == quote and text[k - 1] != "\\":
+                quote = None
+        elif comment or char not in "'\"#":
+            if char == " " and k >= start:
+                best = (k, comment)
+        elif char == "#":
+            comment = True
+        else:
+            quote = char
+    return best
 
 
 # -- HTML -----------------------------------------------------------------------------------
-_BOX = ("flex: 1 1 0; min-width: 22em; overflow-x: auto; margin: 0;")
-_CAPTION = ("font-family: sans-serif; font-size: 0.85em; font-weight: bold; "
-            "margin: 0 0 0.3em 0; color: #555;")
-_PRE = ("margin: 0; padding: 0.5em; background: #f8f8f8; line-height: 125%; "
-        "font-size: 0.85em;")
+# (single quotes: these go inside style="..." attributes)
+_MONO = ("ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', "
+         "'Liberation Mono', monospace")
+_SANS = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif"
+_ROOT = (f"font-family: {_SANS}; color: #1f2328; font-size: 13px; line-height: 1.4; "
+         "text-align: left; margin: 0.2em 0;")
+_GRID = ("display: grid; grid-template-columns: fit-content(50%) minmax(0, 1fr); "
+         "column-gap: 0.8em; row-gap: 0.2em; align-items: start;")
+_CAPTION = ("font-family: inherit; font-size: 0.9em; font-weight: 600; color: #57606a; "
+            "white-space: nowrap; overflow: hidden; text-overflow: ellipsis; min-width: 0;")
+_PANE = "overflow-x: auto; min-width: 0; background: #f6f8fa; border-radius: 4px;"
+_PRE = (f"font-family: {_MONO}; font-size: 12px; margin: 0; padding: 0.4em 0.6em; "
+        "background: transparent; color: #1f2328; border: 0; white-space: pre; "
+        "word-break: normal; overflow-wrap: normal; width: max-content; min-width: 100%; "
+        "box-sizing: border-box; text-align: left;")
+_ROW = (f"display: block; font-family: {_MONO}; font-size: inherit; height: 1.5em; "
+        "line-height: 1.5em; white-space: pre; word-break: normal; overflow-wrap: normal; "
+        "padding: 0; margin: 0; background: transparent; color: inherit; border: 0;")
+_START = " box-shadow: inset 0 1px 0 #d8dee4;"  # drawn inside the row: the height stays
+_NUMBER = "color: #8c959f; user-select: none;"
+_SUMMARY = "cursor: pointer; font-size: 0.9em; color: #57606a; margin-top: 0.4em;"
 
 
-def _highlight(code: str, first_line: int | None):
-    """Highlighted HTML of ``code``, or None without pygments."""
+def _highlighted_rows(lines: list, highlight: bool) -> list:
+    """The HTML of each line of code (escaped; coloured by pygments if installed and
+    ``highlight``), lexed as one text so that strings across lines stay strings."""
     try:
-        from pygments import highlight  # type: ignore[import-untyped]
-        from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
+        if not highlight:
+            raise ImportError
+        from pygments import lex  # type: ignore[import-untyped]
         from pygments.lexers import PythonLexer  # type: ignore[import-untyped]
+        from pygments.styles import get_style_by_name  # type: ignore[import-untyped]
     except ImportError:
-        return None
-    options = dict(noclasses=True, style="default",
-                   prestyles="margin: 0; padding: 0.5em; font-size: 0.85em")
-    if first_line is not None:
-        options.update(linenos="inline", linenostart=first_line)
-    return highlight(code, PythonLexer(), HtmlFormatter(**options))
+        return [_html.escape(line) for line in lines]
+    style = get_style_by_name("default")
+    rows, current = [], []
+    for kind, value in lex("\n".join(lines) + "\n", PythonLexer()):
+        css = _token_css(style, kind)
+        for k, piece in enumerate(value.split("\n")):
+            if k:
+                rows.append("".join(current))
+                current = []
+            if piece:
+                text = _html.escape(piece)
+                current.append(f'<span style="{css}">{text}</span>' if css else text)
+    return rows[:len(lines)]
 
 
-def _plain(code: str, first_line: int | None) -> str:
-    if first_line is not None:
-        lines = code.split("\n")
-        digits = len(str(first_line + len(lines) - 1))
-        code = "\n".join(f"{first_line + k:>{digits}}  {line}" for k, line in enumerate(lines))
-    return f'<pre style="{_PRE}">{_html.escape(code)}</pre>'
+def _token_css(style, kind) -> str:
+    spec = style.style_for_token(kind)
+    css = [f"color: #{spec['color']};"] if spec["color"] else []
+    css += ["font-weight: bold;"] if spec["bold"] else []
+    css += ["font-style: italic;"] if spec["italic"] else []
+    return " ".join(css)
+
+
+def _pre(rows: list, kind: str, starts: frozenset = frozenset()) -> str:
+    """A block of code: one fixed-height element per row (None: an empty row that keeps
+    the two columns level); a hairline above each row in ``starts`` (where an original
+    line and the code generated from it begin)."""
+    body = "".join(f'<code class="astad-row" style="{_ROW}{_START if k in starts else ""}">'
+                   f'{row or ""}</code>' for k, row in enumerate(rows))
+    return f'<pre class="astad-code astad-{kind}" style="{_PRE}">{body}</pre>'
 
 
 def html(f: Callable[..., Any], *, highlight: bool = True) -> str:
-    """An HTML fragment with ``f``'s original source and the generated code side by side
-    (stacked when the page is narrow), syntax-highlighted with pygments if installed."""
-    original, generated, title = sources(f)
-    first = original[0][0] if original else None
-    original_text = "\n".join(text for _, text in original) if original else \
-        "(source not available)"
-    columns = []
-    for caption, code, numbered in ((f"original: {title}", original_text, first),
-                                    ("generated by astad", generated, None)):
-        body = (_highlight(code, numbered) if highlight else None) or _plain(code, numbered)
-        columns.append(f'<div style="{_BOX}"><div style="{_CAPTION}">{_html.escape(caption)}'
-                       f'</div>{body}</div>')
-    return ('<div class="astad-source" style="display: flex; flex-wrap: wrap; gap: 1em; '
-            f'align-items: flex-start;">{"".join(columns)}</div>')
+    """An HTML fragment with ``f``'s original source and the generated code side by side,
+    row by row, with the generated helpers folded below, syntax-highlighted with
+    pygments if installed."""
+    parts = _parts(f)
+    texts = [text for _, text in parts.original]
+    digits = len(str(parts.original[-1][0])) if parts.original else 1
+    left = [f'<span class="astad-number" style="{_NUMBER}">{n:>{digits}}  </span>{code}'
+            for (n, _), code in zip(parts.original, _highlighted_rows(texts, highlight))] \
+        or [_html.escape("(source not available)")]
+    right = _highlighted_rows(parts.main, highlight)
+    pairs = _anchors(texts, parts.main) if parts.original else []
+    rows, starts = _aligned(left, right, pairs)
+    title = (f'<div class="astad-title" style="{_CAPTION} margin-bottom: 0.2em;">'
+             f"{_html.escape(parts.title)}</div>")
+    grid = (f'<div class="astad-columns" style="{_GRID}">'
+            f'<div class="astad-caption" style="{_CAPTION}">original</div>'
+            f'<div class="astad-caption" style="{_CAPTION}">generated by astad</div>'
+            f'<div class="astad-pane" style="{_PANE}">'
+            f'{_pre([a for a, _ in rows], "original", starts)}</div>'
+            f'<div class="astad-pane" style="{_PANE}">'
+            f'{_pre([b for _, b in rows], "generated", starts)}</div></div>')
+    helpers = ""
+    if parts.helpers:
+        lines = [line for _, block in parts.helpers for line in block + [""]][:-1]
+        helpers = (f'<details class="astad-helpers"><summary style="{_SUMMARY}">'
+                   f"{_html.escape(_helpers_heading(parts.helpers))}</summary>"
+                   f'<div class="astad-pane" style="{_PANE} margin-top: 0.2em;">'
+                   f'{_pre(_highlighted_rows(lines, highlight), "helpers")}</div></details>')
+    return f'<div class="astad-source" style="{_ROOT}">{title}{grid}{helpers}</div>'
 
 
 # -- notebooks ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import InputError
 from .forward.call import forward
-from .runtime.array_dual import ArrayDual
+from .runtime.array_dual import ArrayDual, index_of
 from .runtime.calls import rev as transformed_callable
 from .runtime.duals import SCALAR_DUALS
 from .runtime.tape import sweep_general
@@ -254,10 +254,11 @@ class jacrev(Transform):  # noqa: N801
                 rows.reshape(width, -1)[offset:offset + size] = np.eye(size)
                 if not vectors:
                     rows = rows[0]
-                arrays[leaf.i] = arrays[leaf.i] + rows if leaf.i in arrays else rows
+                slot = index_of(leaf)
+                arrays[slot] = arrays[slot] + rows if slot in arrays else rows
             offset += size
         if width:
-            sweep_general(tape, adjoint, pass_.n_inputs, arrays, width if vectors else None)
+            pass_.sweep(adjoint, arrays, sweep_general, width=width if vectors else None)
         found = _Inputs([pass_.plans[k] for k in range(len(positions))])
         blocks, offset = [], 0
         for leaf, size in zip(outputs, sizes):

@@ -197,14 +197,15 @@ class _Pending(threading.local):
 _pending = _Pending()
 
 
-def run(rev, handle, state, args, kwargs):
-    """``rev(handle, *args, **kwargs)`` as the differentiation ``handle``; afterwards the
-    caller's arguments are written back (``state``, an Interleaving, may be None) and no
-    object the call could reach holds a dual of it. Return the result, detached from the
-    objects changed."""
+def run(rev, handle, state, args, kwargs, running_level=None):
+    """``rev(handle, *args, **kwargs)`` as the differentiation ``handle`` (inside
+    ``running_level``, a ``level(handle)``, when given: its ``writes`` are the caller's);
+    afterwards the caller's arguments are written back (``state``, an Interleaving, may be
+    None) and no object the call could reach holds a dual of it. Return the result,
+    detached from the objects changed."""
     places = _pending.places
     mark = len(places)
-    with level(handle):
+    with running_level if running_level is not None else level(handle):
         try:
             result = rev(handle, *args, **kwargs)
         except BaseException:

@@ -29,15 +29,24 @@ import types
 
 import numpy as np
 
-from .runtime.array_dual import ARRAY_DUALS, ArrayDual, is_float_array
+from .runtime.array_dual import ARRAY_DUALS, ArrayDual, index_of, is_float_array
 from .containers import (copy_mapping, empty_like, empty_mapping, instance_attributes,
                          is_sequence, is_walked_object, make_sequence, other_sequence,
                          set_entries, set_items)
 from .errors import InputError
 from .runtime.duals import (DUAL_TYPES, FAST_PRIMALS, SCALAR_DUALS, Dual, NestedDual, innermost,
-                            new_dual)
+                            new_dual, running)
 
 _NO_ENTRY = ()
+
+
+def towered(value, level):
+    """A plain array, as a constant of every running level enclosing ``level``
+    (rules/array_writes.py)."""
+    from .rules.array_writes import constant
+    depth = running.depth.get(id(level))
+    outer = running.stack if depth is None else running.stack[:depth - 1]
+    return constant(outer[-1], value) if outer else value
 _setattr = object.__setattr__
 
 
@@ -246,7 +255,9 @@ class Interleaving:
         return d
 
     def _array_dual(self, value):
-        d = ArrayDual(value, len(self.tape), self.tape)
+        if type(value) is np.ndarray and running.stack:  # (inside enclosing levels: a
+            value = towered(value, self.level)  # constant of each, so that their values
+        d = ArrayDual(value, len(self.tape), self.tape)  # can be written into it)
         self.tape.append(_NO_ENTRY)
         return d
 
@@ -731,10 +742,11 @@ def _seed(result, cotangent, adjoint, arrays, path, seen, level):
                              f"like the result, got {_short(cotangent)}")
         g = cotangent if type(cotangent) in DUAL_TYPES else np.array(
             cotangent, dtype=result.v.dtype)  # an owned copy
-        if result.i in arrays:
-            arrays[result.i] = arrays[result.i] + g
+        slot = index_of(result)
+        if slot in arrays:
+            arrays[slot] = arrays[slot] + g
         else:
-            arrays[result.i] = g
+            arrays[slot] = g
         return
     if t in SCALAR_DUALS:
         if not _of_level(result, level):

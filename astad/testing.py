@@ -138,6 +138,7 @@ def _leaves(value, steps=(), seen=None):
 
 
 def _step_into(value, step, where):
+    __tracebackhide__ = True
     kind, key = step
     try:
         if kind == "i" or kind == "k":
@@ -151,6 +152,7 @@ def _step_into(value, step, where):
 
 
 def _get(value, steps, root):
+    __tracebackhide__ = True
     for n, step in enumerate(steps):
         value = _step_into(value, step, _format_path(root, steps[:n + 1]))
     return value
@@ -158,6 +160,7 @@ def _get(value, steps, root):
 
 # -- copying and perturbing arguments -------------------------------------------------------
 def _copy_other(value, memo):
+    __tracebackhide__ = True
     try:
         return copy.deepcopy(value, memo)
     except Exception:  # modules, locks, ...: passed as they are
@@ -169,6 +172,7 @@ def _rebuild(value, change, steps=(), memo=None):
     ``steps`` becomes ``change(steps, x)``. Containers shared within ``value`` stay
     shared (and cycles are kept); anything else is deep-copied, so the function may
     mutate its arguments without disturbing later evaluations."""
+    __tracebackhide__ = True
     if memo is None:
         memo = {}
     if _is_float(value) or _is_float_array(value):
@@ -242,6 +246,7 @@ def _random_cotangent(value, rng):
 
 def _inner(w, y, path="result") -> float:
     """<w, y> over the float leaves of a result ``y`` and its cotangent ``w``."""
+    __tracebackhide__ = True
     if w is None:
         return 0.0
     if _is_float(w) or isinstance(w, np.ndarray):
@@ -285,6 +290,7 @@ def _positions(argnums, n_args, fn):
 
 def _prepare(f, argnums, n_args):
     """The decorated function to check, the original function, positions and single."""
+    __tracebackhide__ = True
     from .api import reverse_diff
 
     decorated = f if callable(getattr(f, "vjp", None)) and hasattr(f, "grad") and \
@@ -340,6 +346,9 @@ def check_grads(f: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: flo
     ``AssertionError`` listing every mismatching entry by its path otherwise. The
     arguments themselves are never modified.
     """
+    # pytest and IPython leave out the frames of functions that set __tracebackhide__:
+    # a failure shows the test's own call and this message, not astad's code
+    __tracebackhide__ = True
     kwargs = dict(kwargs or {})
     n_args = len(args)
     decorated, original, positions, single = _prepare(f, argnums, n_args)
@@ -353,6 +362,7 @@ def check_grads(f: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: flo
     base_kwargs = _rebuild(kwargs, _same)
 
     def fresh(change=_same):
+        __tracebackhide__ = True
         return _rebuild(base, change), _rebuild(base_kwargs, _same)
 
     # astad: value and pullback
@@ -376,6 +386,7 @@ def check_grads(f: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: flo
         gradients = {positions[0]: gradient} if single else dict(zip(positions, gradient))
 
     def objective(change=_same) -> float:
+        __tracebackhide__ = True
         a, kw = fresh(change)
         y = original(*a, **kw)
         return float(y) if scalar else _inner(w, y)
@@ -457,6 +468,7 @@ def _along_random_direction(objective, leaves, gradients, eps, rng, scalar):
     """(label, astad, fd) for one random direction ``v`` over every float leaf: astad's
     ``<J^T w, v>`` (or ``<gradient, v>``) against the central difference of the
     objective along ``v``. It covers the array elements not checked one by one."""
+    __tracebackhide__ = True
     directions = {}
     for steps, leaf in leaves:
         if isinstance(leaf, np.ndarray):
@@ -473,6 +485,7 @@ def _along_random_direction(objective, leaves, gradients, eps, rng, scalar):
 
     def along(sign):
         def change(steps, x):
+            __tracebackhide__ = True
             v = directions.get(steps)
             if v is None:
                 return x
@@ -501,10 +514,12 @@ def _along_random_direction(objective, leaves, gradients, eps, rng, scalar):
 
 def _central(objective, steps, index, x, h, dtype) -> float:
     """Central difference of ``objective`` along one leaf (an element if ``index``)."""
+    __tracebackhide__ = True
     stored = {}
 
     def at(sign):
         def change(s, leaf):
+            __tracebackhide__ = True
             if s != steps:
                 return leaf
             if index is None:
@@ -536,12 +551,22 @@ def _close(a: float, b: float, rtol: float, atol: float) -> bool:
 
 
 def _report(name, failed, total, scalar, rtol, atol, eps, sampled_out, seed) -> str:
-    n_bad = sum(1 for r in failed if r.path.startswith("args"))
-    what = ("gradient entries disagree with central finite differences" if scalar else
-            "entries of J^T w disagree with central finite differences of <w, f(x)> "
-            f"(w: a random cotangent of the result, seed {seed})")
-    lines = [f"check_grads({name}): {n_bad} of {total} {what} "
-             f"(rtol={rtol:g}, atol={atol:g}, eps={eps:g})"]
+    """The failure message: one line that counts exactly the rows of the table below it,
+    the table, then how the check was made."""
+    entries = [r for r in failed if r.path.startswith("args")]
+    what = "gradient entries" if scalar else "entries of J^T w"
+    parts = [f"{len(entries)} of {total} {what}"] if entries else []
+    parts += ["the check along a random direction" for r in failed if "random" in r.path]
+    clauses = []
+    if parts:
+        verb = "disagrees" if len(parts) == 1 and not entries else "disagree"
+        clauses.append(f"{' and '.join(parts)} {verb} with central finite differences")
+    if any(r.path in ("value", "<w, value>") for r in failed):
+        clauses.append("the value astad computes disagrees with the function's own")
+    if total and not entries:
+        clauses.append(f"the {total} {what} checked one by one agree" if total > 1 else
+                       f"the {what.replace('entries', 'entry')} checked one by one agrees")
+    lines = [f"check_grads({name}): {'; '.join(clauses)}"]
     rows = [("path", "astad", "finite difference", "rel. error")]
     rows += [(r.path, _num(r.astad), _num(r.finite_difference), f"{r.rel_error:.2e}")
              for r in failed]
@@ -549,6 +574,10 @@ def _report(name, failed, total, scalar, rtol, atol, eps, sampled_out, seed) -> 
     for row in rows:
         lines.append("  " + "  ".join(cell.ljust(widths[c]) if c == 0 else
                                       cell.rjust(widths[c]) for c, cell in enumerate(row)))
+    lines.append(f"  (rtol={rtol:g}, atol={atol:g}, eps={eps:g})")
+    if not scalar:
+        lines.append("  (J^T w: the gradient of <w, f(x)> for a random cotangent w of the "
+                     f"result, seed {seed}; compared with central differences of <w, f(x)>)")
     if sampled_out:
         lines.append("  (large arrays were sampled: at most the chosen elements are listed; "
                      "the random direction covers every element)")

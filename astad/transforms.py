@@ -24,7 +24,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from . import codegen
+from . import codegen, pickling
 from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass
 from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from .errors import AstadError, InputError
@@ -85,11 +85,11 @@ class Transform:
         options = "".join(f", {k}={v!r}" for k, v in self.options.items())
         return f"astad.{self.kind}({self.fun!r}{options})"
 
-    def __reduce__(self):
-        return type(self), (self.fun,), {"options": self.options}
+    def __reduce__(self):  # the function (with its source when by value) and the options
+        return pickling.transform_reduction(type(self), self.fun, self.options)
 
-    def __setstate__(self, state):
-        self.options = state["options"]
+    def __dask_tokenize__(self):
+        return pickling.transform_token(type(self), self.fun, self.options)
 
 
 class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
@@ -172,6 +172,13 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     if len(primals) != len(tangents):
         raise InputError(f"jvp got {len(primals)} primals and {len(tangents)} tangents; give "
                          "one tangent per primal")
+    if not has_aux and type(fun) is types.FunctionType and not is_nested() and \
+            resolvable_function(fun):
+        entry = codegen.transformed(fun)
+        if entry.jvp_floats is not None and len(primals) == entry.arity:
+            out = entry.jvp_floats(*primals, *tangents)  # forward/floats.py: no dual
+            if out is not None:  # (None: not every primal and tangent is a float)
+                return out
     pass_ = forward(transformed_callable(fun), tuple(primals), {},
                     tuple(range(len(primals))), tuple(tangents))
     out, aux = _split_aux(pass_.result, has_aux, fun)

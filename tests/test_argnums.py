@@ -6,6 +6,8 @@ each place (the convention for the same list passed twice).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,20 @@ def test_forward_mode_keeps_one_tangent_per_place():
     hessian = astad.hessian(array_product, argnums=(0, 1))(v, v)
     assert np.array_equal(hessian[0][1], np.eye(2)) and np.array_equal(hessian[0][0],
                                                                        np.zeros((2, 2)))
+
+
+@dataclasses.dataclass
+class _Scaled:
+    k: float
+
+    @astad.reverse_diff
+    def doubled(self):
+        return self.k * 2.0
+
+
+def test_a_method_with_no_argument_after_the_object():
+    """obj.f.grad() has nothing to differentiate (the default argnums is every argument
+    after obj): an error that says how to differentiate the object, not an empty argnums."""
+    with pytest.raises(astad.InputError, match=r"Class.f.grad\(obj\)"):
+        _Scaled(3.0).doubled.grad()
+    assert _Scaled.doubled.grad(_Scaled(3.0)).k == 2.0

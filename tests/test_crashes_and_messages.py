@@ -183,20 +183,47 @@ def assigns_a_whole_array(x):
     return np.sum(y)
 
 
-@pytest.mark.parametrize("f, says, line", [
-    (assigns_into_a_plain_array, "assigned into a plain numpy array", "y[i] = x[i]"),
-    (joins_with_index_tricks, "np.r_[...] and np.c_[...]", "np.r_[x, x]"),
-    (joins_columns_with_index_tricks, "np.r_[...] and np.c_[...]", "np.c_[x, x]"),
-    (assigns_a_whole_array, "assigned into a plain numpy array", "y[:] = x"),
+OUTSIDE = np.zeros(2)
+
+
+def assigns_into_an_array_from_outside(x):
+    OUTSIDE[:] = x
+    return np.sum(OUTSIDE)
+
+
+def assigns_an_element_into_an_array_from_outside(x):
+    for i in range(len(x)):
+        OUTSIDE[i] = x[i]
+    return np.sum(OUTSIDE)
+
+
+@pytest.mark.parametrize("f, line", [
+    (assigns_into_an_array_from_outside, "OUTSIDE[:] = x"),
+    (assigns_an_element_into_an_array_from_outside, "OUTSIDE[i] = x[i]"),
 ], ids=lambda v: getattr(v, "__name__", ""))
-def test_errors_name_the_construct_and_the_users_line(f, says, line):
+def test_errors_name_the_construct_and_the_users_line(f, line):
     for run in (lambda: astad.reverse_diff(f).grad(np.array([1.0, 2.0])),
                 lambda: astad.jvp(f, (np.array([1.0, 2.0]),), (np.ones(2),))):
         with pytest.raises(astad.NotDifferentiableError) as info:
             run()
         message = str(info.value)
-        assert says in message and "register_scalar" not in message
+        assert "written into a plain array" in message and "copy" in message
+        assert "register_scalar" not in message
         assert "test_crashes_and_messages.py" in message and line in message
+    assert not OUTSIDE.any()
+
+
+@pytest.mark.parametrize("f, factor", [
+    (assigns_into_a_plain_array, 1.0), (joins_with_index_tricks, 2.0),
+    (joins_columns_with_index_tricks, 2.0), (assigns_a_whole_array, 1.0),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_what_was_refused_with_a_misleading_message_is_differentiated(f, factor):
+    """(Refused with wrong advice when issue 12 was written; writes into arrays made
+    inside and np.r_/np.c_ are differentiated since.)"""
+    x = np.array([1.0, 2.0])
+    value, grad = astad.reverse_diff(f).value_and_grad(x)
+    assert value == 3.0 * factor and np.array_equal(grad, [factor, factor])
+    assert astad.jvp(f, (x,), (np.array([1.0, 0.5]),)) == (3.0 * factor, 1.5 * factor)
 
 
 def integer_part_and_repeats(w):

@@ -103,10 +103,12 @@ def uses_complex_call(x):
     return complex(x, 1.0).real
 
 
+PLAIN = np.zeros(2)  # made outside the differentiated function
+
+
 def uses_float_in_library(x):
-    y = np.zeros(2)
-    y[0] = x
-    return y[0] * 2.0
+    PLAIN[0] = x
+    return PLAIN[0] * 2.0
 
 
 def squares(xs):
@@ -192,9 +194,9 @@ RUNTIME = [
     Entry("complex()", uses_complex_call, "return complex(x, 1.0).real",
           astad.NotDifferentiableError, "complex() of a differentiated value",
           grad_of(uses_complex_call, 1.5)),
-    Entry("a differentiated value assigned into a plain numpy array", uses_float_in_library,
-          "y[0] = x", astad.NotDifferentiableError,
-          "assigned into a plain numpy array (y[i] = x) would lose its derivative",
+    Entry("a differentiated value written into a plain array made outside",
+          uses_float_in_library, "PLAIN[0] = x", astad.NotDifferentiableError,
+          "written into a plain array made outside the differentiated code",
           grad_of(uses_float_in_library, 1.5)),
     Entry("a generator function called with a differentiated value", uses_generator,
           "return sum(squares([x, 2.0]))", astad.NotDifferentiableError,
@@ -223,6 +225,12 @@ def test_the_error_names_the_construct_and_points_at_it(entry):
     # file, line and column
     line = located_line(entry.fn, entry.line)
     assert (err.filename, err.lineno) == (__file__, line)
+    if err.col is None and not hasattr(entry.fn.__code__, "co_positions"):
+        # Python 3.10: code objects carry no columns, so an error raised while the code
+        # runs names the file and line, then shows the line, without a caret
+        assert f"  at {__file__}:{line}\n" in text
+        assert text.splitlines()[-1].strip() == entry.line.strip()
+        return
     assert err.col is not None
     assert f"  at {__file__}:{line}:{err.col + 1}\n" in text
     # the source line, then a caret under the column
@@ -244,7 +252,7 @@ def _construct_start(entry) -> str:
         "a function with no source and no derivative (struct.pack)": "struct.pack(",
         "float methods (x.hex())": "x.hex",
         "complex numbers": "x * c", "complex()": "complex(",
-        "a differentiated value assigned into a plain numpy array": "y[0] = x",
+        "a differentiated value written into a plain array made outside": "PLAIN[0] = x",
         "a generator function called with a differentiated value": "squares(",
         "a differentiated value kept after its gradient call": "next(KEPT[-1]) * 3.0",
     }.get(entry.construct, entry.line.strip().split("(")[0])

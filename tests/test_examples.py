@@ -21,8 +21,8 @@ EXAMPLES = ROOT / "examples"
 TESTED_ELSEWHERE = {"fit_numpy.py"}  # tests/test_numpy.py::test_fit_numpy_example_runs...
 
 
-def run(name: str) -> str:
-    result = subprocess.run([sys.executable, str(EXAMPLES / name)], cwd=ROOT,
+def run(name: str, *args: str) -> str:
+    result = subprocess.run([sys.executable, str(EXAMPLES / name), *args], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     return result.stdout
@@ -42,7 +42,8 @@ def numbers(line: str) -> list:
 
 
 def test_every_example_is_tested():
-    tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py"}
+    tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py",
+              "saddle.py", "particle.py", "scale_out.py"}
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested | TESTED_ELSEWHERE
 
 
@@ -130,3 +131,60 @@ def test_gmm_fit():
     density = [math.exp(-module.negative_log_likelihood(params, np.array([g])))
                for g in grid]
     assert sum(density) * (grid[1] - grid[0]) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_scale_out_fits_every_batch_on_worker_processes():
+    out = run("scale_out.py", "--batches", "6", "--workers", "2")
+    assert out.startswith("OK: misfit: 2 gradient entries match")
+    rows = [numbers(line) for line in out.splitlines() if line.strip()[:1].isdigit()
+            and "batches" not in line]
+    assert len(rows) == 6
+    for k1, fitted_k1, k2, fitted_k2, misfit in rows:
+        assert abs(fitted_k1 - k1) < 0.03 * k1 and abs(fitted_k2 - k2) < 0.03 * k2
+        assert misfit < 4 * 2 * 0.01 ** 2  # down to the noise (0.01 on two species)
+    assert "6 batches fitted by 2 worker processes (2 workers)" in out
+    module = load("scale_out.py")
+    truth, measured = module.experiment(3)
+    check_grads(module.misfit, math.log(truth[0]) + 0.2, math.log(truth[1]) - 0.3, measured)
+
+
+def test_scale_out_on_a_scheduler_given_by_address():
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        out = run("scale_out.py", "--scheduler", cluster.scheduler_address, "--batches", "3")
+    assert "3 batches fitted by 1 worker processes (1 workers)" in out
+def test_saddle_nested_optimisation():
+    """Siskind and Pearlmutter's "saddle": the outer gradient differentiates an inner
+    gradient-ascent loop; checked against finite differences and by hand."""
+    out = run("saddle.py")
+    line = next(x for x in out.splitlines() if x.startswith("outer gradient"))
+    g1, h1, fd1, fdh = numbers(line)[2:]
+    assert (g1, h1) == pytest.approx((fd1, fdh), abs=1e-8)
+    # by hand: the inner best reply is x2 = c x1 / 2 (up to 0.4^30), so the outer
+    # objective is x1^2 (1 + c^2 / 4) + y1^2 - (its converged y2)^2: at (0.8, -0.3)
+    saddle = load("saddle.py")
+    c = saddle.COUPLING
+    assert (g1, h1) == pytest.approx((2 * 0.8 * (1 + c * c / 4), -0.6), abs=1e-9)
+    point = numbers(next(x for x in out.splitlines() if x.startswith("saddle point")))
+    assert max(abs(v) for v in point) < 1e-10
+
+
+def test_particle_nested_derivatives():
+    """Siskind and Pearlmutter's "particle": derivatives through a simulation whose force
+    is a gradient; first and second derivatives against finite differences, and the
+    optimised control lands the particle on the target."""
+    out = run("particle.py")
+    lines = out.splitlines()
+    first = numbers(next(x for x in lines if x.startswith("d error")))
+    second = numbers(next(x for x in lines if x.startswith("d2 error")))
+    assert first[1] == pytest.approx(first[2], rel=1e-7)
+    assert second[1] == pytest.approx(second[2], rel=1e-6)
+    particle = load("particle.py")
+    w = numbers(next(x for x in lines if x.startswith("best control")))[0]
+    assert abs(particle.landing(w)) < 1e-9
+    # the landing point's derivative against finite differences at the optimum
+    h = 1e-6
+    fd = (particle.landing(w + h) - particle.landing(w - h)) / (2 * h)
+    assert particle.landing_slope(w) == pytest.approx(fd, rel=1e-6)

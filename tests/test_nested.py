@@ -232,3 +232,18 @@ def test_a_value_kept_in_a_mutable_default_is_the_primal_on_the_next_call():
     assert remembers.__defaults__[0] == [3.0] and type(remembers.__defaults__[0][0]) is float
     assert f.grad(4.0) == 3.0  # x * 3.0: the kept value is a constant now
     assert remembers(5.0) == 15.0  # the plain function runs on what the calls left
+
+
+def test_every_name_in_the_rules_text_has_a_general_form():
+    """The general rules (rules/generic.py) compute primal and partials from the same text
+    as the fast paths, on duals: every function the text calls must work on them."""
+    import re
+
+    from astad.rules.generic import general_namespace
+    from astad.rules.scalar import BINARY_RULES, UNARY_RULES
+    namespace = general_namespace()
+    for rules in (UNARY_RULES, BINARY_RULES):
+        for name, expressions in rules.items():
+            for expression in expressions:
+                for word in re.findall(r"(?<![.\w])[A-Za-z_]\w*(?=\()", expression):
+                    assert word in namespace or word in ("abs", "float", "round"), (name, word)

@@ -82,3 +82,25 @@ def test_performance_notebook_without_peers_or_matplotlib(tmp_path, monkeypatch,
     assert all(len(row) == 3 for row in table)  # n, primal, astad
     assert not any(output.get("data", {}).get("image/png") for cell in notebook.cells
                    if cell.cell_type == "code" for output in cell.outputs)
+
+
+def test_display_in_a_kernel_names_cells_as_ipython_does(python3_kernel_is_this_interpreter):
+    # a real kernel: cells are compiled from temporary files (ipykernel_<pid>/<hash>.py);
+    # IPython's tracebacks call them "Cell In[2], line 1", and so must the display
+    import nbclient
+    import nbformat
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source
+                                               in ("import astad",
+                                                   "@astad.reverse_diff\n"
+                                                   "def loss(x):\n"
+                                                   "    y = x * x\n"
+                                                   "    return y",
+                                                   "loss",
+                                                   "astad.show(loss)")])
+    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=120).execute()
+    page = notebook.cells[2].outputs[0]["data"]["text/html"]
+    assert "loss (Cell In[2], line 1)" in page and "ipykernel_" not in page
+    printed = "".join(output.get("text", "") for output in notebook.cells[3].outputs)
+    assert printed.startswith("original: loss (Cell In[2], line 1)")
+    assert "ipykernel_" not in printed
+    assert "2  def loss(x):" in printed and "def loss(_tape, x):" in printed

@@ -964,7 +964,8 @@ def test_linalg_norm_frobenius_over_two_axes():
 
 
 @pytest.mark.parametrize("case", ["ord1", "inf", "matrix_ord2", "axes_ord2", "nuc"])
-def test_linalg_norm_other_orders_are_refused(case):
+def test_linalg_norm_other_orders(case):
+    """(Refused before issue 13; every order is differentiated since.)"""
     v, m = rand((4,), 49), rand((3, 3), 50)
     arg, ord_, axis = {"ord1": (v, 1, None), "inf": (v, np.inf, None),
                        "matrix_ord2": (m, 2, None), "axes_ord2": (m, 2, (0, 1)),
@@ -973,8 +974,7 @@ def test_linalg_norm_other_orders_are_refused(case):
     def f(x):
         return np.linalg.norm(x, ord_, axis)
 
-    with pytest.raises(astad.NotDifferentiableError, match="linalg.norm"):
-        ad(f).grad(arg)
+    check_grad(ad(f), arg)
 
 
 # ------------------------------------------------------------------------------------------
@@ -2109,20 +2109,20 @@ def test_registered_vjp_with_keyword_argument():
 
 def test_a_numpy_function_without_a_rule_names_itself():
     def f(x):
-        return np.sum(np.tile(x, 2))
+        return np.sum(np.interp(x, [0.0, 1.0], [1.0, 2.0]))
 
-    with pytest.raises(astad.NotDifferentiableError, match="tile"):
+    with pytest.raises(astad.NotDifferentiableError, match="interp"):
         ad(f).grad(rand((3,), 215))
 
 
-def test_assigning_into_a_differentiated_array_is_refused_clearly():
+def test_assigning_into_a_differentiated_array():
     def f(x):
         y = x * 1.0
-        y[0] = 0.0
-        return np.sum(y)
+        y[0] = 0.0  # (writes into arrays: tests/test_array_writes.py)
+        return np.sum(y * x)
 
-    with pytest.raises(astad.AstadError, match="assigning"):
-        ad(f).grad(rand((3,), 216))
+    x = rand((3,), 216)
+    np.testing.assert_allclose(ad(f).grad(x), [0.0, 2 * x[1], 2 * x[2]])
 
 
 # ==========================================================================================
@@ -2457,21 +2457,33 @@ def test_hstack():
 
 
 @pytest.mark.parametrize("case", ["iadd", "imul", "out"])
-def test_inplace_numpy_operation_into_a_constant_array_is_refused(case):
-    """y += x with y a plain array would store a derivative where none can be kept (and
-    an alias of y would see values without derivatives): a clear error instead."""
+def test_inplace_numpy_operation_into_an_array_made_inside(case):
+    """y += x into y = np.ones(3) made inside: y is a differentiated array (a constant)
+    and the write a new version of it (tests/test_array_writes.py has the rest)."""
     def f(x):
-        y = np.zeros(3)
+        y = np.ones(3)
+        alias = y
         if case == "iadd":
             y += x
         elif case == "imul":
             y *= x
         else:
             np.multiply(x, 2.0, out=y)
+        return np.sum(alias * x)
+
+    x = rand((3,), 244)
+    expected = {"iadd": 1.0 + 2.0 * x, "imul": 2.0 * x, "out": 4.0 * x}[case]
+    np.testing.assert_allclose(ad(f).grad(x), expected)
+
+
+def test_a_differentiated_value_into_a_plain_array_from_outside_is_refused():
+    def f(x, y):
+        y[0] = x[0]
         return np.sum(y)
 
-    with pytest.raises(astad.NotDifferentiableError, match="in-place"):
-        ad(f).grad(rand((3,), 244))
+    with pytest.raises(astad.NotDifferentiableError, match="plain array") as info:
+        ad(f, argnums=0).grad(rand((3,), 245), np.zeros(3))
+    assert info.value.filename == __file__
 
 
 @pytest.mark.parametrize("sa,sb", [((2, 3, 4), (5, 4)), ((4,), (2, 3, 4)), ((2, 4), (2, 3, 4)),
@@ -2630,9 +2642,9 @@ def test_index_methods_on_a_differentiated_array():
 
 def test_an_unsupported_array_method_names_itself():
     def f(x):
-        return np.sum(x.cumprod())
+        return np.sum(x.tolist())
 
-    with pytest.raises(astad.NotDifferentiableError, match="cumprod"):
+    with pytest.raises(astad.NotDifferentiableError, match="tolist"):
         ad(f).grad(rand((3,), 266))
 
 

@@ -76,12 +76,20 @@ def caught_and_replaced(x):
         raise ValueError("my fallback failed") from exc
 
 
+PLAIN_ARRAY = np.zeros(2)
+
+
 def array_refusal_caught(x):
-    y = np.zeros(2)
     try:
-        y[0] = x  # refused: a dual into a plain array
+        PLAIN_ARRAY[0] = x  # refused: a dual into a plain array made outside
     except Exception:
         pass
+    return np.sum(PLAIN_ARRAY) + x
+
+
+def array_made_inside(x):
+    y = np.zeros(2)
+    y[0] = x  # (an array made inside may be written: the write is differentiated)
     return np.sum(y) + x
 
 
@@ -104,8 +112,12 @@ def test_a_caught_refusal_still_ends_the_call_on_every_path(f):
 
 
 def test_a_refusal_caught_in_array_code():
-    with pytest.raises(astad.NotDifferentiableError, match="plain numpy array"):
+    with pytest.raises(astad.NotDifferentiableError, match="plain array"):
         astad.reverse_diff(array_refusal_caught).grad(3.0)
+    with pytest.raises(astad.NotDifferentiableError, match="plain array"):
+        astad.jvp(array_refusal_caught, (3.0,), (1.0,))
+    assert not PLAIN_ARRAY.any()
+    assert astad.reverse_diff(array_made_inside).value_and_grad(3.0) == (6.0, 2.0)
 
 
 def test_the_original_function_is_unaffected_and_the_next_call_works():

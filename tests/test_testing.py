@@ -16,11 +16,19 @@ from astad.testing import GradCheck, check_grads
 
 
 def _failing_paths(message: str) -> list:
-    """The paths in the table of a check_grads failure message."""
+    """The paths in the table of a check_grads failure message, after checking that the
+    message leads with the table and that its first line counts the table's rows."""
     lines = message.splitlines()
-    start = next(k for k, line in enumerate(lines) if line.strip().startswith("path"))
-    return [line.split()[0] for line in lines[start + 1:] if line.startswith("  ")
-            and not line.startswith("  (")]
+    assert lines[1].split() == ["path", "astad", "finite", "difference", "rel.", "error"]
+    paths = [line.split()[0] for line in lines[2:] if line.startswith("  ")
+             and not line.startswith("  (")]
+    entries = re.search(r"(\d+) of (\d+) (?:gradient entries|entries of J\^T w)", lines[0])
+    expected = (int(entries.group(1)) if entries else 0) + lines[0].count("the value") + \
+        lines[0].count("the check along a random direction")
+    assert len(paths) == expected, message
+    assert sum(path.startswith("args") for path in paths) == expected - \
+        lines[0].count("the value") - lines[0].count("the check along a random direction")
+    return paths
 
 
 def _row(message: str, path: str) -> list:
@@ -200,9 +208,10 @@ def test_vector_result_with_wrong_derivative():
     with pytest.raises(AssertionError) as info:
         check_grads(f, 0.5, 2.0)
     message = str(info.value)
-    assert "entries of J^T w disagree" in message
+    assert message.startswith("check_grads(f): 1 of 2 entries of J^T w and the check along "
+                              "a random direction disagree")
     paths = _failing_paths(message)
-    assert "args[1]" in paths and "args[0]" not in paths
+    assert paths == ["args[1]", "<J^T"]
 
 
 def test_dataclass_result():
@@ -391,3 +400,97 @@ def test_a_float_result_is_checked_through_grad_and_vjp_alike():
             check_grads(g, 1.5, -0.5)
     finally:
         entry.floats = right
+
+
+def test_a_wrong_forward_value_is_named_apart_from_the_gradient():
+    @astad.custom_vjp
+    def doubled(x):
+        return 2.0 * x
+    doubled.defvjp(lambda x: (3.0 * x, None), lambda residuals, g: (2.0 * g,))  # fwd: wrong
+
+    def f(x):
+        return doubled(x) + 1.0
+    with pytest.raises(AssertionError) as info:
+        check_grads(f, 0.5)
+    message = str(info.value)
+    assert message.splitlines()[0] == (
+        "check_grads(f): the value astad computes disagrees with the function's own; "
+        "the gradient entry checked one by one agrees")
+    assert _failing_paths(message) == ["value"]
+    assert _row(message, "value")[:2] == ["2.5", "2"]
+
+
+# -- in pytest: the failure is the table, not astad's source --------------------------------
+FAILING_TESTS = '''
+import math
+
+import numpy as np
+
+import astad
+from astad.testing import check_grads
+
+
+def cube(x):
+    return x * x * x
+
+
+astad.register_scalar(cube, lambda x: 2.0 * x * x)  # wrong on purpose: 3 x^2
+
+
+def cube_all(w):
+    return w * w * w
+
+
+astad.register_vjp(cube_all, lambda g, result, w: g * 2.0 * w * w)  # wrong: 3 w^2
+
+
+def test_scalar():
+    check_grads(lambda x, y: cube(x) + math.sin(y), 2.0, -1.0)
+
+
+def test_array_of_24():
+    check_grads(lambda w: np.sum(cube_all(w)), np.linspace(0.5, 2.0, 24))
+
+
+def test_array_of_12_and_a_float():
+    check_grads(lambda w, s: s * np.sum(cube_all(w)), np.linspace(0.5, 2.0, 12), 1.5)
+'''
+
+
+def test_pytest_shows_the_table_first_and_none_of_astads_source(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "test_failing_gradients.py").write_text(FAILING_TESTS)
+    env = {**__import__("os").environ, "PYTHONPATH": str(root)}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                             "-q", "test_failing_gradients.py"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    output = result.stdout
+    assert result.returncode == 1 and "3 failed" in output, output + result.stderr
+    # not one line of astad's own source is printed (nor its file, as a frame)
+    source_lines = {line.strip() for path in (root / "astad").rglob("*.py")
+                    for line in path.read_text().splitlines() if len(line.strip()) > 12}
+    shown = [line for line in output.splitlines()
+             if line.strip().lstrip(">").strip() in source_lines]
+    assert not shown, shown
+    assert str(root / "astad") not in output
+    # each failure: the test's own line, then at once the message and its table, whose
+    # first line counts exactly the rows of the table
+    sections = output.split("_____ test_")[1:]
+    assert len(sections) == 3
+    for section in sections:
+        lines = section.splitlines()
+        call = next(k for k, line in enumerate(lines) if line.startswith(">"))
+        assert "check_grads(" in lines[call]
+        message = [line.removeprefix("E       ") for line in lines[call + 1:]
+                   if line.startswith("E       ")]  # pytest's prefix of a message line
+        assert message[0].startswith("AssertionError: check_grads(")
+        message[0] = message[0].removeprefix("AssertionError: ")
+        assert _failing_paths("\n".join(message))
+    array = next(s for s in sections if s.startswith("array_of_24"))
+    assert "20 of 20 gradient entries and the check along a random direction disagree" in \
+        array  # 24 elements: 20 sampled one by one, and one direction over all 24
+    both = next(s for s in sections if s.startswith("array_of_12"))
+    assert "12 of 13 gradient entries disagree" in both  # 12 elements wrong, the float right

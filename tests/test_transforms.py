@@ -278,3 +278,70 @@ def test_hessian_of_loops_recursion_dataclasses_and_a_tagged_union():
     h = astad.hessian(mixed_program)(v)
     np.testing.assert_allclose(h, mixed_hessian(v), rtol=1e-13)
     np.testing.assert_allclose(astad.jacrev(astad.jacfwd(mixed_program))(v), h, rtol=1e-13)
+
+
+# -- custom rules in every mode -------------------------------------------------------------
+@astad.custom_jvp
+def softplus(x):
+    return math.log1p(math.exp(x))
+
+
+@softplus.defjvp
+def softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus(x), t / (1.0 + math.exp(-x))
+
+
+def softplus_times_x(x):
+    return softplus(x) * x
+
+
+def test_custom_jvp_serves_forward_reverse_and_nested_derivatives():
+    x = 0.7
+    s = 1.0 / (1.0 + math.exp(-x))  # softplus' = sigmoid, sigmoid' = s (1 - s)
+    first = softplus(x) + x * s
+    second = 2.0 * s + x * s * (1.0 - s)
+    third = 3.0 * s * (1.0 - s) + x * s * (1.0 - s) * (1.0 - 2.0 * s)
+    assert astad.jvp(softplus_times_x, (x,), (1.0,))[1] == pytest.approx(first, rel=1e-14)
+    assert astad.grad(softplus_times_x)(x) == pytest.approx(first, rel=1e-14)  # transposed
+    assert astad.hessian(softplus_times_x)(x) == pytest.approx(second, rel=1e-13)
+    assert astad.grad(astad.grad(softplus_times_x))(x) == pytest.approx(second, rel=1e-13)
+    assert astad.grad(astad.grad(astad.grad(softplus_times_x)))(x) == pytest.approx(
+        third, rel=1e-12)
+
+
+@astad.custom_jvp
+def norm2(v):
+    return math.sqrt(v[0] * v[0] + v[1] * v[1])
+
+
+norm2.defjvps(lambda t, r, v: (v[0] * t[0] + v[1] * t[1]) / r)
+
+
+def test_custom_jvp_by_argument_with_a_structured_argument():
+    v = [3.0, 4.0]
+    assert astad.grad(norm2)(v) == pytest.approx([0.6, 0.8])
+    assert astad.jvp(norm2, (v,), ([1.0, 1.0],))[1] == pytest.approx(1.4)
+
+
+@astad.custom_vjp
+def cube(x):
+    return x * x * x
+
+
+cube.defvjp(lambda x: (x * x * x, x), lambda x, g: (3.0 * x * x * g,))
+
+
+def test_custom_vjp_in_forward_mode_asks_for_a_forward_rule():
+    with pytest.raises(astad.NotDifferentiableError, match="defjvp") as info:
+        astad.jvp(cube, (2.0,), (1.0,))
+    assert info.value.filename == __file__
+    # reverse over reverse differentiates the bwd rule itself: d/dx 3x^2 = 6x
+    assert astad.grad(astad.grad(cube))(2.0) == pytest.approx(12.0)
+
+
+def test_astad_own_custom_primitives_have_forward_rules():
+    _, t = astad.jvp(lambda p: math.dist(p, [0.0, 0.0]), ([3.0, 4.0],), ([1.0, 0.0],))
+    assert t == pytest.approx(0.6)
+    _, t = astad.jvp(lambda x: math.frexp(x)[0] + math.modf(x)[0], (3.0,), (1.0,))
+    assert t == pytest.approx(0.25 + 1.0)

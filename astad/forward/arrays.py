@@ -123,10 +123,25 @@ def _by_jvps(func, handle, args, values, result, kwargs):
         if handle.width is None or batched:
             term = jvps[k](tangent, result, *values, **kwargs)
         else:
-            term = np.stack([jvps[k](tangent[j], result, *values, **kwargs)
+            term = _stacked([jvps[k](tangent[j], result, *values, **kwargs)
                              for j in range(handle.width)])
-        total = term if total is None else total + term
+        total = term if total is None else _plus(total, term)
     return total
+
+
+# several results (np.split, linalg.eigh, svd, qr): a tangent each, None for a result with
+# no derivative (a sign, a rank)
+def _stacked(terms):
+    if isinstance(terms[0], (tuple, list)):
+        return type(terms[0])(None if terms[0][j] is None else np.stack([t[j] for t in terms])
+                              for j in range(len(terms[0])))
+    return np.stack(terms)
+
+
+def _plus(a, b):
+    if isinstance(a, (tuple, list)):
+        return type(a)(y if x is None else x if y is None else x + y for x, y in zip(a, b))
+    return a + b
 
 
 def _linear(func, handle, args, values, result, kwargs):
@@ -166,7 +181,8 @@ def apply(func, rule, handle, args, kwargs):
         raise NotDifferentiableError(
             f"astad differentiates {getattr(func, '__name__', func)!r} in its positional "
             "arguments only; pass the differentiated value positionally", *user_location())
-    result = func(*values, **kw)
+    call = getattr(func[0], func[1]) if type(func) is tuple else func  # (np.add.reduce)
+    result = call(*values, **kw)
     kind = getattr(getattr(result, "dtype", None), "kind", "f")
     if kind in "biu":  # integers and truth values carry no derivative
         return result
@@ -183,12 +199,30 @@ def apply(func, rule, handle, args, kwargs):
         raise NotDifferentiableError(
             f"astad has no forward-mode rule for numpy's {name!r}; register one with "
             "astad.register_jvp", *user_location())
-    return _result(result, tangent, handle)
+    return _result(result, _not_aliased(tangent, args, handle), handle)
+
+
+def _not_aliased(tangent, args, handle):
+    """A tangent that is an operand's own tangent array (a jvp giving ``t`` back, as
+    np.copy's) copied: arrays are written in place (rules/array_writes.py), and the
+    result's tangent must not change with the operand's. (A view shares on purpose: it
+    is made before any rule, in dispatch.)"""
+    if type(tangent) is not np.ndarray:
+        return tangent
+    for a in args:
+        for x in (a if type(a) in (list, tuple) else (a,)):
+            if _is_ours(x, handle) and type(x) is FArrayDual and \
+                    np.may_share_memory(tangent, x.d):
+                return tangent.copy()
+    return tangent
 
 
 def _result(result, tangent, handle):
     """A forward dual for the result, its tangent shaped like it (numpy broadcasts a
     constant operand; the tangent of the other operand is broadcast the same way)."""
+    if isinstance(result, (tuple, list)):  # several results: a dual for each with a tangent
+        items = [r if t is None else _result(r, t, handle) for r, t in zip(result, tangent)]
+        return type(result)._make(items) if hasattr(result, "_make") else type(result)(items)
     shape = np.shape(result)
     expected = shape if handle.width is None else (handle.width,) + shape
     if np.shape(tangent) != expected:

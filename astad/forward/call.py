@@ -23,9 +23,10 @@ from ..errors import InputError
 from ..runtime.array_dual import FArrayDual
 from ..leftovers import run
 from ..runtime.duals import (DUAL_TYPES, FDual, ForwardLevel, NestedFDual, forward_dual,
-                             new_dual)
+                             new_dual, running)
 from ..structure import (Interleaving, _ArrayLeaf, _FloatLeaf, _FloatRecord, _Node, _Run,
-                         _is_namedtuple, _is_record, _short, primal, record_attributes)
+                         _is_namedtuple, _is_record, _short, primal, record_attributes,
+                         towered)
 
 
 class ForwardInterleaving(Interleaving):
@@ -54,6 +55,8 @@ class ForwardInterleaving(Interleaving):
         return d
 
     def _array_dual(self, value):
+        if type(value) is np.ndarray and running.stack:  # (see Interleaving._array_dual)
+            value = towered(value, self.level)
         d = FArrayDual(value, None, self.level)
         self.tape.append(d)
         return d

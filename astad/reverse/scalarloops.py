@@ -185,30 +185,28 @@ class _Writer:
                 values[leaf.index] = leaf.node.id
                 indices[leaf.index] = self.index.get(leaf.node.id)
                 continue
-            # xs[k]: read the element; its slot is xs's first slot + k (mod len(xs))
+            # xs[k]: read the element; its derivative (here its slot) from xs's and k's
             kind = self.leaves.element(leaf.node)
             x = f"{self.names['temp']}x{self.counter[0]}"
             k = self.subscript(leaf.node.slice, "k", depth, lineno)
             if kind == "list":
-                start, length = self.lists[leaf.node.value.id]
                 self.emit(depth, f"{x} = {leaf.node.value.id}[{k}]", lineno)
-                indices[leaf.index] = f"{start} + {k} % {length}"
+                indices[leaf.index] = self.element_derivative(kind, leaf.node.value.id, k)
             elif kind == "row":
                 row = leaf.node.value.id
                 self.emit(depth, f"{x} = {row}[{k}]", lineno)
-                indices[leaf.index] = f"{self.rows[row]} + {k} % len({row})"
+                indices[leaf.index] = self.element_derivative(kind, row, k)
             else:  # m[i][j]
                 matrix = leaf.node.value.value.id
-                starts, length = self.matrices[matrix]
                 i = self.subscript(leaf.node.value.slice, "i", depth, lineno)
                 row = f"{self.names['temp']}row{self.counter[0]}"
                 self.emit(depth, f"{row} = {matrix}[{i}]", lineno)
                 self.emit(depth, f"{x} = {row}[{k}]", lineno)
-                indices[leaf.index] = f"{starts}[{i} % {length}] + {k} % len({row})"
+                indices[leaf.index] = self.element_derivative(kind, matrix, k, i, row)
             self.counter[0] += 1
             values[leaf.index] = x
         if isinstance(tree, Leaf):
-            return values[tree.index], indices[tree.index] or self.sink
+            return values[tree.index], indices[tree.index] or self.constant
         lines, result, partials = differentiate(tree, values, self.counter,
                                                 self.names["temp"])
         for line in lines:
@@ -219,10 +217,39 @@ class _Writer:
                 partial = " + ".join(partials.get(leaf.index, ["0.0"]))
                 pairs.append((indices[leaf.index], _tidy(partial)))
         if not pairs:
-            return result, self.sink
-        # written out once every entry is known: each takes the function's width
+            return result, self.constant
+        return result, self.combine(pairs, depth, lineno)
+
+    # -- what reverse mode records (a forward-mode writer says otherwise: forward/floats.py)
+    @property
+    def constant(self) -> str:
+        """The derivative a constant has: here the slot of constants."""
+        return self.sink
+
+    def element_derivative(self, kind: str, container: str, k: str, i=None, row=None):
+        """The slot of ``container[k]`` (a list argument, a row local, or ``m[i][k]``)."""
+        if kind == "list":
+            start, length = self.lists[container]
+            return f"{start} + {k} % {length}"
+        if kind == "row":
+            return f"{self.rows[container]} + {k} % len({container})"
+        starts, length = self.matrices[container]
+        return f"{starts}[{i} % {length}] + {k} % len({row})"
+
+    def combine(self, pairs: list, depth: int, lineno: int) -> str:
+        """A float expression's (slot, partial) pairs: one tape entry, written out once
+        every entry is known (each takes the function's width); its index."""
         self.lines.append((_Entry(depth, pairs, self.loops > 0), lineno))
-        return result, self.names["last"]
+        return self.names["last"]
+
+    def row_assignment(self, target: str, matrix: str, i: str, depth: int, line: int):
+        starts, length = self.matrices[matrix]
+        self.emit(depth, f"{target} = {matrix}[{i}]", line)
+        self.emit(depth, f"{self.rows[target]} = {starts}[{i} % {length}]", line)
+
+    def return_statement(self, value: str, index: str, depth: int, line: int):
+        self.emit(depth, f"return gradient_of({self.tape}, {self.names['width']}, "
+                         f"{value}, {index}, {self.sink}, {self.names['layout']})", line)
 
     def constant_only(self, node) -> None:
         """A name the activity analysis found constant is assigned ``node``: refuse if a
@@ -272,11 +299,9 @@ class _Writer:
                 if not (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
                         and value.value.id in self.matrices):
                     raise _NotStraight
-                starts, length = self.matrices[value.value.id]
                 i = self.subscript(value.slice, "i", depth, line)
                 self.counter[0] += 1
-                self.emit(depth, f"{target} = {value.value.id}[{i}]", line)
-                self.emit(depth, f"{self.rows[target]} = {starts}[{i} % {length}]", line)
+                self.row_assignment(target, value.value.id, i, depth, line)
                 return
             if target not in self.index:  # an int counter, a constant
                 self.constant_only(stmt.value)
@@ -292,9 +317,7 @@ class _Writer:
             if stmt.value is None:
                 raise _NotStraight
             value, index = self.value(stmt.value, depth, line)
-            self.emit(depth, f"return gradient_of({self.tape}, {self.names['width']}, "
-                             f"{value}, {index}, "
-                             f"{self.sink}, {self.names['layout']})", line)
+            self.return_statement(value, index, depth, line)
         elif isinstance(stmt, (gast.If, gast.While)):
             keyword = "if" if isinstance(stmt, gast.If) else "while"
             self.emit(depth, f"{keyword} {self.plain(stmt.test)}:", line)

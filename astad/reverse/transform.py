@@ -26,15 +26,18 @@ import copy
 import types
 
 import gast
+import numpy as np
 
 from ..front.activity import Activity, bound_names, shadowed_builtins
 from ..front.definite import certain_reads
 from ..runtime.calls import is_numpy_callable
 from .fuse import Fuser
 from ..front.normalize import INPLACE
+from ..rules import lazy
 from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS
 from .scalarloops import write_scalar_loops
 from .straightline import write_straight_line
+from ..forward.floats import write_forward
 
 _BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
                 gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow"}
@@ -201,6 +204,7 @@ class ReverseTransform(gast.NodeTransformer):
         """D of a call whose arguments are already transformed."""
         callee = self._static_callee(node.func)
         if callee is not MISSING:
+            lazy.load_rules_for(callee)  # scipy.special's rules, on first use
             try:
                 tapeless = TAPELESS_BUILTINS.get(callee)
                 rule = PRIMITIVES.get(callee)
@@ -246,6 +250,23 @@ class ReverseTransform(gast.NodeTransformer):
         node.func = rev
         node.args.insert(0, self._tape())
         return node
+
+    def visit_Subscript(self, node):
+        """``np.r_[a, b]`` and ``np.c_[a, b]`` (numpy's index tricks) holding possibly
+        differentiated values: ``ad.index_trick(tape, np.r_, (a, b))``, a concatenation."""
+        self.generic_visit(node)
+        named = getattr(node.value, "attr", None) or getattr(node.value, "id", None)
+        if not isinstance(node.ctx, gast.Load) or named not in ("r_", "c_"):
+            return node
+        trick = self._static_callee(node.value)
+        if trick is not np.r_ and trick is not np.c_:
+            return node
+        items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        items = [self._call(self._rule("slice", i), [
+            x or gast.Constant(None, None) for x in (i.lower, i.upper, i.step)], [], i)
+            if isinstance(i, gast.Slice) else i for i in items]
+        return self._call(self._rule("index_trick", node), [
+            self._tape(), node.value, gast.Tuple(items, gast.Load())], [], node)
 
     def visit_Compare(self, node):
         """A comparison gives a bool, which carries no derivative, so arithmetic in its
@@ -295,6 +316,20 @@ class ReverseTransform(gast.NodeTransformer):
             return self._rewrite_call(node)
         return node
 
+    def visit_Assign(self, node):
+        """``obj[index] = value`` becomes ``ad.setitem(tape, value, obj, index)`` (the
+        value first, then the object and the index, as Python evaluates them): a write
+        into an array is a new version of it on the tape (rules/array_writes.py); lists
+        and dicts are written as Python writes them."""
+        self.generic_visit(node)
+        if len(node.targets) != 1 or not isinstance(node.targets[0], gast.Subscript):
+            return node
+        target = node.targets[0]
+        index = _index_expression(target.slice, lambda like: self._rule("slice", like))
+        call = self._call(self._rule("setitem", node),
+                          [self._tape(), node.value, target.value, index], [], node)
+        return gast.copy_location(gast.Expr(value=call), node)
+
     def visit_Attribute(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, gast.Load) and node.attr in self.property_names \
@@ -315,6 +350,20 @@ class ReverseTransform(gast.NodeTransformer):
                      and isinstance(n.ctx, (gast.Store, gast.Param, gast.Del))}
             self._defs = {name for name in assigned if name not in other}
         return self._defs
+
+
+def _index_expression(node, slice_name):
+    """A subscript's index as an expression: ``a:b`` as ``ad.slice(a, b)`` (in a tuple
+    too); ``slice_name(like)`` gives the expression naming ``slice``."""
+    if isinstance(node, gast.Slice):
+        parts = [p if p is not None else gast.Constant(None, None)
+                 for p in (node.lower, node.upper, node.step)]
+        call = gast.Call(func=slice_name(node), args=parts, keywords=[])
+        return gast.copy_location(call, node)
+    if isinstance(node, gast.Tuple):
+        return gast.copy_location(gast.Tuple([_index_expression(e, slice_name)
+                                              for e in node.elts], gast.Load()), node)
+    return node
 
 
 def _property_names(fn) -> set:
@@ -343,18 +392,22 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
 
     Return the new tree, the global bindings it was specialised on, the fused rules
     written for it (statement-level preaccumulation, fuse.py, unless turned off), for
-    a straight-line function of floats its tapeless value-and-gradient function
-    (straightline.py; ``(ast.FunctionDef, text)`` or None), and the callees resolved now
-    that the code checks where it calls them (name in the code -> callable).
+    scalar code of floats its specialised value-and-gradient function (straightline.py,
+    scalarloops.py) and its forward-mode function (forward/floats.py; each
+    ``(ast.FunctionDef, text)`` or None), and the callees resolved now that the code
+    checks where it calls them (name in the code -> callable).
     """
     activity = Activity(root, local_names | shadowed_builtins(fn))
     rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate,
                                 resolve_callee)
-    straight = None
-    if preaccumulate and not as_method:  # (before the rewriter changes the tree)
-        straight = write_straight_line(root, rewriter.static_rule_name, filename) or \
-            write_scalar_loops(root, rewriter.static_rule_name, rewriter._static_callee,
-                               activity, local_names, filename)
+    straight = forward = None
+    if not as_method:  # (before the rewriter changes the tree)
+        if preaccumulate:
+            straight = write_straight_line(root, rewriter.static_rule_name, filename) or \
+                write_scalar_loops(root, rewriter.static_rule_name, rewriter._static_callee,
+                                   activity, local_names, filename)
+        forward = write_forward(root, rewriter.static_rule_name, rewriter._static_callee,
+                                activity, local_names, filename)
     root.decorator_list = []
     root.args.defaults = []
     root.args.kw_defaults = [None] * len(root.args.kwonlyargs)
@@ -373,7 +426,7 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
         root.args.args.insert(position - len(root.args.posonlyargs), tape)
     gast.fix_missing_locations(root)
     rules = rewriter.fuser.rules if rewriter.fuser is not None else []
-    return root, rewriter.dependencies, rules, straight, rewriter.guards
+    return root, rewriter.dependencies, rules, straight, forward, rewriter.guards
 
 
 __all__ = ["transform", "Names", "bound_names"]

@@ -72,6 +72,9 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
 F = TypeVar("F", bound=Callable[..., Any])
 # element-wise function -> its partials (forward mode reads them too)
 ELEMENTWISE: dict = {}
+# any other function -> its vjps, one per argument, as registered (the catalogue; a rule
+# written by hand gives its vjps here too): a list argument's cotangent is a list
+VJPS: dict = {}
 _PLAIN_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64, np.bool_, bool})
 
 
@@ -95,9 +98,7 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
                     _require(fn, partials, k)
                 if type(a) is ArrayDual:
                     scalars_only = False
-                    parents.append((a.i, a.v.shape, a.v.dtype))
-                else:
-                    parents.append((a.i, None, None))
+                parents.append(parent_of(a))
                 partial = partials[k](*values, result)
                 if check_finite and type(partial) is np.ndarray and not np.isfinite(
                         partial.sum()):  # (one pass, reading: an inf or nan makes it so)
@@ -161,6 +162,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     """
     RESULT_KIND.pop(fn, None)  # (astad's own rules say what their vjps return and need)
     SHAPES_ONLY.discard(fn)
+    VJPS[fn] = tuple(vjps)  # (the catalogue, and vjps differentiated again)
 
     def rule(tape, *args, **kwargs):
         values = [primal_of(a, tape) for a in args]
@@ -221,7 +223,8 @@ def register_jvp(fn: F, *jvps: Callable[..., Any] | None, batched: bool = False)
 
 
 def _is_numpy(fn) -> bool:
-    return type(fn) is np.ufunc or (getattr(fn, "__module__", None) or "").startswith("numpy")
+    return type(fn) is np.ufunc or isinstance(fn, tuple) or (  # (a tuple: a ufunc method)
+        getattr(fn, "__module__", None) or "").startswith("numpy")
 
 
 # -- element-wise functions ---------------------------------------------------------------
@@ -316,124 +319,8 @@ register_elementwise(np.fmax, lambda x, y, r: (x >= y) * 1.0, lambda x, y, r: (x
 register_elementwise(np.fmin, lambda x, y, r: (x <= y) * 1.0, lambda x, y, r: (x > y) * 1.0)
 
 
-def _inside(a, lo, hi):
-    mask = np.ones_like(a, dtype=float)
-    if lo is not None:
-        mask = mask * (a >= lo)
-    if hi is not None:
-        mask = mask * (a <= hi)
-    return mask
-
-
-register_vjp(np.clip,  # (bounds by keyword too: np.clip(x, min=0.0))
-             lambda g, r, a, a_min=None, a_max=None, **kw: g * _inside(
-                 a, kw.get("min") if a_min is None else a_min,
-                 kw.get("max") if a_max is None else a_max),
-             lambda g, r, a, a_min, a_max=None, **kw: unbroadcast(g * (a < a_min), np.shape(
-                 a_min)),
-             lambda g, r, a, a_min, a_max, **kw: unbroadcast(g * (a > a_max), np.shape(a_max)))
 register_elementwise(np.where, None, lambda c, x, y, r: np.asarray(c, dtype=bool) * 1.0,
                      lambda c, x, y, r: (~np.asarray(c, dtype=bool)) * 1.0)
-
-
-# -- reductions ---------------------------------------------------------------------------
-def _expand(g, shape, axis, keepdims):
-    """Bring the cotangent of a reduction back to the reduced array's shape."""
-    g = g if type(g) in DUAL_TYPES else np.asarray(g)  # (a dual: numpy's dispatch follows)
-    if axis is not None and not keepdims:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        axes = tuple(a % len(shape) for a in axes)
-        g = np.expand_dims(g, axes)
-    return np.broadcast_to(g, shape)
-
-
-def _count(shape, axis):
-    if axis is None:
-        return int(np.prod(shape))
-    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-    return int(np.prod([shape[a] for a in axes]))
-
-
-def _sum_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    return _expand(g, np.shape(x), axis, keepdims)
-
-
-def _mean_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    return _expand(g, np.shape(x), axis, keepdims) / _count(np.shape(x), axis)
-
-
-def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
-    # the gradient is shared evenly between tied extreme elements
-    shape = np.shape(x)
-    hit = x == _expand(r, shape, axis, keepdims)
-    if axis is None:  # one element (or a few tied): no pass over a float array
-        where = np.flatnonzero(hit)
-        grad = np.zeros(shape, dtype=np.result_type(x, 1.0))
-        if len(where):  # (none: initial= was the extreme)
-            grad.flat[where] = np.ravel(g)[0] / len(where)
-        return grad
-    g = g if type(g) in DUAL_TYPES else np.asarray(g)
-    if not keepdims:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        g = np.expand_dims(g, tuple(a % len(shape) for a in axes))
-    return hit * (g / np.maximum(np.sum(hit, axis=axis, keepdims=True), 1))
-
-
-def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-              **kw):
-    # d prod / d x_j = the product of the others: prefix times suffix products along the
-    # reduced axes (moved last and flattened), so zeros need no special case
-    x = np.asarray(x)
-    ndim = x.ndim
-    if ndim == 0:
-        return g * np.ones_like(x) * (1.0 if initial is None else initial)
-    axes = tuple(range(ndim)) if axis is None else tuple(
-        a % ndim for a in ((axis,) if np.ndim(axis) == 0 else axis))
-    last = tuple(range(ndim - len(axes), ndim))
-    moved = np.moveaxis(x, axes, last)
-    flat = moved.reshape(moved.shape[:ndim - len(axes)] + (-1,))
-    ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype)
-    left = np.concatenate((ones, np.cumprod(flat[..., :-1], axis=-1)), axis=-1)
-    right = np.concatenate((np.cumprod(flat[..., :0:-1], axis=-1)[..., ::-1], ones), axis=-1)
-    others = np.moveaxis((left * right).reshape(moved.shape), last, axes)
-    if initial is not None:
-        others = others * initial
-    return _expand(g, x.shape, axis, keepdims) * others
-
-
-def _var_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
-             correction=None, **kw):
-    if correction is not None:  # numpy 2's name for ddof
-        ddof = correction
-    n = _count(np.shape(x), axis)
-    centred = x - np.mean(x, axis=axis, keepdims=True)
-    return _expand(g, np.shape(x), axis, keepdims) * 2.0 * centred / (n - ddof)
-
-
-def _std_vjp(g, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
-             correction=None, **kw):
-    # where every element equals the mean (one element, or ties) std is at a kink like
-    # abs at 0: the derivative taken there is 0 (for one element std is constant)
-    r_full = _expand(r, np.shape(x), axis, keepdims)
-    var_grad = _var_vjp(g, r, x, axis, ddof=ddof, keepdims=keepdims, correction=correction)
-    return np.where(r_full != 0, var_grad / np.where(r_full != 0, 2.0 * r_full, 1.0), 0.0)
-
-
-def _norm_vjp(g, r, x, ord=None, axis=None, keepdims=False):
-    r_full = _expand(r, np.shape(x), axis, keepdims)
-    return _expand(g, np.shape(x), axis, keepdims) * np.where(r_full != 0, x / np.where(
-        r_full != 0, r_full, 1.0), 0.0)
-
-
-register_vjp(np.sum, _sum_vjp)
-register_vjp(np.mean, _mean_vjp)
-register_vjp(np.max, _extreme_vjp)
-register_vjp(np.min, _extreme_vjp)
-register_vjp(np.amax, _extreme_vjp)
-register_vjp(np.amin, _extreme_vjp)
-register_vjp(np.prod, _prod_vjp)
-register_vjp(np.var, _var_vjp)
-register_vjp(np.std, _std_vjp)
 
 
 def refuse_keywords(fn, keywords, why):
@@ -448,39 +335,20 @@ def refuse_keywords(fn, keywords, why):
     add_check(fn, check)
 
 
-refuse_keywords(np.var, ("mean",), "numpy uses the given mean as it is")
-refuse_keywords(np.std, ("mean",), "numpy uses the given mean as it is")
-register_vjp(np.linalg.norm, _norm_vjp)
-
-
-def _norm_orders(args, kwargs):
-    """The Euclidean norm of vectors and the Frobenius norm of matrices only: other
-    orders (1, inf, the spectral norm ord=2 of a matrix) are refused when called."""
-    names = ("x", "ord", "axis", "keepdims")
-    bound = dict(zip(names, args), **kwargs)
-    x, ord, axis = bound["x"], bound.get("ord"), bound.get("axis")
-    matrix = (axis is None and np.ndim(x) == 2) or (np.ndim(axis) == 1 and len(axis) == 2)
-    if ord not in (None, 2, "fro") or (ord == 2 and matrix):
-        raise NotDifferentiableError(f"astad differentiates linalg.norm for the 2-norm of "
-                                     f"vectors and the Frobenius norm only, not ord={ord!r}",
-                                     *user_location())
-    return args, kwargs
-
-
-add_check(np.linalg.norm, _norm_orders)
-def _trace_vjp(g, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    # g (one value per position on the other axes) spread on the diagonal of (axis1, axis2)
-    shape = np.shape(a)
-    axes = (axis1 % len(shape), axis2 % len(shape))
-    diagonal = np.eye(shape[axes[0]], shape[axes[1]], k=offset)
-    return np.moveaxis(np.asarray(g)[..., None, None] * diagonal, (-2, -1), axes)
-
-
-register_vjp(np.trace, _trace_vjp)
-RESULT_KIND.update(dict.fromkeys(
-    (np.clip, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std,
-     np.linalg.norm, np.trace), NEW_ARRAYS))
-SHAPES_ONLY.update((np.sum, np.mean, np.trace))
+def differentiate_by_keyword(fn, names, check=None):
+    """Pass the arguments ``names`` (``fn``'s parameters, in order) given by keyword on by
+    position, where the rules record a differentiated one (in every mode); ``check``
+    (``check(**arguments)``) may refuse what the rules do not follow, when called."""
+    def by_position(args, kwargs):
+        args, kwargs = list(args), dict(kwargs)
+        for name in names[len(args):]:
+            if name not in kwargs:
+                break
+            args.append(kwargs.pop(name))
+        if check is not None:
+            check(**dict(zip(names, args)), **kwargs)
+        return tuple(args), kwargs
+    add_check(fn, by_position)
 
 
 # -- functions whose result carries no derivative: they see primal values ---------------
@@ -526,6 +394,9 @@ def constant_array_method(method):
     name when a differentiated value is among the arguments, so its rule runs."""
     fn = _CONSTANT_ARRAY_METHODS.get(method.__name__)
     array = method.__self__
+    if method.__name__ == "copy":  # a new array, differentiated so it may be written into
+        from .array_writes import constant
+        return lambda tape, *args, **kwargs: constant(tape, method(*args, **kwargs))
 
     def call(tape, *args, **kwargs):
         args, kwargs = CONVERT_LISTS[0](fn, args, kwargs)  # (c.dot(xs): xs an array)
@@ -541,5 +412,19 @@ def constant_array_method(method):
 
 
 # shapes, joining, indexing and methods; products and linear algebra (they use the above)
+from . import array_reductions  # noqa: E402,F401  (before the modules using its helpers)
 from . import array_linalg  # noqa: E402,F401
 from .array_shapes import array_from  # noqa: E402,F401  (calls.py: np.array of duals)
+from . import array_gather  # noqa: E402,F401  (scatter-add, ufunc methods)
+from . import array_moves  # noqa: E402,F401
+from . import array_joins  # noqa: E402,F401
+from . import array_statistics  # noqa: E402,F401
+from . import array_elementwise  # noqa: E402,F401
+from . import array_more_shapes  # noqa: E402,F401
+from . import array_building  # noqa: E402,F401
+from . import array_einsum  # noqa: E402,F401
+from . import array_products  # noqa: E402,F401
+from . import linalg_decompositions  # noqa: E402,F401
+from . import linalg_more  # noqa: E402,F401
+from . import array_writes  # noqa: E402,F401  (writes into arrays, views)
+from . import catalogue  # noqa: E402,F401  (last: it records the rules registered above)

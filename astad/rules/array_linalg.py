@@ -1,136 +1,249 @@
 """The derivative rules of numpy's products and linear algebra: matmul, dot, inner, outer,
-einsum (explicit subscripts), linalg.solve, linalg.inv, linalg.det.
+einsum (in every form: array_einsum.py), linalg.solve, linalg.inv, linalg.det.
 
 Each is given by one vector-Jacobian product per argument (``register_vjp``, in
-array_rules.py), computed only for the arguments that are differentiated: a matrix
-product whose right operand is a constant computes one product in its backward step.
+array.py), computed only for the arguments that are differentiated: a matrix product
+whose right operand is a constant computes one product in its backward step; and by one
+Jacobian-vector product per argument (``register_jvp``). Both accept leading (direction)
+axes on the cotangent (tangent).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .array import NEW_ARRAYS, RESULT_KIND, refuse_keywords, register_vjp
+from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, refuse_keywords, register_jvp,
+    register_vjp)
+from .array_axes import align_core, sum_to_shape
+from .array_einsum import (EINSUM_JVPS, EINSUM_VJPS, einsum_partial, einsum_tangent, normalize,
+    split_arguments)
 from ..runtime.array_dual import (ARRAY_RULES, cotangent, accumulate, is_active, new_array,
-    new_scalar, parent_of, primal_of, unbroadcast)
-from ..errors import NotDifferentiableError, user_location
+    new_scalar, parent_of, primal_of)
 
 
 def _swap(a):
     return np.swapaxes(a, -1, -2)
 
 
+def _core_ndim(g, r, value):
+    """The number of axes of ``value`` behind the leading (direction) axes ``g`` has
+    beyond the result ``r``."""
+    return np.ndim(value) - (np.ndim(g) - np.ndim(r))
+
+
 # -- matmul: a (..., n, k) or (k,), b (..., k, m) or (k,) ---------------------------------
+# The vjps and jvps accept leading (direction) axes on the cotangent (tangent).
 def _matmul_cotangent(g, a, b):
     """``g`` with the axes numpy drops for a 1-d operand put back as size-1 axes."""
-    g = np.asarray(g)
     if np.ndim(b) == 1:
-        g = g[..., None]
+        g = np.expand_dims(g, -1)
     if np.ndim(a) == 1:
-        g = g[..., None, :]
+        g = np.expand_dims(g, -2)
     return g
 
 
 def _matmul_a(g, r, a, b, **kw):
     if np.ndim(b) == 1:  # an outer product: a broadcast multiply (matmul with k = 1 is slow)
-        ga = np.multiply(g, b) if np.ndim(a) == 1 else np.multiply(np.asarray(g)[..., None], b)
-        return unbroadcast(ga, np.shape(a))
+        ga = np.multiply(np.expand_dims(g, -1), b)
+        return sum_to_shape(ga, np.shape(a), _core_ndim(g, r, ga))
     ga = _matmul_cotangent(g, a, b) @ _swap(b)
     if np.ndim(a) == 1:
         ga = ga[..., 0, :]
-    return unbroadcast(ga, np.shape(a))
+    return sum_to_shape(ga, np.shape(a), _core_ndim(g, r, ga))
 
 
 def _matmul_b(g, r, a, b, **kw):
     if np.ndim(a) == 1:
-        gb = np.multiply(a, g) if np.ndim(b) == 1 else np.multiply(
-            a[:, None], np.asarray(g)[..., None, :])
-        return unbroadcast(gb, np.shape(b))
+        gb = np.multiply(np.expand_dims(g, -1), a) if np.ndim(b) == 1 else np.multiply(
+            np.expand_dims(a, -1), np.expand_dims(g, -2))
+        return sum_to_shape(gb, np.shape(b), _core_ndim(g, r, gb))
     gb = _swap(a) @ _matmul_cotangent(g, a, b)
     if np.ndim(b) == 1:
         gb = gb[..., 0]
-    return unbroadcast(gb, np.shape(b))
+    return sum_to_shape(gb, np.shape(b), _core_ndim(g, r, gb))
+
+
+def _matmul_jvp_a(t, r, a, b, **kw):
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 1 and nb == 1:
+        return np.sum(t * b, axis=-1)
+    if na == 1:  # a row: behind b's stack axes
+        lead = np.shape(t)[:np.ndim(t) - 1]
+        row = np.reshape(t, lead + (1,) * (nb - 2) + (1, np.shape(a)[0]))
+        return np.matmul(row, b)[..., 0, :]
+    return np.matmul(align_core(t, na, max(na, nb)), b)
+
+
+def _matmul_jvp_b(t, r, a, b, **kw):
+    na, nb = np.ndim(a), np.ndim(b)
+    if nb == 1:
+        if na == 1:
+            return np.sum(a * t, axis=-1)
+        lead = np.shape(t)[:np.ndim(t) - 1]
+        column = np.reshape(t, lead + (1,) * (na - 2) + (np.shape(b)[0], 1))
+        return np.matmul(a, column)[..., 0]
+    return np.matmul(a, align_core(t, nb, max(na, nb)))
 
 
 register_vjp(np.matmul, _matmul_a, _matmul_b)
+register_jvp(np.matmul, _matmul_jvp_a, _matmul_jvp_b, batched=True)
 refuse_keywords(np.matmul, ("axes", "axis"), "only the last two axes multiply")
 
 
-# -- dot: matmul for 1- and 2-d operands, a product with a 0-d one ------------------------
-def _dot_check(a, b):
-    if np.ndim(a) > 2 or np.ndim(b) > 2:
-        raise NotDifferentiableError("astad differentiates np.dot of 0-, 1- and 2-d arrays; "
-                                     "use np.matmul or np.einsum", *user_location())
+# -- dot: matmul for 1- and 2-d operands, a product with a 0-d one, an einsum above -------
+def _dot_subscripts(a, b):
+    """dot(a, b) as explicit einsum subscripts: a's last axis with b's second to last."""
+    na, nb = np.ndim(a), np.ndim(b)
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    sa = "".join(next(letters) for _ in range(na - 1))
+    sb = "".join(next(letters) for _ in range(nb))
+    shared = "z"
+    b_in = sb[:nb - 2] + shared + sb[nb - 1:]
+    return [sa + shared, b_in], sa + sb[:nb - 2] + sb[nb - 1:]
 
 
 def _dot_a(g, r, a, b, out=None):
-    _dot_check(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * b, np.shape(a))
+        return sum_to_shape(g * b, np.shape(a), _core_ndim(g, r, g))
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return einsum_partial(0, g, *_dot_subscripts(a, b), (a, b))
     return _matmul_a(g, r, a, b)
 
 
 def _dot_b(g, r, a, b, out=None):
-    _dot_check(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * a, np.shape(b))
+        return sum_to_shape(g * a, np.shape(b), _core_ndim(g, r, g))
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return einsum_partial(1, g, *_dot_subscripts(a, b), (a, b))
     return _matmul_b(g, r, a, b)
 
 
+def _dot_jvp(k):
+    def jvp(t, r, a, b, out=None):
+        other = b if k == 0 else a
+        if np.ndim(a) == 0 or np.ndim(b) == 0:
+            return align_core(t, np.ndim(a if k == 0 else b), np.ndim(r)) * other
+        if np.ndim(a) > 2 or np.ndim(b) > 2:
+            return einsum_tangent(k, t, *_dot_subscripts(a, b), (a, b))
+        return (_matmul_jvp_a if k == 0 else _matmul_jvp_b)(t, r, a, b)
+    return jvp
+
+
 register_vjp(np.dot, _dot_a, _dot_b)
+register_jvp(np.dot, _dot_jvp(0), _dot_jvp(1), batched=True)
 
 
 # -- inner: a sum over the last axis of both; the result's axes are a's then b's ----------
-def _inner_a(g, r, a, b):
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * b, np.shape(a))
-    lead = np.ndim(a) - 1
-    return np.tensordot(g, b, axes=(list(range(lead, np.ndim(r))),
-                                    list(range(np.ndim(b) - 1))))
+def _inner_subscripts(a, b):
+    na, nb = np.ndim(a), np.ndim(b)
+    sa = "abcdefghijklm"[:na - 1]
+    sb = "nopqrstuvwxy"[:nb - 1]
+    return [sa + "z", sb + "z"], sa + sb
 
 
-def _inner_b(g, r, a, b):
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * a, np.shape(b))
-    lead = list(range(np.ndim(a) - 1))
-    return np.moveaxis(np.tensordot(a, g, axes=(lead, lead)), 0, -1)
+def _inner_vjp(k):
+    def vjp(g, r, a, b):
+        if np.ndim(a) == 0 or np.ndim(b) == 0:
+            return sum_to_shape(g * (b if k == 0 else a), np.shape(a if k == 0 else b),
+                                _core_ndim(g, r, g))
+        return einsum_partial(k, g, *_inner_subscripts(a, b), (a, b))
+    return vjp
 
 
-register_vjp(np.inner, _inner_a, _inner_b)
-register_vjp(np.outer, lambda g, r, a, b, out=None: (g @ np.ravel(b)).reshape(np.shape(a)),
-             lambda g, r, a, b, out=None: (np.ravel(a) @ g).reshape(np.shape(b)))
+def _inner_jvp(k):
+    def jvp(t, r, a, b):
+        if np.ndim(a) == 0 or np.ndim(b) == 0:
+            return align_core(t, np.ndim(a if k == 0 else b), np.ndim(r)) * (b if k == 0
+                                                                               else a)
+        return einsum_tangent(k, t, *_inner_subscripts(a, b), (a, b))
+    return jvp
+
+
+def _outer_a(g, r, a, b, out=None):
+    return np.reshape(g @ np.ravel(b), np.shape(g)[:-2] + np.shape(a))
+
+
+def _outer_b(g, r, a, b, out=None):
+    return np.reshape(np.ravel(a) @ g, np.shape(g)[:-2] + np.shape(b))
+
+
+def _outer_jvp_a(t, r, a, b, out=None):
+    flat = np.reshape(t, np.shape(t)[:np.ndim(t) - np.ndim(a)] + (-1,))
+    return np.expand_dims(flat, -1) * np.ravel(b)
+
+
+def _outer_jvp_b(t, r, a, b, out=None):
+    flat = np.reshape(t, np.shape(t)[:np.ndim(t) - np.ndim(b)] + (-1,))
+    return np.expand_dims(np.ravel(a), -1) * np.expand_dims(flat, -2)
+
+
+register_vjp(np.inner, _inner_vjp(0), _inner_vjp(1))
+register_jvp(np.inner, _inner_jvp(0), _inner_jvp(1), batched=True)
+register_vjp(np.outer, _outer_a, _outer_b)
+register_jvp(np.outer, _outer_jvp_a, _outer_jvp_b, batched=True)
 
 
 # -- linalg -------------------------------------------------------------------------------
+def _as_matrix(x, vector):
+    """A vector right-hand side (or its cotangent) as a one-column matrix."""
+    return np.expand_dims(x, -1) if vector else x
+
+
+def _from_matrix(x, vector):
+    return x[..., 0] if vector else x
+
+
+def _solve_vector(a, r):
+    return np.ndim(r) == np.ndim(a) - 1  # (b, and so the result, a stack of vectors)
+
+
 def _solve_a(g, r, a, b):
-    gb = np.linalg.solve(_swap(a), g)
-    if np.ndim(r) == 1:
-        return -np.outer(gb, r)
-    return -gb @ _swap(r)
+    vector = _solve_vector(a, r)
+    gb = np.linalg.solve(_swap(a), _as_matrix(g, vector))
+    ga = -(gb @ _swap(_as_matrix(r, vector)))
+    return sum_to_shape(ga, np.shape(a), _core_ndim(g, r, ga))
 
 
-register_vjp(np.linalg.solve, _solve_a, lambda g, r, a, b: np.linalg.solve(_swap(a), g))
-register_vjp(np.linalg.inv, lambda g, r, a: -_swap(r) @ g @ _swap(r))
-register_vjp(np.linalg.det, lambda g, r, a: (np.asarray(g) * r)[..., None, None]
-             * _swap(np.linalg.inv(a)))
+def _solve_b(g, r, a, b):
+    vector = _solve_vector(a, r)
+    gb = _from_matrix(np.linalg.solve(_swap(a), _as_matrix(g, vector)), vector)
+    return sum_to_shape(gb, np.shape(b), _core_ndim(g, r, gb))
+
+
+def _solve_jvp_a(t, r, a, b):
+    vector = _solve_vector(a, r)
+    return _from_matrix(-np.linalg.solve(a, t @ _as_matrix(r, vector)), vector)
+
+
+def _solve_jvp_b(t, r, a, b):
+    vector = _solve_vector(a, r)
+    return _from_matrix(np.linalg.solve(a, _as_matrix(align_core(t, np.ndim(b), np.ndim(r)),
+                                                      vector)), vector)
+
+
+def _det_a(g, r, a):
+    return np.expand_dims(g * r, (-2, -1)) * _swap(np.linalg.inv(a))
+
+
+def _det_jvp(t, r, a):
+    return r * np.sum(_swap(np.linalg.inv(a)) * t, axis=(-2, -1))
+
+
+register_vjp(np.linalg.solve, _solve_a, _solve_b)
+register_jvp(np.linalg.solve, _solve_jvp_a, _solve_jvp_b, batched=True)
+register_vjp(np.linalg.inv, lambda g, r, a: -(_swap(r) @ g @ _swap(r)))
+register_jvp(np.linalg.inv, lambda t, r, a: -(r @ t @ r), batched=True)
+register_vjp(np.linalg.det, _det_a)
+register_jvp(np.linalg.det, _det_jvp, batched=True)
 RESULT_KIND.update(dict.fromkeys((np.matmul, np.dot, np.inner, np.outer, np.linalg.solve,
                                   np.linalg.inv, np.linalg.det), NEW_ARRAYS))
+BATCHED_VJPS.update((np.matmul, np.dot, np.inner, np.outer, np.linalg.solve, np.linalg.inv,
+                     np.linalg.det))
 
 
-# -- einsum, with explicit subscripts -----------------------------------------------------
+# -- einsum, in every form (array_einsum.py normalises the subscripts) ---------------------
 def _einsum_partial(k, g, subscripts, operands):
     """The cotangent of operand ``k``: an einsum of ``g`` with the other operands."""
-    inputs, output = subscripts.replace(" ", "").split("->")
-    inputs = inputs.split(",")
-    target = inputs[k]
-    others = [(s, op) for j, (s, op) in enumerate(zip(inputs, operands)) if j != k]
-    available = set(output).union(*[set(s) for s, _ in others])
-    kept = "".join(c for c in target if c in available)
-    partial = np.einsum(",".join([output] + [s for s, _ in others]) + "->" + kept, g,
-                        *[op for _, op in others])
-    if kept != target:  # an index summed inside this operand alone: broadcast it back
-        shape = [np.shape(operands[k])[target.index(c)] if c in kept else 1 for c in target]
-        partial = np.broadcast_to(partial.reshape(shape), np.shape(operands[k]))
-    return partial
+    return einsum_partial(k, g, *subscripts, operands)
 
 
 def _einsum_backward(adjoint, arrays, k, parents, context):
@@ -140,17 +253,17 @@ def _einsum_backward(adjoint, arrays, k, parents, context):
         accumulate(adjoint, arrays, parent, _einsum_partial(j, g, subscripts, values))
 
 
-def _einsum_rule(tape, subscripts, *operands, **kwargs):
-    if not isinstance(subscripts, str) or "->" not in subscripts or "." in subscripts or any(
-            len(set(s)) != len(s) for s in subscripts.split("->")[0].split(",")):
-        raise NotDifferentiableError(
-            "astad differentiates einsum with explicit '->' subscripts, no '...' and no "
-            "index repeated within one operand", *user_location())
+def _einsum_rule(tape, *args, **kwargs):
+    subscripts, operands, _ = split_arguments(args)
     values = [primal_of(op, tape) for op in operands]
     result = np.einsum(subscripts, *values, **kwargs)
+    subscripts = normalize(subscripts, [np.shape(v) for v in values])
     parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op, tape))
     record = new_array if np.ndim(result) else new_scalar
     return record(tape, result, _einsum_backward, parents, (subscripts, values))
 
 
 ARRAY_RULES[np.einsum] = _einsum_rule
+VJPS[np.einsum] = EINSUM_VJPS
+register_jvp(np.einsum, *EINSUM_JVPS, batched=True)
+BATCHED_VJPS.add(np.einsum)

@@ -9,48 +9,145 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G, refuse_keywords, \
-    register_jvp, register_vjp
+from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G,
+    register_jvp, register_vjp)
+from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negative_axes,
+    negative_axis, sum_to_shape)
 from ..runtime.array_dual import (ARRAY_RULES, ArrayDualBase, accumulate, add_check,
                                   cotangent, dispatch, is_active, new_array, new_scalar,
-                                  parent_of, plain_array, primal_of, unbroadcast)
+                                  parent_of, plain_array, primal_of)
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.duals import DUAL_TYPES, ScalarDual
 
 
 # -- shape --------------------------------------------------------------------------------
-def _inverse_axes(axes, ndim):
+# The vjps and jvps accept leading (direction) axes on the cotangent (tangent): axes are
+# counted from the end, shapes are given behind lead_shape(...).
+def _transpose_vjp(g, r, a, axes=None):
+    ndim = np.ndim(a)
     if axes is None:
-        return None
-    return tuple(np.argsort([a % ndim for a in axes]))
+        inverse = tuple(range(ndim))[::-1]
+    else:
+        inverse = [0] * ndim
+        for k, x in enumerate(axes):
+            inverse[x % ndim] = k
+    if np.ndim(g) == ndim:  # (no leading axes: the common case)
+        return np.transpose(g, inverse)
+    return np.transpose(g, move_core_axes(g, ndim, inverse))
 
 
-register_vjp(np.transpose, lambda g, r, a, axes=None: np.transpose(
-    g, _inverse_axes(axes, np.ndim(a))))
+def _transpose_jvp(t, r, a, axes=None):
+    ndim = np.ndim(a)
+    perm = tuple(range(ndim))[::-1] if axes is None else tuple(x % ndim for x in axes)
+    return np.transpose(t, move_core_axes(t, ndim, perm))
+
+
+def _reshape_core(x, core_ndim, shape, order="C"):
+    """``x``'s last ``core_ndim`` axes reshaped to ``shape`` in ``order``, behind its
+    leading axes."""
+    lead = lead_shape(x, core_ndim)
+    if order != "F" or not lead:
+        return np.reshape(x, lead + tuple(shape), order=order)
+    nlead = len(lead)  # F order runs over the leading axes too: move them last first
+    moved = np.moveaxis(x, tuple(range(nlead)), tuple(range(-nlead, 0)))
+    reshaped = np.reshape(moved, tuple(shape) + lead, order="F")
+    return np.moveaxis(reshaped, tuple(range(-nlead, 0)), tuple(range(nlead)))
+
+
+def _new_shape(shape, kw):
+    shape = kw.get("newshape", shape)
+    return (shape,) if np.ndim(shape) == 0 else tuple(shape)
+
+
+def _reshaped_size(a, shape):
+    """``shape`` with its -1 resolved for an array like ``a``."""
+    if -1 not in shape:
+        return shape
+    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    return tuple(np.size(a) // max(known, 1) if s == -1 else s for s in shape)
+
+
+def _squeezed(shape, axis):
+    if axis is None:
+        return tuple(s for s in shape if s != 1)
+    drop = axes_of(axis, len(shape))
+    return tuple(s for k, s in enumerate(shape) if k not in drop)
+
+
+def _expanded(shape, axis):
+    ndim = len(shape) + (1 if np.ndim(axis) == 0 else len(axis))
+    new = set(axes_of(axis, ndim))
+    rest = iter(shape)
+    return tuple(1 if k in new else next(rest) for k in range(ndim))
+
+
+register_vjp(np.transpose, _transpose_vjp)
+register_jvp(np.transpose, _transpose_jvp, batched=True)
 # reshape and ravel read and write elements in C or F order; the cotangent goes back in
 # the same order (the rules below pass it resolved, as a keyword)
-register_vjp(np.reshape, lambda g, r, a, shape=None, order="C", **kw: np.reshape(
-    g, np.shape(a), order=order))
-register_vjp(np.ravel, lambda g, r, a, order="C": np.reshape(g, np.shape(a), order=order))
-register_vjp(np.moveaxis, lambda g, r, a, source, destination: np.moveaxis(g, destination,
-                                                                          source))
-register_vjp(np.swapaxes, lambda g, r, a, axis1, axis2: np.swapaxes(g, axis1, axis2))
-register_vjp(np.squeeze, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
-register_vjp(np.expand_dims, lambda g, r, a, *args, **kw: np.reshape(g, np.shape(a)))
-register_vjp(np.broadcast_to, lambda g, r, a, *args, **kw: unbroadcast(g, np.shape(a)))
+register_vjp(np.reshape, lambda g, r, a, shape=None, order="C", **kw: _reshape_core(
+    g, len(_new_shape(shape, kw)), np.shape(a), order))
+register_jvp(np.reshape, lambda t, r, a, shape=None, order="C", **kw: _reshape_core(
+    t, np.ndim(a), _reshaped_size(a, _new_shape(shape, kw)), order), batched=True)
+register_vjp(np.ravel, lambda g, r, a, order="C": _reshape_core(g, 1, np.shape(a), order))
+register_jvp(np.ravel, lambda t, r, a, order="C": _reshape_core(t, np.ndim(a), (np.size(a),),
+                                                                order), batched=True)
+register_vjp(np.moveaxis, lambda g, r, a, source, destination: np.moveaxis(
+    g, negative_axes(destination, np.ndim(a)), negative_axes(source, np.ndim(a))))
+register_jvp(np.moveaxis, lambda t, r, a, source, destination: np.moveaxis(
+    t, negative_axes(source, np.ndim(a)), negative_axes(destination, np.ndim(a))),
+    batched=True)
+register_vjp(np.swapaxes, lambda g, r, a, axis1, axis2: np.swapaxes(
+    g, negative_axis(axis1, np.ndim(a)), negative_axis(axis2, np.ndim(a))))
+register_jvp(np.swapaxes, lambda t, r, a, axis1, axis2: np.swapaxes(
+    t, negative_axis(axis1, np.ndim(a)), negative_axis(axis2, np.ndim(a))), batched=True)
+register_vjp(np.squeeze, lambda g, r, a, axis=None: _reshape_core(
+    g, len(_squeezed(np.shape(a), axis)), np.shape(a)))
+register_jvp(np.squeeze, lambda t, r, a, axis=None: _reshape_core(
+    t, np.ndim(a), _squeezed(np.shape(a), axis)), batched=True)
+register_vjp(np.expand_dims, lambda g, r, a, axis: _reshape_core(
+    g, len(_expanded(np.shape(a), axis)), np.shape(a)))
+register_jvp(np.expand_dims, lambda t, r, a, axis: _reshape_core(
+    t, np.ndim(a), _expanded(np.shape(a), axis)), batched=True)
+register_vjp(np.broadcast_to, lambda g, r, a, shape, *args, **kw: sum_to_shape(
+    g, np.shape(a), len(_new_shape(shape, {}))))
+register_jvp(np.broadcast_to, lambda t, r, a, shape, *args, **kw: np.broadcast_to(
+    align_core(t, np.ndim(a), len(_new_shape(shape, {}))),
+    lead_shape(t, np.ndim(a)) + _new_shape(shape, {})), batched=True)
 register_vjp(np.copy, lambda g, r, a, *args, **kw: g)
-register_vjp(np.flip, lambda g, r, m, axis=None: np.flip(g, axis))
+register_jvp(np.copy, lambda t, r, a, *args, **kw: t, batched=True)
+register_vjp(np.flip, lambda g, r, m, axis=None: np.flip(g, negative_axes(axis, np.ndim(m))))
+register_jvp(np.flip, lambda t, r, m, axis=None: np.flip(t, negative_axes(axis, np.ndim(m))),
+             batched=True)
 
 
 def _cumsum_vjp(g, r, a, axis=None, dtype=None, out=None):
     # each input reaches every later output: a cumulative sum from the end
     if axis is None:
-        return np.cumsum(np.ravel(g)[::-1])[::-1].reshape(np.shape(a))
+        reversed_sum = np.flip(np.cumsum(np.flip(g, -1), axis=-1), -1)
+        return np.reshape(reversed_sum, lead_shape(g, 1) + np.shape(a))
+    axis = negative_axis(axis, np.ndim(a))
     return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
 
 
+def _cumsum_jvp(t, r, a, axis=None, dtype=None, out=None):
+    if axis is None:
+        return np.cumsum(np.reshape(t, lead_shape(t, np.ndim(a)) + (-1,)), axis=-1,
+                         dtype=dtype)
+    return np.cumsum(t, axis=negative_axis(axis, np.ndim(a)), dtype=dtype)
+
+
+def cast(t, dtype):
+    """``t`` converted to a float ``dtype`` (a differentiated value through its rule)."""
+    if dtype is None or np.dtype(dtype) == getattr(t, "dtype", None):
+        return t
+    return t.astype(dtype) if hasattr(t, "astype") else np.dtype(dtype).type(t)
+
+
 register_vjp(np.cumsum, _cumsum_vjp)
+register_jvp(np.cumsum, _cumsum_jvp, batched=True)
 register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
+register_jvp(np.asarray, lambda t, r, a, dtype=None, *args, **kw: cast(t, dtype), batched=True)
 RESULT_KIND[np.cumsum] = NEW_ARRAYS
 RESULT_KIND.update(dict.fromkeys(
     (np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.broadcast_to,
@@ -58,6 +155,9 @@ RESULT_KIND.update(dict.fromkeys(
 SHAPES_ONLY.update((np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
                     np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
                     np.moveaxis, np.swapaxes))
+BATCHED_VJPS.update((np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
+                     np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
+                     np.moveaxis, np.swapaxes))
 
 
 def _resolve_order(value, order):
@@ -89,66 +189,6 @@ def _ravel_order(args, kwargs):
 
 add_check(np.reshape, _reshape_order)
 add_check(np.ravel, _ravel_order)
-
-
-# -- moving elements: sort, take, repeat, diff ---------------------------------------------
-def _sort_vjp(g, r, a, axis=-1, kind=None, order=None, **kw):
-    # each sorted element came from one place: send its cotangent back there (ties: the
-    # stable order numpy's sort gives them)
-    if axis is None:
-        return _sort_vjp(g, r, np.ravel(a), -1).reshape(np.shape(a))
-    grad = np.zeros(np.shape(a), dtype=np.result_type(a, 1.0))
-    np.put_along_axis(grad, np.argsort(a, axis=axis, kind="stable"), g, axis=axis)
-    return grad
-
-
-def _take_vjp(g, r, a, indices, axis=None, out=None, mode="raise"):
-    grad = np.zeros(np.shape(a), dtype=np.result_type(a, 1.0))
-    if axis is None:
-        np.add.at(grad.reshape(-1), indices, g)  # (a repeated index adds)
-    else:
-        np.add.at(grad, (slice(None),) * (axis % grad.ndim) + (indices,), g)
-    return grad
-
-
-def _repeat_vjp(g, r, a, repeats, axis=None):
-    # the copies of each element are consecutive: sum them back (one int repeats only)
-    if axis is None:
-        return np.sum(np.reshape(g, (np.size(a), repeats)), axis=1).reshape(np.shape(a))
-    axis %= np.ndim(a)
-    shape = np.shape(a)
-    return np.sum(np.reshape(g, shape[:axis] + (shape[axis], repeats) + shape[axis + 1:]),
-                  axis=axis + 1)
-
-
-def _diff_vjp(g, r, a, n=1, axis=-1, **kw):
-    # diff is x[1:] - x[:-1] along the axis, n times: its transpose, n times
-    axis %= np.ndim(a)
-    pad = [(0, 0)] * np.ndim(a)
-    pad[axis] = (1, 1)
-    for _ in range(n):
-        g = -np.diff(np.pad(g, pad), axis=axis)
-    return g
-
-
-register_vjp(np.sort, _sort_vjp)
-register_vjp(np.take, _take_vjp)
-register_vjp(np.repeat, _repeat_vjp)
-register_vjp(np.diff, _diff_vjp)
-RESULT_KIND.update(dict.fromkeys((np.sort, np.take, np.repeat, np.diff), NEW_ARRAYS))
-refuse_keywords(np.take, ("mode",), "an index out of range must raise")
-refuse_keywords(np.diff, ("prepend", "append"), "pad the array with np.concatenate")
-
-
-def _one_repeats_count(args, kwargs):
-    a, repeats, *rest = args if len(args) > 1 else (args[0], kwargs.pop("repeats"))
-    if np.ndim(repeats) != 0:
-        raise NotDifferentiableError("astad differentiates np.repeat with one int repeats "
-                                     "count", *user_location())
-    return (a, int(repeats), *rest), kwargs
-
-
-add_check(np.repeat, _one_repeats_count)
 
 
 # -- building arrays from pieces ----------------------------------------------------------
@@ -189,13 +229,6 @@ def _stack_rule(tape, arrays_, axis=0, **kwargs):
 
 ARRAY_RULES[np.concatenate] = _concatenate_rule
 ARRAY_RULES[np.stack] = _stack_rule
-ARRAY_RULES[np.vstack] = lambda tape, tup, **kw: _concatenate_rule(
-    tape, [np.atleast_2d(x) if not is_active(x, tape) else
-           (x if np.ndim(x) >= 2 else _reshape(tape, x, (1, -1))) for x in tup],
-    axis=0)
-
-ARRAY_RULES[np.hstack] = lambda tape, tup, **kw: _concatenate_rule(
-    tape, tup, axis=0 if all(np.ndim(x) == 1 for x in tup) else 1)
 
 
 def _reshape(tape, x, shape):
@@ -208,12 +241,21 @@ def array_from(tape, obj, dtype=None, **kwargs):
     if type(obj) in DUAL_TYPES and not isinstance(obj, ScalarDual):
         return obj if dtype is None else dispatch(np.asarray, (obj, dtype), {})
     if not isinstance(obj, (list, tuple)) or not _holds_dual(obj):
-        return np.array(obj, dtype=dtype, **kwargs)
+        from .array_writes import constant  # (a new array: it may be written into)
+        value = np.array(obj, dtype=dtype, **kwargs)
+        return constant(tape, value) if kwargs.get("copy", True) else value
     if dtype is not None and np.dtype(dtype).kind != "f":
         raise NotDifferentiableError("np.array of differentiated values needs a float dtype",
                                      *user_location())
     return np.stack([array_from(tape, x, dtype) if isinstance(x, (list, tuple)) else x
                      for x in obj])
+
+
+def asarray_from(tape, obj, dtype=None, **kwargs):
+    """np.asarray: an array is itself (no copy, as numpy), anything else as np.array."""
+    if type(obj) is np.ndarray and (dtype is None or np.dtype(dtype) == obj.dtype):
+        return obj
+    return array_from(tape, obj, dtype, **kwargs)
 
 
 def _holds_dual(obj) -> bool:
@@ -326,8 +368,12 @@ for _name, _fn in (("sum", np.sum), ("mean", np.mean), ("prod", np.prod), ("max"
                    ("min", np.min), ("var", np.var), ("std", np.std), ("ravel", np.ravel),
                    ("squeeze", np.squeeze), ("dot", np.dot), ("copy", np.copy),
                    ("trace", np.trace), ("clip", np.clip), ("repeat", np.repeat),
-                   ("take", np.take), ("cumsum", np.cumsum), ("swapaxes", np.swapaxes)):
+                   ("take", np.take), ("cumsum", np.cumsum), ("swapaxes", np.swapaxes),
+                   ("cumprod", np.cumprod), ("diagonal", np.diagonal), ("conj", np.conjugate),
+                   ("conjugate", np.conjugate)):
     setattr(ArrayDualBase, _name, _method(_fn))
+ArrayDualBase.real = property(lambda self: self)  # (a differentiated array is real)
+ArrayDualBase.imag = property(lambda self: np.zeros(np.shape(self)))
 ArrayDualBase.flatten = _method(np.ravel)
 ArrayDualBase.reshape = lambda self, *shape, **kw: dispatch(
     np.reshape, (self, shape[0] if len(shape) == 1 else shape), kw)
@@ -393,3 +439,19 @@ def _real_dtype(args, kwargs):
 
 
 add_check(np.asarray, _real_dtype)
+
+
+def as_dtype(a, dtype=None, *args, **kwargs):
+    """np.asarray(a, dtype) as a primitive that dispatches on duals (np.asarray does not:
+    it would read a dual of an enclosing level as a plain array in nested derivatives)."""
+    if type(a) in DUAL_TYPES:
+        return dispatch(as_dtype, (a, dtype) + args, kwargs)
+    return np.asarray(a, dtype, *args, **kwargs)
+
+
+register_vjp(as_dtype, lambda g, r, a, *args, **kw: g)
+register_jvp(as_dtype, lambda t, r, a, dtype=None, *args, **kw: cast(t, dtype), batched=True)
+RESULT_KIND[as_dtype] = VIEWS_OF_G
+SHAPES_ONLY.add(as_dtype)
+BATCHED_VJPS.add(as_dtype)
+ARRAY_RULES[np.asarray] = ARRAY_RULES[as_dtype]  # (its vjp and jvp stay np.asarray's)

@@ -28,10 +28,15 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import numpy as np
+
 from ..errors import AstadError, NotDifferentiableError, user_location
 from .generic import general_namespace
 from .scalar import _register, ad, full_primal, register_scalar, unique_rule_name
-from ..runtime.duals import DUAL_TYPES, SCALAR_DUALS, is_forward, reverse_dual
+from ..forward.call import ForwardInterleaving, tangent_of
+from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, is_forward, is_nested, level as
+                             running_level, reverse_dual)
+from ..runtime.tape import sweep, sweep_general
 from ..structure import (Interleaving, build_gradient, contains_dual, duals_in, level_in,
                          primal, seed)
 
@@ -60,7 +65,188 @@ def call_user(fn, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
-class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp)
+class _CustomRule:
+    """A function with a derivative of the user's own (see custom_vjp and custom_jvp).
+
+    It may have a reverse rule (``defvjp``), a forward rule (``defjvp``/``defjvps``), or
+    both (an astad extension: JAX allows one of the two). Reverse mode uses the reverse
+    rule, or else linearises the forward rule and transposes it by a sweep of its own;
+    forward mode needs the forward rule and says so if there is none."""
+
+    kind = ""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        if not callable(fn):
+            raise AstadError(f"{self.kind} needs a callable, got {fn!r}")
+        functools.update_wrapper(self, fn, updated=())
+        self.fn = fn
+        self.fwd = self.bwd = self.jvp = None
+        try:
+            self._signature = inspect.signature(fn)
+        except (TypeError, ValueError):  # some C functions have none
+            self._signature = None
+        self._name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+        self._rule = functools.partial(_custom_rule, self)
+        self._rule_name = unique_rule_name("custom_", fn)
+        _register(self._rule_name, self._rule, self)
+
+    def _defined(self):
+        try:  # the wrapped callable itself, wherever differentiated code calls it
+            _register(self._rule_name, self._rule, self.fn)
+        except TypeError:  # unhashable: only the wrapper is registered
+            pass
+        return self
+
+    def defvjp(self, fwd: Callable[..., tuple[Any, Any]], bwd: Callable[..., Any]):
+        """Set the forward (``fwd(*args) -> (result, residuals)``) and backward
+        (``bwd(residuals, g) -> tuple of cotangents``) halves; returns ``self``."""
+        if not (callable(fwd) and callable(bwd)):
+            raise AstadError(f"{self._name}.defvjp needs two callables (fwd, bwd)")
+        self.fwd, self.bwd = fwd, bwd
+        return self._defined()
+
+    def defjvp(self, jvp: Callable[..., tuple[Any, Any]]):
+        """Set the forward rule: ``jvp(primals, tangents) -> (primal_out, tangent_out)``
+        (two tuples in, one per positional argument, as in JAX); returns ``jvp``, so it
+        can be used as a decorator."""
+        if not callable(jvp):
+            raise AstadError(f"{self._name}.defjvp needs a callable")
+        self.jvp = jvp
+        self._defined()
+        return jvp
+
+    def defjvps(self, *jvps: Callable[..., Any] | None):
+        """Set the forward rule by one function per positional argument,
+        ``jvps[k](tangent_k, primal_out, *primals)`` (None: not differentiable there),
+        as JAX's ``defjvps``."""
+        fn, name = self.fn, self._name
+
+        def jvp(primals, tangents):
+            out = fn(*primals)
+            total = None
+            for k, t in enumerate(tangents):
+                if _is_zero(t):
+                    continue
+                if k >= len(jvps) or jvps[k] is None:
+                    raise NotDifferentiableError(f"{name!r} has no jvp for argument {k}",
+                                                 *user_location())
+                term = jvps[k](t, out, *primals)
+                total = term if total is None else total + term
+            return out, 0.0 if total is None else total
+        self.jvp = jvp
+        return self._defined()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if contains_dual(args) or contains_dual(kwargs):
+            return self._rule(None, *args, **kwargs)  # reached from untransformed code
+        return self.fn(*args, **kwargs)
+
+    def __get__(self, obj, owner=None):
+        """As a method: bound to the object, which is the first argument (``self`` gets a
+        cotangent from ``bwd`` like any other argument)."""
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<astad.{self.kind} of {self._name}>"
+
+    # -- the rule's steps --------------------------------------------------------------
+    def _positional(self, args, kwargs):
+        """Keyword arguments moved to their positions (defaults filled in, as in JAX)."""
+        if not kwargs or self._signature is None:
+            return args, kwargs
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return bound.args, {name: value for name, value in bound.kwargs.items()
+                            if name in kwargs}  # keyword-only arguments as given
+
+    def _forward(self, args, kwargs, level):
+        if self.fwd is None and self.jvp is not None:
+            return self._linearize(args, kwargs, level)
+        if self.fwd is None:
+            raise NotDifferentiableError(
+                f"{self._name} is a {self.kind} function without a derivative yet: call "
+                f"{getattr(self.fn, '__name__', 'f')}."
+                f"{'defvjp(fwd, bwd)' if self.kind == 'custom_vjp' else 'defjvp(jvp)'} "
+                "before differentiating it", *user_location())
+        out = call_user(self.fwd, *args, **kwargs)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise AstadError(f"the fwd of {self._name} must return a pair (result, "
+                             f"residuals), got {type(out).__name__}")
+        result, residuals = out
+        if _holds_level(result, level) or _holds_level(residuals, level):
+            raise NotDifferentiableError(
+                f"the fwd of {self._name} computed with a differentiated value that is not "
+                "one of its arguments (read from an enclosing scope?): pass that value as "
+                "an argument so its derivative is accounted for", *user_location())
+        return result, residuals
+
+    def _linearize(self, values, kwargs, level):
+        """Reverse mode from the forward rule (JAX linearises and transposes too): run it
+        with the tangents as the inputs of a tape of their own, so that the tangent out is
+        recorded as a linear function of them; ``_cotangents`` transposes it by a sweep."""
+        if kwargs:
+            raise NotDifferentiableError(
+                f"{self._name}: a custom_jvp rule takes positional arguments only (as in "
+                "JAX); pass the keyword arguments positionally", *user_location())
+        tape: list = []
+        state = Interleaving(tape)
+        tangents, plans = [], []
+        for k, value in enumerate(values):
+            tangent, plan = state.interleave(value, f"argument {k} of {self._name}")
+            tangents.append(tangent)
+            plans.append(plan)
+        n_inputs = len(tape)
+        with running_level(tape):
+            primal_out, tangent_out = self._run_jvp(tuple(values), tuple(tangents))
+        if _holds_level(primal_out, tape):
+            raise NotDifferentiableError(
+                f"the jvp rule of {self._name} computed its primal output from the "
+                "tangents; the output must depend on the primals only", *user_location())
+        return primal_out, _Linearized(tape, tangent_out, plans, n_inputs)
+
+    def _run_jvp(self, primals: tuple, tangents: tuple):
+        out = call_user(self.jvp, primals, tangents)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise AstadError(f"the jvp rule of {self._name} must return a pair (primal_out, "
+                             f"tangent_out), got {type(out).__name__}")
+        return out
+
+    def _cotangents(self, residuals, g, n: int):
+        if type(residuals) is _Linearized:
+            return residuals.transpose(g)
+        cotangents = call_user(self.bwd, residuals, g)
+        if not isinstance(cotangents, tuple) or len(cotangents) != n:
+            got = (f"a tuple of {len(cotangents)}" if isinstance(cotangents, tuple)
+                   else type(cotangents).__name__)
+            raise AstadError(
+                f"the bwd of {self._name} must return a tuple with one cotangent per "
+                f"positional argument ({n}), got {got}")
+        return cotangents
+
+
+class _Linearized:
+    """A forward rule's tangent map, recorded on a tape of its own (_CustomRule._linearize)."""
+
+    __slots__ = ("tape", "tangent_out", "plans", "n_inputs")
+
+    def __init__(self, tape, tangent_out, plans, n_inputs):
+        self.tape, self.tangent_out, self.plans = tape, tangent_out, plans
+        self.n_inputs = n_inputs
+
+    def transpose(self, g) -> tuple:
+        """The cotangents of the arguments for the output's cotangent ``g``."""
+        adjoint, arrays = [0.0] * len(self.tape), {}
+        seed(self.tangent_out, g, adjoint, arrays, "the tangent out", self.tape)
+        (sweep_general if is_nested() else sweep)(self.tape, adjoint, self.n_inputs, arrays)
+        return tuple(build_gradient(plan, adjoint, arrays) for plan in self.plans)
+
+
+def _is_zero(tangent) -> bool:
+    return (type(tangent) is float and tangent == 0.0) or (
+        type(tangent) is np.ndarray and not tangent.any())
+
+
+class custom_vjp(_CustomRule):  # noqa: N801 - named like the decorator it is (jax.custom_vjp)
     """Give ``fn`` a derivative of your own: astad calls it instead of transforming ``fn``.
 
         @astad.custom_vjp
@@ -80,87 +266,32 @@ class custom_vjp:  # noqa: N801 - named like the decorator it is (jax.custom_vjp
     ``fwd`` and ``bwd`` see plain values, never astad's duals. Arguments passed by
     keyword are matched to their parameters first (as JAX does); keyword-only arguments
     are constants. A cotangent of ``None`` (for an argument, a leaf or a subtree) means
-    zero; cotangents of arguments that hold no float are ignored.
+    zero; cotangents of arguments that hold no float are ignored. Forward mode needs a
+    forward rule as well (``f.defjvp``, see custom_jvp).
     """
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        if not callable(fn):
-            raise AstadError(f"custom_vjp needs a callable, got {fn!r}")
-        functools.update_wrapper(self, fn, updated=())
-        self.fn = fn
-        self.fwd = self.bwd = None
-        try:
-            self._signature = inspect.signature(fn)
-        except (TypeError, ValueError):  # some C functions have none
-            self._signature = None
-        self._name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-        self._rule = functools.partial(_custom_rule, self)
-        self._rule_name = unique_rule_name("custom_", fn)
-        _register(self._rule_name, self._rule, self)
+    kind = "custom_vjp"
 
-    def defvjp(self, fwd: Callable[..., tuple[Any, Any]],
-               bwd: Callable[..., Any]) -> custom_vjp:
-        """Set the forward (``fwd(*args) -> (result, residuals)``) and backward
-        (``bwd(residuals, g) -> tuple of cotangents``) halves; returns ``self``."""
-        if not (callable(fwd) and callable(bwd)):
-            raise AstadError(f"{self._name}.defvjp needs two callables (fwd, bwd)")
-        self.fwd, self.bwd = fwd, bwd
-        try:  # the wrapped callable itself, wherever differentiated code calls it
-            _register(self._rule_name, self._rule, self.fn)
-        except TypeError:  # unhashable: only the wrapper is registered
-            pass
-        return self
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if contains_dual(args) or contains_dual(kwargs):
-            return self._rule(None, *args, **kwargs)  # reached from untransformed code
-        return self.fn(*args, **kwargs)
+class custom_jvp(_CustomRule):  # noqa: N801 - named like the decorator it is (jax.custom_jvp)
+    """Give ``fn`` a forward-mode derivative of your own, as ``jax.custom_jvp``:
 
-    def __get__(self, obj, owner=None):
-        """As a method: bound to the object, which is the first argument (``self`` gets a
-        cotangent from ``bwd`` like any other argument)."""
-        return self if obj is None else functools.partial(self, obj)
+        @astad.custom_jvp
+        def f(x, y): ...
 
-    def __repr__(self):
-        return f"<astad.custom_vjp of {self._name}>"
+        @f.defjvp
+        def f_jvp(primals, tangents):   # two tuples, one entry per positional argument
+            x, y = primals
+            x_dot, y_dot = tangents
+            return f(x, y), tangent_out  # tangent_out linear in the tangents
 
-    # -- the rule's steps --------------------------------------------------------------
-    def _positional(self, args, kwargs):
-        """Keyword arguments moved to their positions (defaults filled in, as in JAX)."""
-        if not kwargs or self._signature is None:
-            return args, kwargs
-        bound = self._signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return bound.args, {name: value for name, value in bound.kwargs.items()
-                            if name in kwargs}  # keyword-only arguments as given
+    Forward mode calls the rule; reverse mode records its linear map (the tangents become
+    values of a small tape of their own) and transposes it with a sweep, so one rule
+    serves both modes and every nesting of them. ``f.defjvps(jvp_x, jvp_y)`` gives it
+    argument by argument. A tangent of an argument that is not differentiated is zero.
+    """
 
-    def _forward(self, args, kwargs, level):
-        if self.fwd is None:
-            raise NotDifferentiableError(
-                f"{self._name} is a custom_vjp function without a derivative yet: call "
-                f"{getattr(self.fn, '__name__', 'f')}.defvjp(fwd, bwd) before "
-                "differentiating it", *user_location())
-        out = call_user(self.fwd, *args, **kwargs)
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise AstadError(f"the fwd of {self._name} must return a pair (result, "
-                             f"residuals), got {type(out).__name__}")
-        result, residuals = out
-        if _holds_level(result, level) or _holds_level(residuals, level):
-            raise NotDifferentiableError(
-                f"the fwd of {self._name} computed with a differentiated value that is not "
-                "one of its arguments (read from an enclosing scope?): pass that value as "
-                "an argument so its derivative is accounted for", *user_location())
-        return result, residuals
-
-    def _cotangents(self, residuals, g, n: int):
-        cotangents = call_user(self.bwd, residuals, g)
-        if not isinstance(cotangents, tuple) or len(cotangents) != n:
-            got = (f"a tuple of {len(cotangents)}" if isinstance(cotangents, tuple)
-                   else type(cotangents).__name__)
-            raise AstadError(
-                f"the bwd of {self._name} must return a tuple with one cotangent per "
-                f"positional argument ({n}), got {got}")
-        return cotangents
+    kind = "custom_jvp"
 
 
 def _custom_rule(custom: custom_vjp, tape, *args, **kwargs):
@@ -177,10 +308,7 @@ def _custom_rule(custom: custom_vjp, tape, *args, **kwargs):
     if level is None:
         return custom.fn(*args, **kwargs)
     if is_forward(level):
-        raise NotDifferentiableError(
-            f"{custom._name} has a custom_vjp rule, which reverse mode uses; forward mode "
-            "(jvp, jacfwd, hessian) needs a forward rule: define the function with "
-            "astad.custom_jvp instead (JAX makes the same distinction)", *user_location())
+        return _forward_rule(custom, level, args, kwargs)
     tape = level
     active = [k for k, a in enumerate(args) if _holds_level(a, tape)]
     values = [primal(a, level=tape) for a in args]
@@ -203,6 +331,28 @@ def _custom_rule(custom: custom_vjp, tape, *args, **kwargs):
     for slot in range(c + 1, len(tape)):
         tape[slot] = (_note, c, None)
     tape[c] = (_backward, tuple(active), (custom, residuals, plan, inputs, tape))
+    return out
+
+
+def _forward_rule(custom: _CustomRule, level, args, kwargs):
+    """Forward mode of a custom function: its forward rule on the primals and tangents."""
+    if custom.jvp is None:
+        raise NotDifferentiableError(
+            f"{custom._name} has a custom_vjp rule only, which reverse mode uses; forward "
+            "mode (jvp, jacfwd, hessian) needs a forward rule: give it one with "
+            f"{getattr(custom.fn, '__name__', 'f')}.defjvp(...), or define the function "
+            "with astad.custom_jvp", *user_location())
+    if kwargs:
+        raise NotDifferentiableError(
+            f"{custom._name}: a custom_jvp rule takes positional arguments only (as in "
+            "JAX); pass the keyword arguments positionally", *user_location())
+    primals = tuple(primal(a, level=level) for a in args)
+    tangents = tuple(tangent_of(a, level) for a in args)
+    primal_out, tangent_out = custom._run_jvp(primals, tangents)
+    state = ForwardInterleaving(level)
+    out, plan = state.interleave(primal_out, f"the result of {custom._name}")
+    state.set_tangents(plan, tangent_out, f"the tangent out of {custom._name}")
+    state.zero_missing()
     return out
 
 
@@ -254,7 +404,16 @@ def _dist_bwd(residuals, g):
     return gp, [-x for x in gp]
 
 
-custom_vjp(math.dist).defvjp(_dist_fwd, _dist_bwd)
+def _dist_jvp(primals, tangents):
+    p, q = primals
+    r = math.dist(p, q)
+    dp, dq = tangents
+    if not r:
+        return r, 0.0
+    return r, sum((a - b) * (da - db) for a, b, da, db in zip(p, q, dp, dq)) / r
+
+
+custom_vjp(math.dist).defvjp(_dist_fwd, _dist_bwd).defjvp(_dist_jvp)
 
 
 # (digamma of a differentiated value, for derivatives of derivatives: rules/special.py)
@@ -275,5 +434,13 @@ def _frexp_bwd(exponent, g):
     return (math.ldexp(g[0], -exponent) if g[0] is not None else 0.0,)  # m = x 2**-e
 
 
-custom_vjp(math.modf).defvjp(lambda x: (math.modf(x), None), _modf_bwd)
-custom_vjp(math.frexp).defvjp(lambda x: (math.frexp(x), math.frexp(x)[1]), _frexp_bwd)
+def _frexp_jvp(primals, tangents):
+    mantissa, exponent = math.frexp(primals[0])
+    return (mantissa, exponent), (math.ldexp(1.0, -exponent) * tangents[0], exponent)
+
+
+_modf = custom_vjp(math.modf).defvjp(lambda x: (math.modf(x), None), _modf_bwd)
+_modf.defjvp(lambda primals, tangents: (math.modf(primals[0]), (tangents[0], 0.0)))
+_frexp = custom_vjp(math.frexp).defvjp(lambda x: (math.frexp(x), math.frexp(x)[1]),
+                                       _frexp_bwd)
+_frexp.defjvp(_frexp_jvp)

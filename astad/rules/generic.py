@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from ..runtime.duals import DUAL_TYPES, FDual, innermost, forward_dual, reverse_dual
+from ..runtime.duals import (DUAL_TYPES, FDual, forward_dual, innermost, reverse_dual,
+                             running, stale)
 
 _INF = math.inf
 
@@ -45,6 +46,8 @@ RULES: dict = {}  # rule name -> Rule
 def apply(rule: Rule, args: tuple):
     """``rule`` applied to ``args`` (numbers and duals of any levels), recorded at the
     innermost level among them; a plain number when no dual is among them."""
+    if len(args) == 2:
+        return apply2(rule, args[0], args[1])
     level = innermost(args)
     if level is None:
         return rule.primal(*args)
@@ -62,6 +65,51 @@ def apply(rule: Rule, args: tuple):
     for k, a in enumerate(args):
         if type(a) in DUAL_TYPES and a.t is level:
             tangent = add_term(tangent, rule.partials[k](*xs, r), a.d)
+    return forward_dual(r, tangent, level)
+
+
+def apply2(rule: Rule, a, b):
+    """``apply`` for two operands, written out (a derivative of a derivative runs every
+    operation through here)."""
+    da, db = type(a) in DUAL_TYPES, type(b) in DUAL_TYPES
+    depths = running.depth
+    if da:
+        level, depth = a.t, depths.get(id(a.t))
+        if depth is None:
+            raise stale(a)
+        if db and b.t is not level:
+            other = depths.get(id(b.t))
+            if other is None:
+                raise stale(b)
+            if other > depth:
+                level = b.t
+    elif db:
+        level = b.t
+        if id(level) not in depths:
+            raise stale(b)
+    else:
+        return rule.primal(a, b)
+    ours_a = da and a.t is level
+    ours_b = db and b.t is level
+    x = a.v if ours_a else a
+    y = b.v if ours_b else b
+    r = rule.primal(x, y)
+    dx, dy = rule.partials
+    if type(level) is list:  # reverse: one entry of (parent, partial) pairs
+        if ours_a and ours_b:
+            entry = (a.i, dx(x, y, r), b.i, dy(x, y, r))
+        elif ours_a:
+            entry = (a.i, dx(x, y, r))
+        else:
+            entry = (b.i, dy(x, y, r))
+        d = reverse_dual(r, len(level), level)
+        level.append(entry)
+        return d
+    tangent = 0.0
+    if ours_a:
+        tangent = add_term(tangent, dx(x, y, r), a.d)
+    if ours_b:
+        tangent = add_term(tangent, dy(x, y, r), b.d)
     return forward_dual(r, tangent, level)
 
 

@@ -82,7 +82,14 @@ def holds_dual(value) -> bool:
 # functions whose first argument is a sequence of arrays: each item is an array-like
 JOINING = {np.concatenate, np.stack, np.vstack, np.hstack, np.dstack, np.column_stack,
            np.block}
-_ATLEAST_1D = {np.hstack, np.vstack, np.dstack, np.column_stack}
+if hasattr(np, "row_stack"):  # (removed in numpy 2.5)
+    JOINING.add(np.row_stack)
+_ATLEAST_1D = {np.hstack, np.vstack, np.dstack, np.column_stack} | (JOINING - {
+    np.concatenate, np.stack, np.block})
+# other functions taking sequences of arrays: the positions (and keyword names) of those
+# sequences, each item converted on its own (the arrays may differ in shape)
+SEQUENCES = {np.select: {0: "condlist", 1: "choicelist"},
+             np.linalg.multi_dot: {0: "arrays"}}
 
 
 def _array_like(value):
@@ -95,7 +102,8 @@ def _array_like(value):
 
 def _items(func, sequence):
     """The items of a joining function's sequence, each an array (or as it was)."""
-    if type(sequence) in ARRAY_DUALS:  # np.hstack(x): the rows of the array are the items
+    if type(sequence) in ARRAY_DUALS and func in JOINING:  # np.hstack(x): the rows of the
+        # array are the items
         sequence = [sequence[k] for k in range(len(sequence))]
     elif not isinstance(sequence, (list, tuple)):
         return sequence
@@ -124,13 +132,14 @@ def arrays_for(func, args, kwargs):
     if not convert:
         return args, kwargs
     args = list(args)
-    start = 0
+    sequences = SEQUENCES.get(func, {})
     if func in JOINING and args:
-        args[0] = _items(func, args[0])
-        start = 1
-    for k in range(start, len(args)):
-        args[k] = _array_like(args[k])
-    kwargs = {name: _array_like(v) for name, v in kwargs.items()}
+        sequences = {0: None}
+    for k in range(len(args)):
+        args[k] = _items(func, args[k]) if k in sequences else _array_like(args[k])
+    names = set(sequences.values())
+    kwargs = {name: _items(func, v) if name in names else _array_like(v)
+              for name, v in kwargs.items()}
     return tuple(args), kwargs
 
 

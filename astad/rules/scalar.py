@@ -33,8 +33,8 @@ from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, ScalarDual, 
                              new_dual)
 from ..runtime.tape import gradient_of
 from . import special
-from .generic import (RULES, Rule, _inv, _sign, add_term, apply as general, apply_many, define,
-                      general_namespace, is_dual)
+from .generic import (RULES, Rule, _inv, _sign, add_term, apply as general, apply2 as general2,
+                      apply_many, define, general_namespace, is_dual)
 
 # digamma for the general rules (gamma's partial, differentiated again at any order)
 general_namespace()["_digamma"] = special.general(general, Rule, is_dual)
@@ -108,17 +108,24 @@ ARRAY_OPERATORS = {
 def mixed(rule, sym: str, a, b):
     """A binary rule with a dual and an operand the fast paths do not take: a dual of
     another level or a nested one (the general rule), an array (numpy's dispatch), a
-    number of another type (converted), or anything else (Python's own error)."""
+    number of another type (converted), or anything else (Python's own error). ``sym``
+    ending in ``=`` is the in-place operator (``v *= k``): an array is written in place."""
+    if sym[-1] == "=":
+        if type(a) in _ARRAY_TYPES:
+            return IN_PLACE_OPERATORS[sym](a, b)
+        sym = sym[:-1]
     x, y = a, b
     if sym == "%" and (type(a) is str or type(a) is bytes):  # text formatting: no derivative
         return format_text(a, b)
     if type(a) not in SCALAR_DUALS:
-        x = _number(a, sym, True, full_primal(b))
+        if type(a) is not float and type(a) is not int:
+            x = _number(a, sym, True, full_primal(b))
     elif type(b) not in SCALAR_DUALS:
-        y = _number(b, sym, False, full_primal(a))
+        if type(b) is not float and type(b) is not int:
+            y = _number(b, sym, False, full_primal(a))
     if x is ARRAY or y is ARRAY:
         return ARRAY_OPERATORS[sym](a, b)
-    return general(rule, (x, y))
+    return general2(rule, x, y)
 
 
 ad.mixed = mixed
@@ -137,6 +144,9 @@ def format_text(text, values):
 
 
 ad.format_text = format_text
+
+IN_PLACE_OPERATORS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
+                      "/=": operator.itruediv, "%=": operator.imod}
 
 _NAMESPACE = {
     "Dual": Dual, "FDual": FDual, "SCALAR_DUALS": SCALAR_DUALS, "new": new_dual,
@@ -308,7 +318,7 @@ def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
     BINARY_RULES[name] = (primal, dx, dy)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
         setattr(ad, "i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
-                                         dx=dx, dy=dy, general=name, sym=sym,
+                                         dx=dx, dy=dy, general=name, sym=sym + "=",
                                          fallback=inplace))
 
 
@@ -503,7 +513,7 @@ if hasattr(math, "cbrt"):
 binary("atan2", "atan2(x, y)", "y / hypot(x, y) / hypot(x, y) if x or y else 0.0",
        "-x / hypot(x, y) / hypot(x, y) if x or y else 0.0", math.atan2)
 binary("hypot2", "hypot(x, y)", "x / r if r else 0.0", "y / r if r else 0.0",
-       fallback="math.hypot(a, b)")
+       fallback="math.hypot(a, b)", math_name="hypot")
 binary("copysign", "copysign(x, y)", "copysign(1.0, x) * copysign(1.0, y)", "0.0",
        math.copysign)
 # fmod(x, y) = x - q y with the integer q = (x - fmod(x, y)) / y exactly (not trunc(x / y),
@@ -792,21 +802,31 @@ TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
 
 
 # --- Operator overloading on duals, for code astad did not transform -------------------
-# The rule is called with no tape: its fast paths do not apply, and the general rule
-# records at the level of the operands (rules/generic.py).
-def _overload(rule, swap: bool = False):
+# A dual is always among the operands here, so the rule's fast paths (which need a tape)
+# do not apply: the general rule records at the level of the operands (rules/generic.py).
+def _overload(rule_name: str, sym: str, swap: bool = False):
+    rule = RULES[rule_name]
+    if swap:
+        return lambda self, other: mixed(rule, sym, other, self)
+    return lambda self, other: mixed(rule, sym, self, other)
+
+
+def _overload_rule(rule, swap: bool = False):
     if swap:
         return lambda self, other: rule(None, other, self)
     return lambda self, other: rule(None, self, other)
 
 
+for _rule_name, _sym, _forward_name, _reflected_name in (
+        ("add", "+", "__add__", "__radd__"), ("sub", "-", "__sub__", "__rsub__"),
+        ("mul", "*", "__mul__", "__rmul__"), ("truediv", "/", "__truediv__", "__rtruediv__"),
+        ("mod", "%", "__mod__", "__rmod__")):
+    setattr(ScalarDual, _forward_name, _overload(_rule_name, _sym))
+    setattr(ScalarDual, _reflected_name, _overload(_rule_name, _sym, swap=True))
 for _rule_name, _forward_name, _reflected_name in (
-        ("add", "__add__", "__radd__"), ("sub", "__sub__", "__rsub__"),
-        ("mul", "__mul__", "__rmul__"), ("truediv", "__truediv__", "__rtruediv__"),
-        ("floordiv", "__floordiv__", "__rfloordiv__"), ("mod", "__mod__", "__rmod__"),
-        ("pow", "__pow__", "__rpow__")):
-    setattr(ScalarDual, _forward_name, _overload(getattr(ad, _rule_name)))
-    setattr(ScalarDual, _reflected_name, _overload(getattr(ad, _rule_name), swap=True))
+        ("floordiv", "__floordiv__", "__rfloordiv__"), ("pow", "__pow__", "__rpow__")):
+    setattr(ScalarDual, _forward_name, _overload_rule(getattr(ad, _rule_name)))
+    setattr(ScalarDual, _reflected_name, _overload_rule(getattr(ad, _rule_name), swap=True))
 ScalarDual.__neg__ = lambda self: ad.neg(None, self)
 ScalarDual.__pos__ = lambda self: ad.pos(None, self)
 ScalarDual.__abs__ = lambda self: ad.abs(None, self)

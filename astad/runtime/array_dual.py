@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
+from ..rules.lazy import rule_for as lazy_rule_for
 from .duals import (DUAL_TYPES, PrimalView, ScalarDual, conversion_error, innermost,
                     is_forward, reverse_dual)
 
@@ -116,26 +117,53 @@ class ArrayDualBase(PrimalView):
 
 class ArrayDual(ArrayDualBase):
     """Reverse mode: a differentiated float array, its value ``v`` (an ndarray, or an
-    array dual of an enclosing level), tape index ``i`` and level ``t`` (the tape)."""
+    array dual of an enclosing level), tape index ``i`` and level ``t`` (the tape).
 
-    __slots__ = ("v", "i", "t")
+    Arrays are mutable (array_writes.py): a write into an array makes a new version of
+    it, and ``i`` becomes that version's entry. A *view* (``x[1:]``, ``x.T``, a reshape
+    sharing memory) has a ``root`` (the array owning the memory) and ``view``, the
+    numpy operations that take the root to it; its own ``i`` is an entry reading the
+    root's version ``synced``, recorded again when the root has changed since
+    (``index_of``), so a view always sees the writes through any alias."""
 
-    def __init__(self, v, i, t):
+    __slots__ = ("v", "i", "t", "root", "view", "synced")
+
+    def __init__(self, v, i, t, root=None, view=None, synced=None):
         self.v = v
         self.i = i
         self.t = t
+        self.root = root
+        self.view = view
+        self.synced = synced
 
 
 class FArrayDual(ArrayDualBase):
     """Forward mode: the array ``v``, its tangent ``d`` (the same shape, with one leading
-    axis per direction for a vector of tangents) and its level ``t``."""
+    axis per direction for a vector of tangents) and its level ``t``. A view (see
+    ArrayDual) keeps no tangent of its own: ``tangent_of_array`` reads it through
+    ``view`` from its ``root``'s, so a write through any alias is seen by all."""
 
-    __slots__ = ("v", "d", "t")
+    __slots__ = ("v", "_d", "t", "root", "view")
 
-    def __init__(self, v, d, t):
+    def __init__(self, v, d, t, root=None, view=None):
         self.v = v
-        self.d = d
+        self._d = d
         self.t = t
+        self.root = root
+        self.view = view
+
+    @property
+    def d(self):
+        if self.root is None:
+            return self._d
+        root = self.root
+        return self.view(root.d, root.t.width is not None)
+
+    @d.setter
+    def d(self, value):
+        if self.root is not None:
+            raise AssertionError("the tangent of a view is its root's")  # (never set)
+        self._d = value
 
 
 ARRAY_DUALS = frozenset({ArrayDual, FArrayDual})
@@ -161,13 +189,16 @@ def plain_array(value):
 def dispatch(func, args, kwargs):
     """Run numpy ``func`` on arguments holding duals through its rule, at the innermost
     level among them: a reverse rule (``ARRAY_RULES``) or forward mode (astad/forward)."""
-    if kwargs.get("out") is not None:
-        # y += x or np.add(a, x, out=y) writes a differentiated value into an array that
-        # cannot hold its derivative (and that other names may alias): refused, not lost
-        raise NotDifferentiableError(
-            "an in-place numpy operation (y += x, y *= x, or out=) with a differentiated "
-            "operand would write a derivative into a plain array; write y = y + x instead",
-            *user_location())
+    out = kwargs.get("out")
+    if out is not None:  # numpy's out=: the result, then written into out (array_writes)
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        target = out[0] if type(out) is tuple and len(out) == 1 else out
+        if type(target) is tuple:
+            raise NotDifferentiableError("astad differentiates out= with one output array",
+                                         *user_location())
+        result = dispatch(func, args, kwargs)
+        WRITE[0](None, result, target, Ellipsis)
+        return target
     if kwargs.get("where", True) is not True:
         raise NotDifferentiableError(
             "astad does not differentiate numpy's where= argument; select with np.where "
@@ -176,10 +207,18 @@ def dispatch(func, args, kwargs):
     level = innermost(args) if not kwargs else innermost(list(args) + list(kwargs.values()))
     if level is None:  # (numpy asked because of a dual of no level: cannot happen)
         return func(*args, **kwargs)
+    rule = ARRAY_RULES.get(func) or lazy_rule_for(func)  # (scipy.special: on first use)
     prepare = PREPARE.get(func)
     if prepare is not None:
         args, kwargs = prepare(args, kwargs)
-    rule = ARRAY_RULES.get(func)
+    writer = WRITERS.get(func)
+    if writer is not None:  # np.add.at, np.copyto, np.put_along_axis: writes (array_writes)
+        return writer(*args, **kwargs)
+    view = VIEWS.get(func)
+    if view is not None and type(args[0]) in ARRAY_DUALS and args[0].t is level:
+        result = view(args, kwargs)  # a view of the array (x[1:], x.T): no copy, no entry
+        if result is not None:
+            return result
     if rule is None:
         name = getattr(func, "__name__", None) or repr(func)
         if isinstance(func, tuple):
@@ -197,6 +236,11 @@ FORWARD: list = [None]
 # (func, args, kwargs) -> (args, kwargs) with lists holding duals made arrays
 # (rules/numpy_values.py sets it)
 CONVERT_LISTS: list = [lambda func, args, kwargs: (args, kwargs)]
+WRITE: list = [None]  # array_writes.setitem
+WRITERS: dict = {}  # numpy functions that write into an argument (array_writes.py)
+# numpy function -> view(args, kwargs): its result as a view dual when numpy's result
+# shares the array's memory, else None (rules/array_writes.py)
+VIEWS: dict = {}
 
 
 def _dual_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -291,8 +335,20 @@ _NUMBERS = frozenset({float, int, np.float64, np.float32})
 def parent_of(value):
     """(slot, shape, dtype) of a dual operand: shape None for a scalar dual."""
     if type(value) is ArrayDual:
-        return (value.i, value.v.shape, value.v.dtype)
+        return (index_of(value), value.v.shape, value.v.dtype)
     return (value.i, None, None)
+
+
+def index_of(value) -> int:
+    """The tape index of an array dual as it is now: for a view whose root was written
+    since its index was recorded, a new entry reading the root's current version."""
+    root = value.root
+    if root is not None and value.synced != root.i:
+        REFRESH[0](value)
+    return value.i
+
+
+REFRESH: list = [None]  # (array_writes.refresh_view)
 
 
 def unbroadcast(g, shape):

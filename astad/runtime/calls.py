@@ -25,9 +25,11 @@ import types
 from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
 from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS, ad
+from ..rules import lazy
 import numpy as np
 
 from ..rules.array import array_from, constant_array_method
+from ..rules.array_shapes import asarray_from
 from .array_dual import ARRAY_DUALS
 from ..structure import contains_dual
 
@@ -212,6 +214,8 @@ def rev(f):
             (getattr(f, "__module__", None) or "").startswith("astad."):
         return _with_tape(f)  # astad's own API (a gradient inside differentiated code)
     if t is types.FunctionType:
+        if lazy.pending and lazy.load_rules_for(f):  # scipy.special's rules, on first use
+            return rev(f)
         if f.__code__ in GENERATED_CODE:
             return _with_tape(f)
         try:
@@ -221,6 +225,9 @@ def rev(f):
         except AstadError as exc:
             return _guarded(f, _reason(exc))
     if t is types.MethodType and type(f.__func__) is types.FunctionType:
+        method = f.__func__.__dict__.get("_astad_method")  # obj.f of a decorated method
+        if method is not None:                                # (methods.py)
+            return method.bound_transformed(f.__self__)
         code = f.__func__.__code__
         if code in GENERATED_CODE:
             return _with_tape(f)
@@ -237,6 +244,8 @@ def rev(f):
     if t is types.BuiltinMethodType and isinstance(getattr(f, "__self__", None),
                                                    _CONTAINER_TYPES):
         return _with_tape(f)  # (also of a subclass: list.append of a list subclass)
+    if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ufunc:
+        return _with_tape(f)  # np.add.at, np.add.reduce: numpy's dispatch finds the rule
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ndarray:
         return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:
@@ -339,14 +348,15 @@ ad.getattr = getattr_
 
 
 def is_numpy_callable(f) -> bool:
-    return type(f) is np.ufunc or (getattr(f, "__module__", None) or "").startswith("numpy")
+    return type(f) is np.ufunc or (getattr(f, "__module__", None) or "").startswith("numpy") \
+        or type(getattr(f, "__self__", None)) is np.ufunc  # (np.add.reduce: a ufunc method)
 
 
 # np.array / np.asarray of lists holding duals: numpy cannot dispatch on a list
 # (rules/numpy_values.py replaces them: a scalar dual too)
 _register_rule = PRIMITIVES.__setitem__
 ad.np_array = array_from
-ad.np_asarray = array_from
+ad.np_asarray = asarray_from
 _register_rule(np.array, "np_array")
 _register_rule(np.asarray, "np_asarray")
 

@@ -282,6 +282,7 @@ class _Running(threading.local):
         # order: each ends every differentiation running when it was made, even if the
         # user's code caught it (``except Exception:`` around a refused call)
         self.refusals: list = []
+        self.writes: dict = {}  # id(handle) -> [(entry index, Write)] (array_writes.py)
 
 
 running = _Running()
@@ -297,27 +298,33 @@ errors.note_refusal = _note_refusal
 
 
 class level:
-    """``with level(handle):`` the differentiation ``handle`` runs inside the block. A
+    """``with level(handle):`` the differentiation ``handle`` runs inside the block.
+    ``writes`` then lists the writes into arrays it recorded (array_writes.py). A
     refusal made inside it ends it with that refusal, whatever the code inside caught:
     a caught refusal would otherwise let the function compute a fallback, a silently
     different result (``try: math.gamma(x) except Exception: x * x``)."""
 
-    __slots__ = ("handle", "mark")
+    __slots__ = ("handle", "mark", "writes")
 
     def __init__(self, handle):
         self.handle = handle
+        self.writes: list = []
 
     def __enter__(self):
         state = running
-        state.depth[id(self.handle)] = len(state.stack) + 1
+        key = id(self.handle)
+        state.depth[key] = len(state.stack) + 1
         state.stack.append(self.handle)
+        state.writes[key] = self.writes
         self.mark = len(state.refusals)
         return self.handle
 
     def __exit__(self, exc_type, exc, traceback):
         state = running
         state.stack.pop()
-        del state.depth[id(self.handle)]
+        key = id(self.handle)
+        del state.depth[key]
+        del state.writes[key]
         refusals = state.refusals
         if len(refusals) > self.mark:
             refusal = refusals[self.mark]

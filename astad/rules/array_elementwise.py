@@ -1,0 +1,59 @@
+"""More element-wise functions, by their partial derivatives (forward mode derives their
+jvps from the partials): fabs, the angle conversions, the inverse hyperbolics, sinc,
+fmod, copysign, float_power, ldexp, nan_to_num, real and conj of real arrays; and the
+functions whose result carries no derivative (integer, bool or piecewise-constant
+results), which see primal values.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .array import FINITE_PARTIALS, _primal_only, register_elementwise
+
+FINITE_PARTIALS.update((np.fabs, np.degrees, np.radians, np.deg2rad, np.rad2deg,
+                        np.arcsinh, np.conjugate, np.real, np.nan_to_num, np.copysign))
+
+_TO_DEGREES = 180.0 / np.pi
+_TO_RADIANS = np.pi / 180.0
+register_elementwise(np.fabs, lambda x, r: np.sign(x))
+register_elementwise(np.degrees, lambda x, r: _TO_DEGREES)
+register_elementwise(np.rad2deg, lambda x, r: _TO_DEGREES)
+register_elementwise(np.radians, lambda x, r: _TO_RADIANS)
+register_elementwise(np.deg2rad, lambda x, r: _TO_RADIANS)
+register_elementwise(np.arcsinh, lambda x, r: 1.0 / np.sqrt(x * x + 1.0))
+register_elementwise(np.arccosh, lambda x, r: 1.0 / np.sqrt(x * x - 1.0))
+register_elementwise(np.arctanh, lambda x, r: 1.0 / (1.0 - x * x))
+
+
+def _sinc_partial(x, r):
+    # sinc(x) = sin(pi x) / (pi x): (cos(pi x) - sinc(x)) / x, and 0 at x = 0
+    nonzero = x != 0
+    return np.where(nonzero, (np.cos(np.pi * x) - r) / np.where(nonzero, x, 1.0), 0.0)
+
+
+register_elementwise(np.sinc, _sinc_partial)
+# fmod(x, y) = x - y * trunc(x / y)
+register_elementwise(np.fmod, lambda x, y, r: 1.0, lambda x, y, r: -np.trunc(x / y))
+# copysign(x, y) = |x| with y's sign: piecewise constant in y
+register_elementwise(np.copysign, lambda x, y, r: np.sign(x) * np.copysign(1.0, y),
+                     lambda x, y, r: 0.0 * x)
+register_elementwise(np.float_power,
+                     lambda x, y, r: y * np.float_power(x, y - 1.0),
+                     lambda x, y, r: np.where(r != 0, r * np.log(np.where(x > 0, x, 1.0)),
+                                              0.0))
+register_elementwise(np.ldexp, lambda x, i, r: np.ldexp(1.0, i))
+# nan_to_num: 1 where x is finite; the replacements are constants
+register_elementwise(np.nan_to_num, lambda x, *rest: np.isfinite(x) * 1.0)
+# real arrays only reach the rules (a complex array is never differentiated)
+register_elementwise(np.real, lambda x, r: 1.0)
+register_elementwise(np.conjugate, lambda x, r: 1.0)
+
+for _fn in (np.imag, np.result_type, np.iscomplexobj, np.isrealobj, np.isreal, np.iscomplex,
+            np.signbit, np.heaviside, np.fix, np.around, np.logical_and, np.logical_or,
+            np.logical_not, np.logical_xor, np.argpartition, np.searchsorted, np.digitize,
+            np.nanargmax, np.nanargmin, np.flatnonzero, np.argwhere, np.array_equal,
+            np.array_equiv, np.isneginf, np.isposinf, np.isin, np.full_like,
+            np.may_share_memory, np.shares_memory, np.spacing, np.nextafter, np.bitwise_and,
+            np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
+            np.gcd, np.lcm):
+    _primal_only(_fn)

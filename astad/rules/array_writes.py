@@ -1,0 +1,545 @@
+"""Writing into arrays: the mutable array tape.
+
+Imperative numpy code fills and updates arrays (``out = np.zeros(n); out[i] = ...``,
+``h[t + 1] = np.tanh(W @ h[t])``, ``u[1:-1] += ...``, ``v *= 2.0``). astad follows it
+with numpy's own semantics, aliases and views included:
+
+- **Versions.** A write into a differentiated array writes the primal values in place
+  (so every alias and view sees them, as in numpy) and records one tape entry: the new
+  version of the array that owns the memory (its *root*) from the old version and the
+  value written. The root's tape index becomes that entry's. The backward step hands the
+  new version's cotangent to the old one with the written region zeroed, in place, and
+  gives the value the region's cotangent: work proportional to the region, not to the
+  array (linear time for a loop of element writes).
+- **Undo and redo.** Entries recorded before a write may hold the array's memory (a
+  product keeps its operands). Each write saves the values it overwrites; the sweep puts
+  them back when it passes the write, so every entry sees the values it saw, and the
+  writes are applied again once the sweep is done, so the arrays end as the function left
+  them. Writes into constant arrays are logged the same way (a constant a product kept
+  and the function then changed).
+- **Views.** ``x[1:]``, ``x.T``, a reshape sharing memory... of a differentiated array is
+  a differentiated view: its root and the operations (``View``) from the root to it.
+  Reading a view reads the root's current version (runtime/array_dual.index_of); writing
+  through a view writes the root's region under it.
+- **Where arrays come from.** An array made inside differentiated code by ``np.zeros``,
+  ``np.ones``, ``np.empty``, ``np.full``, their ``_like`` forms, ``np.eye``,
+  ``np.identity``, ``np.array`` or a ``.copy()`` is a differentiated array already (a
+  constant one): any value may be written into it, and any alias of it sees the writes.
+  A plain array from elsewhere (an argument not differentiated, a global) that a
+  differentiated value is written into is refused with an error at the user's line (other
+  names may share it, and could not see the derivative).
+- In-place operators (``+=``, ``-=``, ``*=``, ``/=``, ``**=``), ``out=`` of numpy's
+  functions and ``np.add.at`` are writes of the same kind.
+
+Forward mode needs no undo: a write writes the primal and the tangent in place.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..errors import NotDifferentiableError, user_location
+from ..runtime.array_dual import (ARRAY_DUALS, REFRESH, VIEWS, WRITE, WRITERS, ArrayDual,
+                                  ArrayDualBase, FArrayDual, accumulate, dispatch,
+                                  parent_of, unbroadcast)
+from ..runtime.duals import (DUAL_TYPES, innermost, is_forward, running)
+from .array import register_jvp, register_vjp
+from .array_shapes import index_scatter, take_index
+from .scalar import PRIMITIVES, ad
+
+
+# -- views ---------------------------------------------------------------------------------
+class View:
+    """The numpy operations taking a root array to a view of it, replayable on any array
+    shaped like the root (a cotangent, a tangent with leading direction axes)."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps=()):
+        self.steps = tuple(steps)
+
+    def then(self, kind: str, *args) -> View:
+        return View(self.steps + ((kind, args),))
+
+    def __call__(self, a, batched: bool = False):
+        for kind, args in self.steps:
+            a = _STEPS[kind](a, batched, *args)
+        return a
+
+
+def _index_step(a, batched, index):
+    return a[(slice(None),) + index] if batched else a[index]
+
+
+def _transpose_step(a, batched, axes):
+    return np.transpose(a, (0,) + tuple(k + 1 for k in axes)) if batched else \
+        np.transpose(a, axes)
+
+
+def _reshape_step(a, batched, shape, order):
+    return np.reshape(a, (np.shape(a)[0],) + shape if batched else shape, order=order)
+
+
+_STEPS = {"index": _index_step, "transpose": _transpose_step, "reshape": _reshape_step}
+
+
+def is_basic_index(index) -> bool:
+    """Does ``index`` (a tuple) select a view (ints, slices, None, Ellipsis only)?"""
+    return all(type(part) in (int, slice, type(None), type(Ellipsis)) or
+               isinstance(part, (int, np.integer)) and not isinstance(part, bool)
+               for part in index)
+
+
+def view_of(x, value, kind: str, *args):
+    """``value`` (numpy's result of a view operation on ``x``'s primal) as a view dual of
+    ``x``'s level: its root and the steps from the root; None when ``value`` does not
+    share ``x``'s memory (a copy: the ordinary rule records it)."""
+    plain, base = _plain(value), _plain(x.v)  # (under every level: the memory)
+    if type(plain) is not np.ndarray or type(base) is not np.ndarray or \
+            plain.base is None or not np.may_share_memory(plain, base):
+        return None
+    root = x.root if x.root is not None else x
+    view = (x.view or View()).then(kind, *args)
+    if type(x) is FArrayDual:
+        return FArrayDual(value, None, x.t, root, view)
+    d = ArrayDual(value, -1, x.t, root, view, None)
+    refresh_view(d)
+    return d
+
+
+def _index_view(args, kwargs):
+    x, index = args
+    index = index if type(index) is tuple else (index,)
+    if not is_basic_index(index):
+        return None
+    return view_of(x, x.v[index], "index", index)
+
+
+def _transpose_view(args, kwargs):
+    x = args[0]
+    axes = args[1] if len(args) > 1 else kwargs.get("axes")
+    ndim = np.ndim(x.v)
+    axes = tuple(range(ndim))[::-1] if axes is None else tuple(a % ndim for a in axes)
+    return view_of(x, np.transpose(x.v, axes), "transpose", axes)
+
+
+def _reshaping_view(fn):
+    def view(args, kwargs):  # a view of the same elements in a new shape, in this order
+        x = args[0]
+        order = kwargs.get("order", "C")
+        if order not in ("C", "F"):
+            return None
+        return view_of(x, fn(x.v, *args[1:], **kwargs), "reshape",
+                       np.shape(fn(x.v, *args[1:], **kwargs)), order)
+    return view
+
+
+def _axes_view(fn):
+    def view(args, kwargs):
+        x = args[0]
+        return view_of(x, fn(x.v, *args[1:], **kwargs), "transpose",
+                       _permutation(fn, np.ndim(x.v), args, kwargs))
+    return view
+
+
+def _permutation(fn, ndim: int, args, kwargs) -> tuple:
+    """The permutation of axes ``fn`` (swapaxes, moveaxis) applies: read off what it does
+    to an array whose axis k has length k + 2 (and no memory: zero strides)."""
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1), tuple(range(2, ndim + 2)),
+                                            (0,) * ndim)
+    return tuple(size - 2 for size in fn(probe, *args[1:], **kwargs).shape)
+
+
+def refresh_view(d: ArrayDual) -> None:
+    """Record a view's entry reading its root's current version (array_dual.index_of)."""
+    tape, root = d.t, d.root
+    d.i = len(tape)
+    d.synced = root.i
+    tape.append((_view_backward, (root.i, root.v.shape, root.v.dtype), d.view))
+
+
+REFRESH[0] = refresh_view
+
+
+def _view_backward(adjoint, arrays, k, parent, view):
+    """A view's cotangent added into the region of its root's (the root's version it
+    read), in place: work proportional to the view."""
+    g = arrays.pop(k, None)
+    if g is None:  # (a view is an array: its cotangent is one, or there is none)
+        return
+    slot, shape, dtype = parent
+    existing = arrays.get(slot)
+    if type(g) in DUAL_TYPES or (existing is not None and type(existing) is not np.ndarray):
+        accumulate(adjoint, arrays, parent, region_add(None, view, g, shape, dtype))
+        return
+    if existing is None:
+        existing = arrays[slot] = np.zeros(shape, dtype)
+    view(existing)[...] += g
+
+
+def region_add(base, view, g, shape, dtype):
+    """``base`` (zeros when None) plus ``g`` added into its region ``view``: a primitive
+    of its own, so that the backward step of a view can be differentiated again."""
+    if type(g) in DUAL_TYPES or type(base) in DUAL_TYPES:
+        return dispatch(region_add, (base, view, g, shape, dtype), {})
+    out = np.zeros(shape, dtype) if base is None else np.array(base, dtype)
+    view(out)[...] += g
+    return out
+
+
+# -- the write entries (reverse mode) --------------------------------------------------------
+class Write:
+    """One write: where it went (``target`` the ndarray written through, ``index``), the
+    values it overwrote and wrote; for a differentiated root, the steps ``view`` from the
+    root to the array written through."""
+
+    __slots__ = ("target", "index", "old", "new", "view", "value_shape", "survivors")
+
+    def __init__(self, target, index, old, new, view, value_shape, survivors):
+        self.target, self.index, self.old, self.new = target, index, old, new
+        self.view, self.value_shape, self.survivors = view, value_shape, survivors
+
+    def region(self, a):
+        """The values of ``a`` (shaped like the root) where the write went."""
+        return self.view(a)[self.index]
+
+    def zero(self, a) -> None:
+        """Set the region of ``a`` (an ndarray shaped like the root) to zero."""
+        self.view(a)[self.index] = 0.0
+
+    def undo(self):
+        self.target[self.index] = self.old
+
+    def redo(self):
+        self.target[self.index] = self.new
+
+
+UNDO = object()  # seeded as the adjoint of a write entry: the sweep always runs it
+
+
+def _write_backward(adjoint, arrays, k, parents, write):
+    """The cotangent of a new version: the value gets its region (summed over what
+    numpy broadcast), the old version the rest (the region zeroed, in place); then the
+    memory gets the values it had before the write back (undo)."""
+    g = arrays.pop(k, None)
+    if g is not None and g is not UNDO and parents:
+        for position, parent in parents:
+            if position == 1:  # the value written
+                part = write.region(g)
+                if write.survivors is not None:  # repeated indices: the last write wins
+                    part = part * write.survivors
+                elif type(part) is np.ndarray:
+                    part = part.copy()
+                accumulate(adjoint, arrays, parent,
+                           unbroadcast(part, write.value_shape), True)
+        for position, parent in parents:
+            if position == 0:  # the version written over: the rest of the cotangent
+                if type(g) is np.ndarray:
+                    write.zero(g)
+                    accumulate(adjoint, arrays, parent, g, True)
+                else:  # (a derivative of a derivative: no write into a dual)
+                    accumulate(adjoint, arrays, parent, zero_region(g, write))
+    write.undo()
+
+
+def zero_region(g, write):
+    """``g`` with the region of ``write`` set to zero (a new array): the differentiable
+    form of ``Write.zero``."""
+    if type(g) in DUAL_TYPES:
+        return dispatch(zero_region, (g, write), {})
+    out = np.array(g)
+    write.zero(out)
+    return out
+
+
+def _log(tape, write: Write, parents: tuple) -> int:
+    """Append the write's entry and note it for the sweep (undo, then redo)."""
+    k = len(tape)
+    tape.append((_write_backward, parents, write))
+    running.writes[id(tape)].append((k, write))
+    return k
+
+
+def _value_parts(value, level):
+    """The value written, at ``level``: (its primal, its dual parent or None, its
+    shape)."""
+    if type(value) in (list, tuple) and any(type(x) in DUAL_TYPES for x in _flat(value)):
+        value = ad.np_array(None, value)  # (np.array of duals: a differentiated array)
+    if type(value) in DUAL_TYPES and value.t is level:
+        return value.v, value, np.shape(value.v)
+    return value, None, np.shape(value)
+
+
+def _flat(value):
+    for x in value:
+        if type(x) in (list, tuple):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def write(x, index, value) -> None:
+    """``x[index] = value`` for an array dual ``x`` (root or view), at the innermost
+    level among them; numpy's semantics for the primal, a new version of the root."""
+    level = innermost((x, value) if type(value) not in (list, tuple) else
+                      [x] + list(_flat(value)))
+    if level is not x.t:
+        raise NotDifferentiableError(
+            "a value of an inner differentiation is written into an array of an enclosing "
+            "one (or of none running): create the array inside the inner function",
+            *user_location())
+    if type(index) is not tuple:
+        index = (index,)
+    primal, dual_value, value_shape = _value_parts(value, level)
+    if type(x) is FArrayDual:
+        _write_forward(x, index, primal, dual_value, level)
+        return
+    root = x.root if x.root is not None else x
+    view = x.view or View()
+    old = x.v[index]
+    old = old.copy() if type(old) is np.ndarray else old
+    x.v[index] = primal  # numpy's write: every alias and view sees it
+    new = x.v[index]
+    new = new.copy() if type(new) is np.ndarray else new
+    record = Write(x.v, index, old, new, view, value_shape, _survivors(x.v.shape, index))
+    parents = ((0, (root.i, root.v.shape, root.v.dtype)),)
+    if dual_value is not None:
+        parents += ((1, parent_of(dual_value)),)
+    root.i = _log(level, record, parents)
+
+
+def _survivors(shape, index):
+    """For an index that may repeat an element (an integer array): a 0/1 mask over the
+    written region, 1 where the element's last write is (numpy's last write wins)."""
+    if is_basic_index(index) or not any(isinstance(part, (list, np.ndarray)) and
+                                        np.asarray(part).dtype.kind in "iu"
+                                        for part in index):
+        return None
+    marks = np.zeros(shape, dtype=np.intp)
+    region = np.broadcast_to(np.arange(1, 1 + int(np.prod(np.shape(marks[index]))))
+                             .reshape(np.shape(marks[index])), np.shape(marks[index]))
+    marks[index] = region
+    return (marks[index] == region) * 1.0
+
+
+def _write_forward(x, index, primal, dual_value, level):
+    x.v[index] = primal
+    root = x.root if x.root is not None else x
+    batched = level.width is not None
+    view = x.view or View()
+    tangent = np.zeros(()) if dual_value is None else dual_value.d
+    if batched and dual_value is not None:  # its directions first, then numpy's broadcast
+        region_ndim = np.ndim(x.v[index])
+        tangent = np.reshape(tangent, (level.width,) + (1,) * (
+            region_ndim - (np.ndim(tangent) - 1)) + np.shape(tangent)[1:])
+    view(root.d, batched)[((slice(None),) if batched else ()) + index] = tangent
+
+
+def log_plain_write(tape, target, index) -> Write:
+    """Before a plain array written inside a reverse pass: its overwritten values, so the
+    sweep can show earlier entries the values they saw."""
+    old = target[index]
+    return Write(target, index, old.copy() if type(old) is np.ndarray else old, None, None,
+                 None, None)
+
+
+def setitem(tape, value, obj, index) -> None:
+    """``obj[index] = value`` in differentiated code (the transform writes every
+    subscript assignment this way: the value is evaluated first, as in Python)."""
+    t = type(obj)
+    if t is list or t is dict:
+        obj[index] = value
+        return
+    if t is np.ndarray and obj.dtype == object:  # (holds Python objects, as a list does;
+        obj[index] = value  # what it keeps is cleaned after the call: leftovers.py)
+        return
+    if t in ARRAY_DUALS:
+        write(obj, index, value)
+        return
+    if t is np.ndarray:
+        level = innermost([value] if type(value) not in (list, tuple) else list(_flat(value)))
+        if level is not None:
+            raise NotDifferentiableError(
+                "a differentiated value is written into a plain array made outside the "
+                "differentiated code (an argument not differentiated, a global); other names "
+                "may share it and would not see the derivative. Write into a copy made "
+                "inside: a = a.copy() (or np.zeros, np.empty, np.zeros_like...)",
+                *user_location())
+        if type(tape) is list and id(tape) in running.writes:  # (a reverse pass running)
+            record = log_plain_write(tape, obj, index)
+            obj[index] = value
+            new = obj[index]
+            record.new = new.copy() if type(new) is np.ndarray else new
+            _log(tape, record, ())
+            return
+    obj[index] = value
+
+
+ad.setitem = setitem
+ad.slice = slice
+WRITE[0] = setitem
+ArrayDualBase.__setitem__ = lambda self, index, value: write(self, index, value)
+
+
+# -- in-place operators -------------------------------------------------------------------------
+def _in_place(ufunc):
+    def operator_(self, other):
+        write(self, Ellipsis, dispatch(ufunc, (self, other), {}))
+        return self
+    return operator_
+
+
+for _name, _ufunc in (("iadd", np.add), ("isub", np.subtract), ("imul", np.multiply),
+                      ("itruediv", np.true_divide), ("ipow", np.power),
+                      ("imod", np.remainder), ("ifloordiv", np.floor_divide)):
+    setattr(ArrayDualBase, f"__{_name}__", _in_place(_ufunc))
+
+IN_PLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
+            "/=": operator.itruediv, "%=": operator.imod, "**=": operator.ipow}
+
+
+# -- numpy functions that write into an argument ------------------------------------------------
+def _add_at(a, index, b=None):
+    """np.add.at(a, index, b): b added at index, repeated indices adding each time."""
+    index = index if type(index) is tuple else (index,)
+    setitem(None, a + index_scatter(b, index, np.shape(a), _dtype(a)), a, Ellipsis)
+
+
+def _copyto(dst, src, casting="same_kind", where=True):
+    if where is not True:
+        raise NotDifferentiableError("astad differentiates np.copyto without where=",
+                                     *user_location())
+    setitem(None, src, dst, Ellipsis)
+
+
+def _put_along_axis(arr, indices, values, axis):
+    setitem(None, values, arr, _along_axis(np.shape(arr), np.asarray(indices), axis))
+
+
+def _along_axis(shape, indices, axis) -> tuple:
+    """The fancy index np.put_along_axis writes: ``indices`` along ``axis``, every other
+    axis by position."""
+    if axis is None:
+        return (indices.ravel(),) if len(shape) == 1 else np.unravel_index(indices.ravel(),
+                                                                              shape)
+    axis %= len(shape)
+    parts = []
+    for k, n in enumerate(indices.shape):
+        if k == axis:
+            parts.append(indices)
+        else:
+            shape_k = [1] * indices.ndim
+            shape_k[k] = n
+            parts.append(np.arange(n).reshape(shape_k))
+    return tuple(parts)
+
+
+def _dtype(a):
+    while type(a) in DUAL_TYPES:
+        a = a.v
+    return a.dtype
+
+
+WRITERS.update({(np.add, "at"): _add_at, np.copyto: _copyto,
+                np.put_along_axis: _put_along_axis})
+
+
+# -- arrays made inside differentiated code ------------------------------------------------------
+def constant(tape, value):
+    """``value`` (a new float array) as a differentiated constant of the level ``tape``
+    (the level the code runs on; else the innermost running one), so that what is written
+    into it is differentiated. Inside nested differentiations it is a constant of every
+    level up to that one (its primal a constant of the enclosing level, and so on), so a
+    value of any of them may be written into it."""
+    if type(value) is not np.ndarray or value.dtype.kind != "f":
+        return value
+    stack = running.stack
+    if tape is None or id(tape) not in running.depth:
+        if not stack:
+            return value
+        tape = stack[-1]
+    for handle in stack[:running.depth[id(tape)]]:  # outermost first
+        value = _constant_of(handle, value)
+    return value
+
+
+def _constant_of(handle, value):
+    if is_forward(handle):
+        width = handle.width
+        shape = np.shape(value)
+        return FArrayDual(value, np.zeros(shape if width is None else (width,) + shape,
+                                          _dtype(value)), handle)
+    d = ArrayDual(value, len(handle), handle)
+    handle.append(_CONSTANT)  # an entry of its own: what reaches it is dropped
+    return d
+
+
+def _drop(adjoint, arrays, k, parents, context):
+    arrays.pop(k, None)
+
+
+_CONSTANT = (_drop, (), None)
+
+
+def _creation(fn):
+    """The rule of a function making a new array: a differentiated constant."""
+    def rule(tape, *args, **kwargs):
+        plain = [_plain(a) for a in args]  # (zeros_like(x) of a differentiated x: x's shape)
+        return constant(tape, fn(*plain, **{k: _plain(v) for k, v in kwargs.items()}))
+    rule.__name__ = f"np_{fn.__name__}"
+    return rule
+
+
+def _plain(value):
+    while type(value) in DUAL_TYPES:
+        value = value.v
+    return value
+
+
+for _fn in (np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.eye,
+            np.identity):
+    _name = f"np_{_fn.__name__}"
+    setattr(ad, _name, _creation(_fn))
+    PRIMITIVES[_fn] = _name
+
+
+def _made(rule):
+    """A rule making a new array (np.full's, for a differentiated fill): what it gives for
+    a plain fill, a differentiated constant."""
+    def made(tape, *args, **kwargs):
+        value = rule(tape, *args, **kwargs)
+        return value if type(value) in DUAL_TYPES else constant(tape, value)
+    return made
+
+
+ad.np_full, ad.np_full_like = _made(ad.np_full), _made(ad.np_full_like)
+
+
+def _copy(tape, a, *args, **kwargs):
+    """np.copy: of a differentiated array, its rule (a copy is differentiated); of a
+    plain one, a new differentiated constant."""
+    if type(a) in DUAL_TYPES:
+        return dispatch(np.copy, (a,) + args, kwargs)
+    return constant(tape, np.copy(a, *args, **kwargs))
+
+
+ad.np_copy = _copy
+PRIMITIVES[np.copy] = "np_copy"
+
+
+# -- the primitives the backward steps use: differentiable again -------------------------------
+register_vjp(region_add, lambda g, r, base, view, value, shape, dtype: g,
+             None, lambda g, r, base, view, value, shape, dtype: view(g))
+register_jvp(region_add, lambda t, r, base, view, value, shape, dtype: t,
+             None, lambda t, r, base, view, value, shape, dtype: region_add(
+                 None, view, t, shape, dtype))
+register_vjp(zero_region, lambda g, r, value, write: zero_region(g, write))
+register_jvp(zero_region, lambda t, r, value, write: zero_region(t, write))
+
+
+VIEWS.update({take_index: _index_view, np.transpose: _transpose_view,
+              np.reshape: _reshaping_view(np.reshape), np.ravel: _reshaping_view(np.ravel),
+              np.squeeze: _reshaping_view(np.squeeze),
+              np.expand_dims: _reshaping_view(np.expand_dims),
+              np.swapaxes: _axes_view(np.swapaxes), np.moveaxis: _axes_view(np.moveaxis)})

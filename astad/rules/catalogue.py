@@ -1,0 +1,311 @@
+"""The catalogue of astad's array rules: every numpy, numpy.linalg and scipy.special
+function astad differentiates, read from the rule tables themselves, and ``render()``,
+which writes docs/numpy.md from it (``python tests/test_systematic.py`` rewrites the page;
+the test suite checks it, and tests every rule).
+
+``OWN`` is astad's own registry: the rules registered when astad was imported (and
+scipy.special's, when they are registered on first use), not the rules a user added
+later with ``register_vjp``. The refusals at the end of the page are curated: what astad
+does not differentiate, and why.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+
+import numpy as np
+
+from .array import BATCHED_JVPS, BATCHED_VJPS, JVPS, ELEMENTWISE, PRIMAL_ONLY, VJPS
+from .array_building import INDEX_TRICKS
+from .array_gather import UfuncMethod
+from .array_shapes import take_index
+from .scalar import PRIMITIVES
+
+OWN: dict = {}  # callable -> "element-wise" | "vjp" | "no derivative"
+# callable -> the name of astad's own rule for calls resolved when code is transformed
+# (a different one later: the user registered a rule of their own, custom_vjp(np.sin))
+OWN_PRIMITIVES: dict = {}
+
+
+def overridden(fn) -> bool:
+    """Has a rule the user registered replaced astad's own for ``fn``?"""
+    return PRIMITIVES.get(fn) != OWN_PRIMITIVES.get(fn)
+
+
+def record_own_rules() -> None:
+    """Record the rules registered so far as astad's own."""
+    OWN_PRIMITIVES.update(PRIMITIVES)
+    for fn in list(ELEMENTWISE):
+        OWN.setdefault(fn, "element-wise")
+    for fn in list(VJPS) + list(JVPS):
+        OWN.setdefault(fn, "vjp")
+    for fn in PRIMAL_ONLY:
+        OWN.setdefault(fn, "no derivative")
+
+
+def record_scipy_rules() -> None:
+    """Record scipy.special's rules as astad's own (registered on first use)."""
+    from . import scipy_special
+    for fn in scipy_special.PYTHON_FUNCTIONS:
+        if fn in scipy_special.PRIMITIVE_OF:  # (registered by astad, not by the user)
+            OWN_PRIMITIVES[fn] = PRIMITIVES.get(fn)
+    for fn in scipy_special.ELEMENTWISE:
+        OWN.setdefault(fn, "element-wise")
+    for fn in scipy_special.PYTHON_FUNCTIONS:
+        OWN.setdefault(fn, "vjp")
+
+
+record_own_rules()
+
+# Keywords astad refuses (an error naming them, never ignored), beyond out= and where=,
+# which are refused for every function. tests/test_systematic.py checks each one.
+REFUSED_KEYWORDS = {
+    "numpy.var": ("mean",), "numpy.std": ("mean",), "numpy.nanvar": ("mean",),
+    "numpy.nanstd": ("mean",), "numpy.take": ("mode",), "numpy.diff": ("prepend", "append"),
+    "numpy.matmul": ("axes", "axis"), "numpy.quantile": ("weights",),
+    "numpy.percentile": ("weights",), "numpy.nanquantile": ("weights",),
+    "numpy.nanpercentile": ("weights",),
+}
+# Values of arguments astad refuses, by function (checked by the tests that raise them).
+LIMITS = {
+    "numpy.row_stack": "numpy < 2.5 (removed there; the same function as vstack)",
+    "numpy.average": "returned=True is refused",
+    "numpy.linspace": "retstep=True is refused",
+    "numpy.repeat": "one int repeats count",
+    "numpy.quantile": "method in linear, lower, higher, nearest, midpoint; "
+                      "overwrite_input=True refused",
+    "numpy.pad": "modes constant, edge, reflect, symmetric, wrap",
+    "numpy.linalg.svd": "full_matrices=False for a non-square matrix; hermitian=True refused",
+    "numpy.linalg.qr": "modes reduced, complete (square or wide), r",
+    "numpy.linalg.pinv": "hermitian=True refused; where the rank is constant",
+    "numpy.linalg.lstsq": "where the rank is constant",
+    "numpy.linalg.eigh": "distinct eigenvalues; one triangle is read",
+    "numpy.linalg.cholesky": "one triangle is read",
+    "numpy.gradient": "in the array (the spacing is constant)",
+    "numpy.einsum": "every form: '...', implicit output, repeated indices, sublists",
+    "scipy.special.logsumexp": "return_sign=True is refused",
+}
+# Functions astad refuses, and why (curated: a numpy function with no rule is refused with
+# its name and the user's line, whether it is listed here or not).
+REFUSED = [
+    ("complex results", "numpy.fft.*, numpy.linalg.eig, numpy.linalg.eigvals, numpy.roots, "
+     "numpy.angle of complex arrays: astad differentiates real float arrays only"),
+    ("writing into arrays by these functions (x[i] = v, the in-place operators, "
+     "numpy.add.at, numpy.put_along_axis, numpy.copyto and out= are differentiated: "
+     "rules/array_writes.py)",
+     "the other ufunc.at, numpy.put, numpy.place, numpy.putmask, numpy.fill_diagonal, "
+     "in-place ndarray.sort, ndarray.partition and ndarray.fill"),
+    ("a choice among equal elements", "numpy.unique: which of several equal elements a "
+     "result stands for is not defined"),
+    ("counts and bins", "numpy.histogram, numpy.histogram2d, numpy.bincount (integer "
+     "counts; bincount's weights are not differentiated yet)"),
+    ("not differentiated yet", "numpy.interp, numpy.convolve, numpy.correlate, "
+     "numpy.polyval, numpy.polyfit, numpy.trapezoid, numpy.cov, numpy.corrcoef, "
+     "numpy.linalg.cond, numpy.linalg.tensorsolve, numpy.linalg.tensorinv, numpy.block, "
+     "numpy.meshgrid of differentiated arrays"),
+]
+
+
+# -- names ---------------------------------------------------------------------------------------
+def _namespaces():
+    spaces = [("numpy", np), ("numpy.linalg", np.linalg)]
+    if "scipy.special" in sys.modules:
+        spaces.append(("scipy.special", sys.modules["scipy.special"]))
+    return spaces
+
+
+def _is_astads(fn) -> bool:
+    """A function of astad's own in the table (index_scatter, the cotangent of indexing
+    as a primitive): tested, not listed."""
+    return fn is not take_index and not isinstance(fn, UfuncMethod) and (
+        getattr(fn, "__module__", None) or "").startswith("astad.")
+
+
+def names_of(fn) -> list:
+    """Every public name of ``fn`` (numpy's aliases included), qualified."""
+    if fn is take_index:
+        return ["x[index]"]
+    if isinstance(fn, UfuncMethod):
+        return [f"numpy.{fn[0].__name__}.{fn[1]}"]
+    names = []
+    for prefix, module in _namespaces():
+        for name, value in vars(module).items():
+            if value is fn and not name.startswith("_"):
+                names.append(f"{prefix}.{name}")
+    if not names:  # a private function behind a public one (scipy's zeta as a ufunc)
+        names.append(f"{getattr(fn, '__module__', None) or 'scipy.special'}."
+                     f"{getattr(fn, '__name__', repr(fn))}".replace("._ufuncs", ""))
+    return sorted(names, key=lambda n: (len(n), n))
+
+
+def _parameters(derivative):
+    try:
+        return list(inspect.signature(derivative).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
+def differentiable_in(fn) -> str:
+    """The arguments a derivative is given for, by the names its rule gives them."""
+    if fn in ELEMENTWISE:
+        partials = ELEMENTWISE[fn]
+        params = _parameters(next(p for p in partials if p is not None))
+        return ", ".join(p.name if k < len(params) else f"argument {k}" for k, p in
+                         enumerate(params[:len(partials)]) if partials[k] is not None)
+    derivatives = VJPS.get(fn) or JVPS.get(fn) or ()
+    if len(derivatives) > 8:
+        return "every operand"
+    names = []
+    for k, derivative in enumerate(derivatives):
+        if derivative is None:
+            continue
+        params = [p for p in _parameters(derivative) if p.kind is p.POSITIONAL_OR_KEYWORD]
+        names.append(params[2 + k].name if len(params) > 2 + k else f"argument {k}")
+    return ", ".join(names)
+
+
+def keywords_of(fn) -> str:
+    """The keywords the rule's derivatives read (numpy's others are passed through)."""
+    if fn in ELEMENTWISE:
+        return "ufunc keywords" if isinstance(fn, np.ufunc) else "-"
+    derivatives = [d for d in (VJPS.get(fn) or ()) if d is not None][:1]
+    if not derivatives:
+        return "-"
+    skip = {"g", "r", "t", "out", "self"}
+    params = _parameters(derivatives[0])
+    positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    differentiable = {positional[2 + k].name for k, d in enumerate(VJPS.get(fn, ()))
+                      if d is not None and len(positional) > 2 + k}
+    words = [p.name for p in params[2:] if p.name not in skip | differentiable and
+             p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and
+             p.default is not inspect.Parameter.empty]
+    return ", ".join(words) or "-"
+
+
+def forward_mode(fn) -> str:
+    if fn in ELEMENTWISE:
+        return "from the partials"
+    if fn in JVPS:
+        return "jvp, batched" if fn in BATCHED_JVPS else "jvp"
+    return "no"
+
+
+def _reverse(fn) -> str:
+    if fn in ELEMENTWISE:
+        return "partials"
+    return "vjp, batched" if fn in BATCHED_VJPS else "vjp"
+
+
+# -- the page ------------------------------------------------------------------------------------
+def _section(fn) -> str:
+    name = names_of(fn)[0]
+    if fn in ELEMENTWISE and not name.startswith("scipy"):
+        return "Element-wise"
+    if name.startswith("scipy"):
+        return "scipy.special"
+    if name.startswith("numpy.linalg"):
+        return "numpy.linalg"
+    if isinstance(fn, UfuncMethod):
+        return "ufunc methods"
+    if fn is take_index or fn in INDEX_TRICKS or name in ("numpy.array",
+                                                                 "numpy.asarray"):
+        return "Indexing and building arrays from values"
+    return "numpy functions"
+
+
+SECTIONS = ("Element-wise", "numpy functions", "ufunc methods", "numpy.linalg",
+            "Indexing and building arrays from values", "scipy.special")
+
+
+def _scipy_rules() -> dict:
+    """scipy.special's rules as declared (registered on first use, so read from its table)."""
+    try:
+        from . import scipy_special
+    except ImportError:  # scipy is optional
+        return {}
+    rules = {fn: "element-wise" for fn in scipy_special.ELEMENTWISE}
+    rules.update(dict.fromkeys(scipy_special.PYTHON_FUNCTIONS, "vjp"))
+    return rules
+
+
+def catalogue_rows() -> dict:
+    """{section: [(names, differentiable in, keywords, reverse, forward, limits)]}."""
+    own = dict(OWN)
+    scipy_rules = _scipy_rules()
+    if scipy_rules and not all(fn in ELEMENTWISE or fn in VJPS for fn in scipy_rules):
+        from . import lazy
+        lazy.load_rules_for(next(iter(scipy_rules)))
+    own.update(scipy_rules)
+    rows = {section: [] for section in SECTIONS}
+    for fn, kind in own.items():
+        if kind == "no derivative" or _is_astads(fn):
+            continue
+        names = names_of(fn)
+        limits = LIMITS.get(names[0], "")
+        refused = REFUSED_KEYWORDS.get(names[0])
+        if refused:
+            limits = "; ".join(x for x in (limits, ", ".join(f"{k}=" for k in refused) +
+                                           " refused") if x)
+        rows[_section(fn)].append((names[0], (", ".join(f"`{n}`" for n in names),
+                                   differentiable_in(fn), keywords_of(fn), _reverse(fn),
+                                   forward_mode(fn), limits)))
+    _rows_of_removed_functions(rows)
+    return {section: [row for _, row in sorted(entries)] for section, entries in rows.items()}
+
+
+def _rows_of_removed_functions(rows: dict) -> None:
+    """numpy.row_stack's row under a numpy that no longer has it (the page does not depend on
+    the installed numpy): vstack's row under its name."""
+    if hasattr(np, "row_stack"):
+        return
+    for entries in rows.values():
+        for name, row in list(entries):
+            if name == "numpy.vstack":
+                entries.append(("numpy.row_stack", ("`numpy.row_stack`", *row[1:5],
+                                                    LIMITS["numpy.row_stack"])))
+
+
+def render() -> str:
+    """The text of docs/numpy.md."""
+    rows = catalogue_rows()
+    lines = [
+        "# numpy, numpy.linalg and scipy.special: what astad differentiates",
+        "",
+        "<!-- generated by astad.rules.catalogue.render(): do not edit; regenerate with",
+        "     python tests/test_systematic.py -->",
+        "",
+        "Every function below has a derivative rule in astad's rule table: a vjp (reverse",
+        "mode) and a jvp (forward mode), or, for an element-wise function, its partial",
+        "derivatives (both modes derive from them). *batched*: the rule takes many",
+        "directions at once (a Jacobian's rows or columns in one call). Every rule is",
+        "checked against finite differences by `tests/test_systematic.py`, and its vjp and",
+        "jvp are themselves differentiated there (derivatives of derivatives).",
+        "",
+        "Keywords: those listed are the ones a rule reads; numpy's other keywords are",
+        "passed to numpy as they are. `out=` and `where=` are refused for every function",
+        "(a derivative cannot be written into a plain array). A numpy function that is not",
+        "listed is refused when a differentiated value reaches it, with an error naming it",
+        "and the line of your code that called it.",
+        "",
+    ]
+    total = sum(len(r) for r in rows.values())
+    lines += [f"{total} functions have rules.", ""]
+    for section in SECTIONS:
+        if not rows[section]:
+            continue
+        lines += [f"## {section}", "",
+                  "| function | differentiable in | keywords read | reverse | forward | limits |",
+                  "|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(cell or "-" for cell in row) + " |"
+                  for row in rows[section]]
+        lines.append("")
+    lines += ["## No derivative: computed on primal values", "",
+              "These give integer or bool results, or are piecewise constant: astad runs them "
+              "on the primal values and the result carries no derivative.", ""]
+    plain = sorted(names_of(fn)[0] for fn, kind in OWN.items() if kind == "no derivative")
+    lines += [", ".join(f"`{n}`" for n in plain), ""]
+    lines += ["## Refused", ""]
+    lines += [f"- {why}: {what}." for why, what in REFUSED]
+    lines.append("")
+    return "\n".join(lines)
+

@@ -1,0 +1,72 @@
+"""Smoke test of benchmarks/derivatives.py: its --quick mode runs with the peers hidden
+(as in CI, where they are not installed), checks every derivative it times, and writes a
+well-formed JSON and table. No timing is asserted beyond being positive."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "derivatives.py"
+PEERS = ["autograd", "jax", "torch"]
+
+# the peers' imports fail (as when they are not installed), whatever this machine has
+RUN_WITHOUT_PEERS = (
+    "import runpy, sys\n"
+    "sys.modules.update(dict.fromkeys({peers}))\n"
+    "sys.argv = [{script!r}, '--quick', '--out', {out!r}]\n"
+    "runpy.run_path({script!r}, run_name='__main__')\n")
+
+
+def _positive(x):
+    return isinstance(x, float) and math.isfinite(x) and x > 0
+
+
+def test_derivatives_quick_without_peers(tmp_path):
+    out = tmp_path / "derivatives.json"
+    code = RUN_WITHOUT_PEERS.format(peers=PEERS, script=str(SCRIPT), out=str(out))
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["mode"] == "quick"
+    assert set(result["peers"]) == {"autograd", "torch", "jax", "jax_jit"}
+    assert all(not p["available"] and "not installed" in p["reason"]
+               for p in result["peers"].values())
+
+    spec = importlib.util.spec_from_file_location("benchmark_programs",
+                                                  ROOT / "benchmarks" / "programs.py")
+    programs = sys.modules["benchmark_programs"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(programs)  # (its dataclasses look their module up by name)
+    rows = result["programs"]
+    assert {r["program"] for r in rows} == {c.program for c in programs.make_cases(quick=True)}
+    for r in rows:
+        for key in ("primal_s", "jvp_s", "f_jvp_s", "grad_s", "hvp_s"):
+            assert _positive(r[key]), (r["program"], key, r[key])
+        assert math.isclose(r["jvp_over_primal"], r["jvp_s"] / r["primal_s"])
+        assert math.isclose(r["hvp_over_grad"], r["hvp_s"] / r["grad_s"])
+        # the script checked jvp and the HVP against the hand-written gradient
+        assert r["check"]["astad.jvp"] <= 1e-9 and r["check"]["hvp"] <= 1e-5
+        assert r["timings"]["hvp"]["samples"]
+    assert len(result["goals"]) == 2
+
+    problems = {(p["problem"], p["variant"]): p for p in result["problems"]}
+    assert set(problems) == {("jacobian", "numpy"), ("jacobian", "lists"),
+                             ("hessian", "numpy"), ("hessian", "lists")}
+    for p in problems.values():
+        assert _positive(p["primal_s"])
+        astad_methods = [m for m in p["methods"] if m["tool"] == "astad"]
+        assert astad_methods and all(m["status"] == "ok" and _positive(m["median_s"])
+                                     and "hand-derived" in m["check"] for m in astad_methods)
+        assert all(m["status"] in ("not installed", "not run")
+                   for m in p["methods"] if m["tool"] != "astad")
+    assert {m["method"] for m in problems["jacobian", "numpy"]["methods"]} >= {
+        "astad.jacrev", "astad.jacfwd", "astad.jacobian"}
+
+    table = out.with_suffix(".md").read_text()
+    assert "| program | size | primal | astad.jvp |" in table
+    assert "astad.hessian" in table and "not installed" in table
