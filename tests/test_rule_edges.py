@@ -32,6 +32,7 @@ import pytest
 
 import astad
 from astad.rules.scalar import BINARY_RULES, PRIMAL_ONLY_FUNCTIONS, PRIMITIVES, UNARY_RULES
+from paths import check_every_path
 
 TINY, SUB, HUGE = 1e-300, 5e-324, 1e300
 ONE_MINUS = 1.0 - 2.0 ** -53   # the float just below 1
@@ -324,11 +325,33 @@ def test_the_documented_values_at_the_edges():
             assert all(same(float(a), b) for a, b in zip(partials, want)), (name, args, path)
 
 
+def sumprod_of(x, y, z):
+    return math.sumprod([x, y, 2.0], [z, x, y])  # x z + y x + 2 y
+
+
+def fma_of(x, y, z):
+    return math.fma(x, y, z * z)
+
+
+@pytest.mark.skipif(not hasattr(math, "sumprod"), reason="math.sumprod: Python >= 3.12")
+def test_sumprod_on_every_path():
+    x, y, z = 1.5, -2.0, 3.0
+    check_every_path(sumprod_of, (x, y, z), x * z + y * x + 2.0 * y, (z + y, x + 2.0, x))
+    check_every_path(sumprod_of, (1e200, 1e-200, 1e-200), math.sumprod(
+        [1e200, 1e-200, 2.0], [1e-200, 1e200, 1e-200]), (2e-200, 1e200 + 2.0, 1e200))
+
+
+@pytest.mark.skipif(not hasattr(math, "fma"), reason="math.fma: Python >= 3.13")
+def test_fma_on_every_path():
+    x, y, z = 1.5, -2.0, 3.0
+    check_every_path(fma_of, (x, y, z), math.fma(x, y, z * z), (y, x, 2.0 * z))
+
+
 def test_every_scalar_rule_is_checked_here():
     """A rule added to the table must be added to this test."""
     covered = set(UNARY) | set(BINARY) | set(POWER_FORMS) | {"hypot", "floordiv", "divmod",
                                                                 "log", "sum", "fsum", "prod",
-                                                                "ldexp"}
+                                                                "ldexp", "sumprod", "fma"}
     table = set(UNARY_RULES) | set(BINARY_RULES)
     assert table <= covered, table - covered
     registered = {name for fn, name in PRIMITIVES.items()
