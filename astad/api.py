@@ -198,7 +198,7 @@ class DiffFunction:
         self._fn = wrapper
         self._entry = codegen.transformed(wrapper, self._preaccumulate)  # now: errors show early
         self._rev(self._entry)
-        wrapper.source = self._entry.source
+        wrapper.source = codegen.readable_source(wrapper, self._entry, self._preaccumulate)
         wrapper._astad_transformed = self._transformed
         # a notebook shows the original and generated code (display.html); a bound
         # method, not display.attach's closure over a weak reference, which cannot pickle
@@ -334,20 +334,25 @@ class DiffFunction:
                 not is_nested() and \
                 entry.code is self._fn.__code__ and (not entry.dependencies or
                                                      entry.still_valid()):
-            if entry.tapes:  # scalarloops.py: a tape of entries (see _pause_gc)
-                with _pause_gc():
+            try:
+                if entry.tapes:  # scalarloops.py: a tape of entries (see _pause_gc)
+                    with _pause_gc():
+                        out = entry.floats(*args)
+                else:  # straightline.py: no tape at all
                     out = entry.floats(*args)
-            else:  # straightline.py: no tape at all
-                out = entry.floats(*args)
-            if out is not None:  # None: an argument is not a float (or list of floats)
+            except Exception:  # noqa: BLE001 (the specialised code only reads its arguments:
+                out = None  # the transformed code runs and raises the error at the user's line)
+            if out is not None:  # None: the arguments are not of the kinds it was written for
                 select = self._select.get(len(args))
                 if select is None:
                     select = self._selection(len(args))
                 if select is _ALL:
                     return out
                 if type(select) is int:
-                    return out[0], out[1][select]
-                return out[0], tuple([out[1][k] for k in select])
+                    if type(args[select]) not in _PLAIN:  # (else: the error no float gives)
+                        return out[0], out[1][select]
+                elif not all(type(args[k]) in _PLAIN for k in select):
+                    return out[0], tuple([out[1][k] for k in select])
         paused = gc.isenabled()  # see _pause_gc
         if paused:
             gc.disable()
@@ -428,6 +433,7 @@ def _pause_gc():
 
 
 _ALL = "all"  # (a marker: every gradient, in argument order)
+_PLAIN = frozenset({int, bool, str, type(None)})  # never differentiated: no float in them
 
 
 def _short(value) -> str:

@@ -36,9 +36,13 @@ _COMMENT_MARK = "@astad-comment@"
 class Transformed:
     """A transformed function: callable as ``rev(tape, *args, **kwargs)``."""
 
-    def __init__(self, rev, source: str, dependencies: list, floats=None, arity: int = -1):
+    def __init__(self, rev, source: str, dependencies: list, floats=None, arity: int = -1,
+                 specialised: str = ""):
         self.rev = rev
-        self.source = source
+        # the transformed function with its fused rules, then the code specialised for floats
+        self.transformed_source = source
+        self.specialised_source = specialised
+        self.source = source + ("\n\n" + specialised if specialised else "")
         self.dependencies = dependencies
         # straight-line functions: ``floats(*args) -> (value, gradients)`` for a call with
         # ``arity`` float arguments (straightline.py); None otherwise
@@ -200,7 +204,7 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
         source += (f"\n\n# line {rule.lineno}, preaccumulated: {line}\n"
                    f"# one tape entry with the partials of the whole expression\n"
                    + ast.unparse(rule) + "\n")
-    floats, arity = None, fn.__code__.co_argcount
+    floats, arity, specialised = None, fn.__code__.co_argcount, ""
     if straight is not None:
         function, text = straight
         floats = _compile_rules([(function.name, function)], parsed.filename)[function.name]
@@ -208,9 +212,9 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
         floats.__code__ = floats.__code__.replace(co_name=fn.__name__)
         said = re.match(r"\s*# every argument (.*?): ", text.split("\n")[1])
         kinds = said.group(1) if said else "a float"
-        source += ("\n\n# specialised for float arguments: value_and_grad and grad run this "
-                   f"when every argument is {kinds}\n" + text)
-    entry = Transformed(rev, source, dependencies, floats, arity)
+        specialised = ("# specialised for float arguments: value_and_grad and grad run this "
+                       f"when every argument is {kinds}\n" + text)
+    entry = Transformed(rev, source, dependencies, floats, arity, specialised)
     if forward is not None:  # forward/floats.py: forward mode on float arguments
         function, text = forward
         entry.jvp_floats = _compile_rules([(function.name, function)],
@@ -222,6 +226,25 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
     entry.code = fn.__code__
     entry.tapes = straight is not None and "gradient_of(" in straight[1]
     return entry
+
+
+def readable_source(fn, entry: Transformed, preaccumulate: bool) -> str:
+    """What ``f.source`` shows: first the code of the paper's transform as a reader
+    expects it (one rule call per primitive operation, ``preaccumulate=False``), then,
+    each named as such, the code that actually runs: the same with each float expression
+    one tape entry (statement-level preaccumulation), the code specialised for float
+    arguments, and forward mode's code for float arguments."""
+    unfused = transformed(fn, False).transformed_source if preaccumulate else None
+    parts = [entry.source]
+    if unfused is not None and unfused != entry.transformed_source:
+        # the paper's transform first (what a reader looks at first), then what runs
+        parts = [unfused, "# what runs: the same, with each float expression one tape entry "
+                          "(statement-level preaccumulation)\n" + entry.source]
+    if entry.forward_source is not None:
+        parts.append("# forward mode (section 2), specialised for float arguments: jvp runs "
+                     "this when every primal and tangent is a float or a list of floats\n"
+                     + entry.forward_source)
+    return "\n\n".join(part.rstrip("\n") for part in parts) + "\n"
 
 
 def _distinct(dependencies: list) -> list:

@@ -541,6 +541,8 @@ def _build(plan, adjoint, arrays, memo):
         return float_gradient(adjoint[plan])
     if t is _ArrayLeaf:
         g = arrays.get(plan.slot)
+        if type(g) in SCALAR_DUALS:  # a 0-d array's cotangent at an enclosing level
+            g = np.reshape(np.stack([g]), ())
         return np.zeros(plan.shape, plan.dtype) if g is None else g.astype(plan.dtype,
                                                                           copy=False)
     if t is _Run:

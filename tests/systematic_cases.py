@@ -268,6 +268,7 @@ C(np.hstack, L(F(3), F(2)))
 C(np.hstack, L(F(2, 1), F(2, 3)), tag="2d")
 C(np.dstack, L(F(3), F(3)))
 C(np.column_stack, L(F(3), F(3, 2)))
+C(np.block, L(F(2), F(3)))  # (nested lists: tests/test_transforms.py)
 if hasattr(np, "row_stack"):
     C(np.row_stack, L(F(2), F(2)), call=np.vstack)
 for _fn, _shape in ((np.split, (6, 2)), (np.array_split, (5, 2)), (np.hsplit, (2, 4)),

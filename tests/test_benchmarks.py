@@ -70,3 +70,58 @@ def test_derivatives_quick_without_peers(tmp_path):
     table = out.with_suffix(".md").read_text()
     assert "| program | size | primal | astad.jvp |" in table
     assert "astad.hessian" in table and "not installed" in table
+
+
+ARRAYS = ROOT / "benchmarks" / "arrays.py"
+
+
+def _load_arrays():
+    spec = importlib.util.spec_from_file_location("benchmark_arrays", ARRAYS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_arrays_quick_without_peers(tmp_path):
+    """benchmarks/arrays.py --quick as in CI: every program (the RNN and the heat stencil,
+    which write into arrays, among them) is checked against finite differences and timed;
+    the kept-memory child runs without the peers too."""
+    out = tmp_path / "arrays.json"
+    code = RUN_WITHOUT_PEERS.format(peers=["autograd", "torch"], script=str(ARRAYS),
+                                    out=str(out))
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["mode"] == "quick"
+    assert result["peers"] == {"autograd": "not installed", "torch": "not installed"}
+    arrays = _load_arrays()
+    rows = result["rows"]
+    assert [r["program"] for r in rows] == [c[0] for c in arrays.cases(quick=True)] + ["per-op"]
+    for r in rows:
+        assert _positive(r["primal_s"]) and _positive(r["astad_s"]), r
+        assert math.isclose(r["grad_over_primal"], r["astad_s"] / r["primal_s"])
+        assert r["fd_max_relative_error"] <= 1e-4
+        assert r["autograd_s"] is None and r["torch_s"] is None
+        kept = r["kept_memory"]
+        assert _positive(kept["astad_s"]) and kept["torch_s"] is None
+    for r in rows:
+        if r["program"] in ("rnn", "heat"):
+            assert _positive(r["functional_primal_s"])
+            assert set(r["peer_forms"]) == {"autograd", "torch"}
+    table = out.with_suffix(".md").read_text()
+    assert "| rnn |" in table and "| heat |" in table and "not installed" in table
+
+
+def test_arrays_peer_forms_agree_with_astad():
+    """The peers' forms of the programs that write into arrays compute the same value and
+    gradient as astad on the imperative code (bench() asserts it before timing; here
+    with each peer that is installed, and the functional forms on plain numpy always)."""
+    arrays = _load_arrays()
+    peers = arrays.load_peers(arrays.PEER_KEYS)
+    for name, label, fn, args, wrt in arrays.cases(quick=True):
+        if name in ("rnn", "heat"):
+            row = arrays.bench(name, label, fn, args, wrt, samples=1, target=1e-4,
+                               peers=peers)
+            for key, module in peers.items():
+                assert (row[f"{key}_s"] is None) == (module is None)

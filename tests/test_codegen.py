@@ -126,38 +126,39 @@ DOT_PREACCUMULATED = '''
 
 
 DOT_SPECIALISED = '''
-    # specialised for float arguments: value_and_grad and grad run this when every argument is a float or a list of floats
+    # specialised for float arguments: value_and_grad and grad run this when every argument is a list of floats
     def dot_floats(xs, ys):
-        # every argument a float or a list of floats: each float is a local and its tape index
-        if type(xs) is not list or not set(map(type, xs)) <= {float} or type(ys) is not list or not set(map(type, ys)) <= {float}:
-            return None  # other arguments: the transformed code runs instead
+        # every argument a list of floats: each float is a local and its tape index
+        _vexact = type(xs) is list and set(map(type, xs)) <= {float} and type(ys) is list and set(map(type, ys)) <= {float}
+        if not _vexact and not ad.float_sequences((xs, ys), ()):
+            return None  # not lists of floats: the transformed code runs instead
         _vlists = (xs, ys)
         if len(set(map(id, _vlists))) != len(_vlists):
             return None  # a list reached twice: the transformed code keeps the aliasing
         _vn_xs = len(xs)
-        _vat_xs = 0
         _vn_ys = len(ys)
-        _vat_ys = _vat_xs + _vn_xs
+        _vat_ys = _vn_xs
         _vsink = _vat_ys + _vn_ys  # the slot of constants: the sweep stops above it
-        _vlayout = ((_vat_xs, _vn_xs), (_vat_ys, _vn_ys))
+        _vlayout = ((0, _vn_xs), (_vat_ys, _vn_ys)) if _vexact else ((0, _vn_xs, xs), (_vat_ys, _vn_ys, ys))
         _tape = []  # the entries, one after another: 3 (slot, partial) pairs each
         _extend = _tape.extend
         _vlast = _vsink  # the index of the last entry
         # s = 0.0
         s = 0.0
         s_i = _vsink
+        # for i in range(len(xs)):
         for i in range(len(xs)):
             # s += xs[i] * ys[i]
             _vx0 = xs[i]
             _vx1 = ys[i]
             _vt2 = _vx0 * _vx1
             _vt3 = s + _vt2
-            _extend((s_i, 1.0, _vat_xs + i % _vn_xs, _vx1, _vat_ys + i % _vn_ys, _vx0))
+            _extend((s_i, 1.0, i, _vx1, _vat_ys + i, _vx0))
             _vlast += 1
             s = _vt3
             s_i = _vlast
         # return s
-        return gradient_of(_tape, 3, s, s_i, _vsink, _vlayout)
+        return ad.tape_gradient_of(_tape, 3, s, s_i, _vsink, _vlayout)
 '''
 
 
@@ -170,7 +171,13 @@ def test_generated_source_snapshot_preaccumulated():
 
 def test_generated_source_is_deterministic():
     assert codegen.build(branchy).source == codegen.build(branchy).source
-    assert astad.reverse_diff(branchy).source == codegen.build(branchy).source
+    shown = astad.reverse_diff(branchy).source
+    assert shown == astad.reverse_diff(branchy).source
+    # the paper's transform first, then what runs, named as such (codegen.readable_source)
+    paper = codegen.build(branchy, preaccumulate=False).source
+    assert shown.startswith(paper.rstrip("\n"))
+    assert "\n# what runs: the same, with each float expression one tape entry" in shown
+    assert codegen.build(branchy).source.rstrip("\n") in shown
 
 
 def test_names_that_clash_with_astads_still_differentiate():
@@ -334,15 +341,18 @@ def test_straight_line_errors_are_the_primals_at_the_users_line():
 def test_only_straight_line_bodies_get_the_tapeless_code():
     def iterates(xs):
         total = 0.0
-        for x in xs:  # not xs[k]: the ordinary code
+        for x in xs:  # a loop: the specialised code keeps a tape
             total = total + x
         return total
-    assert codegen.build(iterates).floats is None
+    entry = codegen.build(iterates)
+    assert entry.floats is not None and entry.tapes
+    assert astad.reverse_diff(iterates).grad([1.0, 2.0, 3.0]) == [1.0, 1.0, 1.0]
     assert codegen.build(figure1, preaccumulate=False).floats is None
 
-    def calls_user_code(x):
+    def calls_user_code(x):  # figure1 inlined: 2 x (x + x) = 4 x^2
         return figure1(x, x) * 2.0
-    assert codegen.build(calls_user_code).floats is None
+    assert codegen.build(calls_user_code).floats is not None
+    assert astad.reverse_diff(calls_user_code).grad(1.5) == 12.0
 
     def returns_its_argument(x):
         return x
@@ -364,30 +374,36 @@ def test_straight_line_code_follows_a_rebound_global(tmp_path, monkeypatch):
 
 FIGURE1_STRAIGHT = '''
     # specialised for float arguments: value_and_grad and grad run this when every argument is a float
-    def figure1_floats(a0, a1):
-        # a0 = x, a1 = y
-        if type(a0) is not float or type(a1) is not float:
-            return None  # not all floats: the transformed code runs instead
+    def figure1_floats(x, y):
+        # every argument a float: the forward pass, then its sweep written out (no tape)
+        _vfloats = type(x) is float and type(y) is float
+        if not _vfloats and not (type(x) in ad.numbers and type(y) in ad.numbers):
+            return None  # other arguments: the transformed code runs instead
+        if type(x) in ad.integers and type(y) in ad.integers:
+            return None  # no float: the transformed code says so
         # z = x + y
-        t0 = a0 + a1
+        _vt0 = x + y
         # return x * z
-        t1 = a0 * t0
+        _vt2 = x * _vt0
         # backward: the sweep of the entries above, last first
-        da1 = 0.0
+        dx = dy = _vd1 = 0.0
         # return x * z
-        da0 = t0
-        dt0 = a0
+        dx += _vt0
+        _vd1 += x
         # z = x + y
-        if dt0:
-            da0 += dt0
-            da1 += dt0
-        return t1, (da0, da1)
+        if _vd1:
+            dx += _vd1
+            dy += _vd1
+        if not _vfloats:
+            return _vt2, (ad.number_gradient(x, dx), ad.number_gradient(y, dy))
+        return _vt2, (dx, dy)
 '''
 
 
 def test_straight_line_source_snapshot():
-    source = astad.reverse_diff(figure1).source
+    source = codegen.build(figure1).source
     assert source.endswith(textwrap.dedent(FIGURE1_STRAIGHT))
+    assert source.rstrip("\n") in astad.reverse_diff(figure1).source
 
 
 
@@ -491,7 +507,7 @@ def test_scalar_loop_code_falls_back_for_an_int_argument():
     assert f.grad(9.0, 3.0) == (pytest.approx(want, rel=1e-14), 0.0)
 
 
-def test_scalar_loop_code_is_not_used_for_lists_calls_or_globals():
+def test_scalar_loop_code_inlines_calls_and_reads_global_constants(monkeypatch):
     def calls_user_code(x):
         for _ in range(2):
             x = figure1(x, x)
@@ -501,9 +517,14 @@ def test_scalar_loop_code_is_not_used_for_lists_calls_or_globals():
         for _ in range(2):
             x = x * SCALE
         return x
-    assert codegen.build(calls_user_code).floats is None
-    assert codegen.build(reads_a_global).floats is None
-    assert astad.reverse_diff(reads_a_global).grad(2.0) == 9.0
+    assert codegen.build(calls_user_code).floats is not None
+    assert codegen.build(reads_a_global).floats is not None
+    # figure1(x, x) = 2 x^2, twice: 8 x^4, derivative 32 x^3
+    assert astad.reverse_diff(calls_user_code).grad(0.5) == pytest.approx(4.0, rel=1e-15)
+    f = astad.reverse_diff(reads_a_global)
+    assert f.grad(2.0) == 9.0
+    monkeypatch.setitem(globals(), "SCALE", 2.0)  # the code is written again
+    assert f.grad(2.0) == 4.0
 
 
 SCALE = 3.0

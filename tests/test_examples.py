@@ -43,7 +43,7 @@ def numbers(line: str) -> list:
 
 def test_every_example_is_tested():
     tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py",
-              "saddle.py", "particle.py", "scale_out.py"}
+              "saddle.py", "particle.py", "scale_out.py", "newton_chain.py"}
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested | TESTED_ELSEWHERE
 
 
@@ -188,3 +188,34 @@ def test_particle_nested_derivatives():
     h = 1e-6
     fd = (particle.landing(w + h) - particle.landing(w - h)) / (2 * h)
     assert particle.landing_slope(w) == pytest.approx(fd, rel=1e-6)
+
+
+def test_newton_chain_with_the_hessian():
+    """Newton's method with astad.hessian: the Hessian against finite differences of the
+    gradient, quadratic convergence, and a rest shape that is a minimum and symmetric
+    (the hooks are level, so the chain hangs as its own mirror image)."""
+    out = run("newton_chain.py")
+    lines = out.splitlines()
+    assert numbers(next(x for x in lines if x.startswith("Hessian")))[-1] < 1e-5
+    steps = int(next(x for x in lines if x.startswith("Newton steps")).split()[-1])
+    norms = numbers(next(x for x in lines if x.startswith("gradient norm")))
+    assert steps <= 12 and norms[-1] < 1e-10
+    assert norms[-2] < 10 * norms[-3] ** 2  # quadratic convergence before roundoff
+    chain = load("newton_chain.py")
+    start = np.column_stack([np.linspace(0.0, 10.0, chain.N + 2)[1:-1],
+                             np.zeros(chain.N)]).ravel()
+    rest, _ = chain.newton(start)
+    points = rest.reshape(-1, 2)
+    mirrored = np.column_stack([10.0 - points[::-1, 0], points[::-1, 1]])
+    np.testing.assert_allclose(points, mirrored, atol=1e-9)
+    # the Hessian is symmetric positive definite there; the energy rises in every direction
+    h = chain.hessian(rest)
+    np.testing.assert_allclose(h, h.T, atol=1e-9)
+    assert np.linalg.eigvalsh(h)[0] > 0
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        d = 1e-3 * rng.standard_normal(rest.size)
+        assert chain.energy(rest + d) > chain.energy(rest)
+        # second order: E(x + d) - E(x) = d H d / 2 + O(|d|^3) at a minimum
+        assert chain.energy(rest + d) - chain.energy(rest) == pytest.approx(
+            0.5 * d @ h @ d, rel=1e-3)

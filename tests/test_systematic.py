@@ -443,7 +443,7 @@ def _weighted(diff, call, args, kwargs, positions, weights):
     return total
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.second and c.jvp], ids=lambda c: c.id)
+@pytest.mark.parametrize("case", case_params(lambda c: c.second and c.jvp))
 def test_hessian_vector_product(case):
     """Forward mode over reverse mode (a Hessian's column): the rule's vjp run on forward
     duals, against finite differences of the gradient."""

@@ -345,3 +345,47 @@ def test_astad_own_custom_primitives_have_forward_rules():
     assert t == pytest.approx(0.6)
     _, t = astad.jvp(lambda x: math.frexp(x)[0] + math.modf(x)[0], (3.0,), (1.0,))
     assert t == pytest.approx(0.25 + 1.0)
+
+
+# -- numpy functions given a sequence holding constants, at a vector of tangents ------------
+CONSTANT = np.array([0.5, -1.5])
+JOINS = {
+    "concatenate": lambda x: np.concatenate([CONSTANT, x, CONSTANT]),
+    "stack": lambda x: np.stack([x, CONSTANT, x * x]),
+    "vstack": lambda x: np.vstack([CONSTANT, x]),
+    "hstack": lambda x: np.hstack([x, CONSTANT]),
+    "dstack": lambda x: np.dstack([CONSTANT, x]),
+    "column_stack": lambda x: np.column_stack([CONSTANT, x]),
+    "block": lambda x: np.block([[x, CONSTANT], [CONSTANT, x]]),
+    "block-promoted": lambda x: np.block([[np.outer(x, x), np.ones((2, 1))], [x, 3.0]]),
+    "append": lambda x: np.append(CONSTANT, x),
+    "einsum": lambda x: np.einsum("i,i->i", CONSTANT, x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JOINS))
+def test_jacobians_and_hessians_of_joins_with_constant_items(name):
+    """jacfwd carries all directions at once: a constant item of the sequence gets zeros
+    for every direction (the items' tangents must line up), whether or not the rule's jvp
+    takes the directions in one call."""
+    join = JOINS[name]
+
+    def energy(x):
+        y = join(x)
+        return np.sum(np.sin(y) * y)
+
+    x = np.array([0.3, 0.7])
+    forward = astad.jacfwd(join)(x)
+    reverse = astad.jacrev(join)(x)
+    assert forward.shape == np.shape(join(x)) + x.shape
+    np.testing.assert_allclose(forward, reverse, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(forward, _columns_by_fd(join, x), rtol=1e-6, atol=1e-8)
+    hessian = astad.hessian(energy)(x)
+    np.testing.assert_allclose(hessian, _columns_by_fd(astad.grad(energy), x), rtol=1e-6,
+                               atol=1e-8)
+
+
+def _columns_by_fd(f, x, h=1e-6):
+    """The Jacobian of an array function by central differences, a column per input."""
+    return np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)],
+                    axis=-1)

@@ -50,18 +50,20 @@ def _is_ours(value, handle) -> bool:
 def _holds_ours(value, handle) -> bool:
     if _is_ours(value, handle):
         return True
-    return type(value) in (list, tuple) and any(_is_ours(x, handle) for x in value)
+    return type(value) in (list, tuple) and any(_holds_ours(x, handle) for x in value)
 
 
 def _tangent_or_zero(arg, value, handle, direction):
-    """The tangent of a data argument (one direction of it, for a vector of tangents),
-    zeros for a constant; item by item for a sequence."""
+    """The tangent of a data argument (one direction of it, or with ``direction=None`` all
+    of a vector's directions along a leading axis), zeros for a constant; item by item for
+    a sequence."""
     if _is_ours(arg, handle):
         return arg.d if direction is None else arg.d[direction]
     if type(arg) in (list, tuple):
         return type(arg)(_tangent_or_zero(a, v, handle, direction)
                          for a, v in zip(arg, value))
-    return np.zeros(np.shape(value))
+    lead = (handle.width,) if direction is None and handle.width is not None else ()
+    return np.zeros(lead + np.shape(value))
 
 
 def _directions(handle, call):
@@ -119,12 +121,12 @@ def _by_jvps(func, handle, args, values, result, kwargs):
             raise NotDifferentiableError(
                 f"{getattr(func, '__name__', func)!r} is not differentiable in argument {k}",
                 *user_location())
-        tangent = _tangent_or_zero(a, values[k], handle, None)
         if handle.width is None or batched:
-            term = jvps[k](tangent, result, *values, **kwargs)
-        else:
-            term = _stacked([jvps[k](tangent[j], result, *values, **kwargs)
-                             for j in range(handle.width)])
+            term = jvps[k](_tangent_or_zero(a, values[k], handle, None), result, *values,
+                           **kwargs)
+        else:  # one direction at a time (a sequence's items each give theirs)
+            term = _stacked([jvps[k](_tangent_or_zero(a, values[k], handle, j), result,
+                                     *values, **kwargs) for j in range(handle.width)])
         total = term if total is None else _plus(total, term)
     return total
 

@@ -1,83 +1,451 @@
-"""Scalar code with control flow, specialised for float arguments: no duals, no calls.
+"""Scalar code specialised for its arguments' kinds: each float a local and its tape index.
 
-When every value a function computes on is a float held in a local name (no list, no
-object, no call of user code), and its arguments are floats, the kind of every operand
-is known: each active local ``x`` can be two locals, its float ``x`` and its tape index
-``x_i``. Each float statement then becomes inline code: the primal operations exactly as
-Python would run them, one tape entry with the partials of the whole expression
-(statement-level preaccumulation, fuse.py), and the new index. No dual is created, no
-rule is called, and comparisons and ``if``/``while`` tests read the floats directly.
-This is the same algorithm with the operand kinds resolved when the code is generated,
-not at run time. Only the tape's layout differs (runtime.sweep_flat): one flat list of
-(parent slot, partial) pairs, the same number of pairs for every entry of the function
-(padded or split), so an entry costs no tuple of its own.
+When a function's values are floats, numbers with no derivative, read-only lists of
+floats (or lists of such lists), tuples and dataclasses of those, the kind of every
+operand is known when the code is written (kinds.py): each float local ``x`` can be two
+locals, its float ``x`` and its tape index ``x_i``. Each float statement then becomes
+inline code: the primal operations exactly as Python would run them, one tape entry
+with the partials of the whole expression (statement-level preaccumulation, fuse.py),
+and the new index. No dual is created, no rule is called; comparisons and ``if`` and
+``while`` tests read the floats directly; a tuple or a dataclass the code builds is one
+local per element or field; a call of a helper function is its body, inlined with its
+parameters bound to the arguments' kinds (floatexpr.py). This is the same algorithm with
+the operand kinds resolved when the code is generated, not at run time. Only the tape's
+layout differs (runtime.sweep_flat): one flat list of (parent slot, partial) pairs, the
+same number of pairs for every entry of the function (padded or split), so an entry
+costs no tuple of its own.
 
-A name that holds a constant (``x = 0.0``, later ``x = x + v * dt``) gets the index of a
-slot reserved for constants, after the arguments' slots: the sweep never reaches it, so
-whatever reaches its adjoint is dropped, as a constant gets no parent in an entry.
+Loops: ``for`` over ``range``, over a list argument (``for x in xs``: its slots are a
+``range`` zipped beside it), ``zip``, ``enumerate`` and ``reversed`` of those, the rows
+of a list of lists (``for row in m``); ``while``; ``break``, ``continue``, ``else``;
+``return`` anywhere. A name that holds a constant (``x = 0.0``, later ``x = x + v``) gets
+the index of a slot reserved for constants, after the arguments' slots: the sweep never
+reaches it. An argument that is an int, a bool, a string or None where the code only
+uses it as such (``range(n)``) is a plain value, its gradient itself.
 
-Eligible statements: assignments of float expressions (those fuse.py fuses) to names,
-assignments to inactive names (loop counters, constants), ``if``, ``while``,
-``for ... in range(...)``, ``break``, ``continue``, ``pass`` and ``return <float
-expression>``. ``value_and_grad`` uses the generated function only when every argument
-is exactly a float (api.py); otherwise the ordinary transformed code runs.
+The writer has hooks for what each mode records (``combine``, ``element_derivative``,
+``row_derivative``, ``bind_handle``, ``return_statement``, ``constant``, the loops'
+``handles``): forward/floats.py writes forward-mode code from the same writer, and
+straightline.py code without a tape. ``value_and_grad`` runs the generated function when
+the entry's checks accept the arguments (api.py); otherwise, or if it raises, the
+ordinary transformed code runs (and raises the user's error at the user's line).
 """
 from __future__ import annotations
 
-import ast
 import linecache
 import re
 
 import gast
 
-from .fuse import Const, Fuser, Leaf, differentiate
-from ..rules.scalar import BINARY_RULES, UNARY_RULES, rule_namespace
-from .straightline import _NotStraight, _tidy, _tree, parse_with_user_lines
+from ..front.activity import Activity, shadowed_builtins
+from .floatexpr import Expressions, Retry
+from .inline import Inliner
+from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
+                    RecordArg, RecordLocal, RecordVal, Resolver, Row, RowLocal, TupleLocal,
+                    TupleVal, int_context_names, nonnegative_names, parameter_guesses)
+from ..rules.scalar import BINARY_RULES, UNARY_RULES, ad
+from .floatexpr import _NotStraight, parse_with_user_lines
 
-_PURE = (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.BinOp, gast.Name, gast.Constant,
-         gast.Call, gast.IfExp, gast.expr_context, gast.cmpop, gast.boolop, gast.unaryop,
-         gast.operator)
-_PLAIN_BUILTINS = ("len", "range", "int", "abs", "min", "max")
+ad.plain_types = frozenset({int, bool, str, type(None)})
 
 
 def _rule_helpers() -> set:
-    """The names the rules' primal and partial expressions use (sin, _inv, LN2...)."""
+    """The names the rules' primal and partial expressions use (sin, _inv, LN2...), and
+    those the generated code calls: no local of the generated code may hide them."""
     words = set()
     for rules in (UNARY_RULES, BINARY_RULES):
         for expressions in rules.values():
             for expression in expressions:
                 words.update(re.findall(r"[A-Za-z_]\w*", expression))
     return (words - {"x", "y", "r", "if", "else", "or", "and", "not"}) | {
-        "gradient_of", "len", "type", "float", "list", "set", "map", "accumulate", "all",
-        "id"}
+        "ad", "len", "type", "float", "list", "tuple", "set", "map", "all", "id", "zip",
+        "range", "reversed", "enumerate", "int", "abs", "min", "max", "round", "bool",
+        "math", "accumulate", "object"}
 
 
-class _Locals(dict):
-    """The leaves an expression tree may have: the function's own locals, and elements
-    of list arguments: ``xs[k]``, ``m[i][j]``, and ``row[j]`` of a local ``row = m[i]``."""
+class _Scope:
+    """One function body being written: the user's function, or one inlined call of a
+    helper. ``vars``: each user name bound so far -> its local (kinds.py)."""
 
-    def __init__(self, names, lists, matrices, rows):
-        super().__init__()
+    def __init__(self, fn, root, resolver, activity, local_names, filename, prefix="",
+                 call_line=None, same_file=True):
+        self.fn, self.root, self.resolver = fn, root, resolver
+        self.activity, self.local_names = activity, set(local_names)
+        self.filename, self.prefix = filename, prefix
+        self.call_line, self.same_file = call_line, same_file
+        self.vars: dict = {}
+        self.nonnegative = nonnegative_names(root, activity.inactive & self.local_names)
+        self.writer = None
+
+    def user_line(self, lineno: int) -> int:
+        """The line of the user's function a statement of this body is attributed to."""
+        return lineno if self.call_line is None or self.same_file else self.call_line
+
+    def local(self, name: str, like):
+        """The local for user name ``name``, made on its first binding: its kind from
+        the value bound (``like``) or, for a read before any binding, the analysis."""
+        local = self.vars.get(name)
+        if local is None:
+            local = self.vars[name] = self.writer.new_local(
+                self.prefix + name if self.prefix else name, like,
+                name not in self.activity.inactive, own=not self.prefix)
+        return local
+
+
+def seeded_activity(root, local_names: set, params: list, plain: set):
+    """The activity analysis with the parameters in ``plain`` known to hold no
+    derivative (the writer refuses every construct that binds names other than
+    assignments, ``for`` targets and parameters, the analysis's other sources)."""
+    activity = Activity.__new__(Activity)
+    activity.local_names, activity.root = local_names, root
+    activity.inactive = set(local_names) - (set(params) - set(plain))
+    activity._fixpoint()
+    return activity
+
+
+class _Writer(Inliner, Expressions):
+    """Writes one specialised function: statements here, expressions in floatexpr.py,
+    inlined calls in inline.py. The default mode records a flat tape."""
+
+    def __init__(self, fn, names, taken: set, int_names: set):
+        self.fn = fn
         self.names = names
-        self.lists, self.matrices, self.rows = lists, matrices, rows
+        self.taken = taken
+        self.int_names = int_names  # parameters used as ints (range bounds, indices...)
+        self.lines: list = []   # (text, user line)
+        self.counter = [0]
+        self.loops = 0  # how many loops the statement being written is in
+        self.inlining: list = []  # the helpers being inlined, innermost last
+        self.entry_count = 0
+        self.flowing: set = set()  # arguments taken for ints whose values flow on
+        self.functions: dict = {}  # (code, argument kinds) -> nested function's name
+        self.functions_text: list = []  # their lines, written before the body
+        self.function = None  # the nested function being written (None: the body)
+        self.returns_from = None  # the scope whose return statements are written as such
 
-    def __contains__(self, name):
-        return name in self.names and name not in self.lists and \
-            name not in self.matrices and name not in self.rows
+    def emit(self, depth: int, text: str, lineno: int) -> None:
+        self.lines.append(("    " * depth + text, lineno))
 
-    def element(self, node) -> str | None:
-        """"list", "row" or "matrix" if ``node`` reads an element, else None."""
-        if not isinstance(node, gast.Subscript) or not isinstance(node.ctx, gast.Load) \
-                or isinstance(node.slice, gast.Slice):
-            return None
-        inner = node.value
-        if isinstance(inner, gast.Name):
-            return "list" if inner.id in self.lists else (
-                "row" if inner.id in self.rows else None)
-        if isinstance(inner, gast.Subscript) and isinstance(inner.value, gast.Name) and \
-                inner.value.id in self.matrices and not isinstance(inner.slice, gast.Slice):
-            return "matrix"
-        return None
+    def new_local(self, base: str, like, active: bool, own: bool):
+        """A local of the generated code for a value like ``like``: a float (with its
+        handle), a plain value, a row, or one local per element of a tuple or field of a
+        record. ``own``: the user's own name (not a helper's, renamed)."""
+        if isinstance(like, Row):
+            name = base if own else self.fresh(base)
+            return RowLocal(name, self.fresh(name + self.names["suffix"]))
+        if isinstance(like, TupleVal):
+            return TupleLocal([self.new_local(f"{base}_{k}", item, active, False)
+                               for k, item in enumerate(like.items)])
+        if isinstance(like, RecordVal):
+            return RecordLocal(like.cls, {f: self.new_local(f"{base}_{f}", v, active, False)
+                                          for f, v in like.fields.items()})
+        if isinstance(like, (ListArg, MatrixArg, RecordArg)):
+            raise _NotStraight  # a list or a record argument rebound to a local
+        if isinstance(like, Float) and not active:
+            raise _NotStraight  # the analysis found it constant, yet it gets a derivative
+        name = base if own else self.fresh(base)
+        if active:
+            return FloatLocal(name, self.fresh(name + self.names["suffix"]))
+        return PlainLocal(name)
+
+    def record_field(self, record, name: str):
+        """The local of field ``name`` of a dataclass argument (read on entry)."""
+        local = self.fresh(f"{record.name}_{name}")
+        return FloatLocal(local, self.fresh(local + self.names["suffix"]))
+
+    # -- binding values to locals ----------------------------------------------------------
+    def bind(self, local, value, depth: int, line: int) -> None:
+        """Emit ``local = value`` (a tuple or a record element by element)."""
+        pairs = self.pairs(local, value)
+        if self.static_binding:
+            return
+        pairs = [(t, v) for t, v in pairs if t != v]
+        if len(pairs) > 1 and any(re.search(rf"\b{re.escape(t)}\b", v) for t, _ in pairs
+                                  for _, v in pairs):
+            # (a, b = b, a; k = xs[k] whose slot reads the old k): one assignment
+            self.emit(depth, f"{', '.join(t for t, _ in pairs)} = "
+                             f"{', '.join(v for _, v in pairs)}", line)
+            return
+        for target, text in pairs:
+            self.emit(depth, f"{target} = {text}", line)
+
+    static_binding = False  # straight-line code binds names, without code (SSA)
+
+    def pairs(self, local, value) -> list:
+        """(local name, expression) pairs binding ``value`` to ``local``."""
+        if isinstance(local, FloatLocal):
+            if isinstance(value, Float):
+                return self.bind_float(local, value.value, value.handle)
+            if isinstance(value, Plain):
+                if value.param is not None:
+                    raise Retry(value.param, "float")
+                return self.bind_float(local, value.value, self.constant)
+        elif isinstance(local, PlainLocal):
+            if isinstance(value, Plain):
+                self.taint(local, value)
+                return [(local.name, value.value)]
+        elif isinstance(local, RowLocal):
+            if isinstance(value, Row):
+                return [(local.name, value.value), (local.handle, value.handle)]
+        elif isinstance(local, TupleLocal):
+            if isinstance(value, TupleVal) and len(value.items) == len(local.items):
+                return [p for item, v in zip(local.items, value.items)
+                        for p in self.pairs(item, v)]
+        elif isinstance(local, RecordLocal):
+            if isinstance(value, RecordVal) and value.cls is local.cls:
+                return [p for name, item in local.fields.items()
+                        for p in self.pairs(item, value.fields[name])]
+        raise _NotStraight  # a value of another kind than the name holds elsewhere
+
+    def taint(self, local, value) -> None:
+        """A local bound to an argument taken for an int: reads of it say so."""
+        if value.param is not None:
+            self.flows(value.param)
+            if local.param is None:
+                local.param = value.param
+
+    def bind_float(self, local, value: str, handle: str) -> list:
+        return [(local.name, value), (local.handle, handle)]
+
+    # -- statements ----------------------------------------------------------------------
+    def block(self, body, depth: int) -> None:
+        start = len(self.lines)
+        for stmt in body:
+            self.statement(stmt, depth)
+        if all(type(text) is str and text.lstrip().startswith("#")
+               for text, _ in self.lines[start:]):
+            self.emit(depth, "pass", 0)  # (its statements needed no code here)
+
+    def comment(self, stmt, depth: int, line: int) -> None:
+        text = linecache.getline(self.scope.filename, stmt.lineno).strip()
+        if text:
+            more = " ..." if getattr(stmt, "end_lineno", stmt.lineno) != stmt.lineno and \
+                not isinstance(stmt, (gast.If, gast.While, gast.For)) else ""
+            self.emit(depth, f"# {text}{more}", line)
+
+    def statement(self, stmt, depth: int) -> None:
+        line = self.scope.user_line(stmt.lineno)
+        compound = isinstance(stmt, (gast.If, gast.While, gast.For))
+        if not compound:
+            self.comment(stmt, depth, line)
+        if isinstance(stmt, gast.Assign):
+            value = self.evaluate(stmt.value, depth, line)
+            if len(stmt.targets) > 1 and not isinstance(value, Plain):
+                raise _NotStraight  # a = b = <float>: one value, two names (rare)
+            for target in stmt.targets:
+                self.assign(target, value, depth, line)
+        elif isinstance(stmt, gast.Return):
+            if stmt.value is None or self.scope is not self.returns_from:
+                raise _NotStraight  # (an inlined helper's return is written by inline.py)
+            value = self.evaluate(stmt.value, depth, line)
+            if isinstance(value, Plain):
+                if value.param is not None:
+                    raise Retry(value.param, "float")  # the result depends on it
+                value = Float(value.value, self.constant)
+            if not isinstance(value, Float):
+                raise _NotStraight  # not a float: the ordinary code says so
+            self.return_statement(value.value, value.handle, depth, line)
+        elif isinstance(stmt, (gast.If, gast.While)):
+            keyword = "if" if isinstance(stmt, gast.If) else "while"
+            if keyword == "while":
+                self.comment(stmt, depth, line)
+            test = self.plain(stmt.test, depth, line, quiet=True)
+            if keyword == "if":
+                self.comment(stmt, depth, line)
+            self.emit(depth, f"{keyword} {test}:", line)
+            self.loops += keyword == "while"
+            self.block(stmt.body, depth + 1)
+            self.loops -= keyword == "while"
+            if stmt.orelse:
+                self.emit(depth, "else:", line)
+                self.block(stmt.orelse, depth + 1)
+        elif isinstance(stmt, gast.For):
+            self.comment(stmt, depth, line)
+            self.for_loop(stmt, depth, line)
+        elif isinstance(stmt, (gast.Break, gast.Continue, gast.Pass)):
+            self.emit(depth, type(stmt).__name__.lower(), line)
+        elif isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant):
+            pass  # a docstring or a bare constant: nothing to run
+        else:
+            raise _NotStraight
+
+    def assign(self, target, value, depth: int, line: int) -> None:
+        if isinstance(target, gast.Name):
+            local = self.scope.local(target.id, value)
+            if isinstance(local, Alias):
+                raise _NotStraight
+            self.bind(local, value, depth, line)
+        elif isinstance(target, (gast.Tuple, gast.List)) and \
+                all(isinstance(e, gast.Name) for e in target.elts):
+            names = [e.id for e in target.elts]
+            if isinstance(value, TupleVal) and len(value.items) == len(names):
+                locals_ = [self.scope.local(n, v) for n, v in zip(names, value.items)]
+                self.bind(TupleLocal(locals_), value, depth, line)
+            elif isinstance(value, (ListArg, Row)):  # a, b = xs: Python checks the length
+                locals_ = [self.scope.local(n, Float("", "")) for n in names]
+                if not all(isinstance(v, FloatLocal) for v in locals_) or self.static_binding:
+                    raise _NotStraight
+                container = value.name if isinstance(value, ListArg) else value.value
+                self.emit(depth, f"{', '.join(v.name for v in locals_)} = {container}", line)
+                for k, v in enumerate(locals_):
+                    self.emit(depth, f"{v.handle} = "
+                                     f"{self.element_derivative(value, str(k), True)}", line)
+            elif isinstance(value, Plain):
+                locals_ = [self.scope.local(n, value) for n in names]
+                if not all(isinstance(v, PlainLocal) for v in locals_):
+                    raise _NotStraight
+                self.emit(depth, f"{', '.join(v.name for v in locals_)} = {value.value}", line)
+            else:
+                raise _NotStraight
+        else:
+            raise _NotStraight  # an element or an attribute: the arguments are only read
+
+    # -- loops ---------------------------------------------------------------------------
+    def for_loop(self, stmt, depth: int, line: int) -> None:
+        columns, element = self.iteration(stmt.iter, depth, line)
+        targets = self.loop_targets(stmt.target, element)
+        iterable = columns[0] if len(columns) == 1 else f"zip({', '.join(columns)})"
+        self.emit(depth, f"for {', '.join(targets)} in {iterable}:", line)
+        self.loops += 1
+        self.block(stmt.body, depth + 1)
+        self.loops -= 1
+        if stmt.orelse:
+            self.emit(depth, "else:", line)
+            self.block(stmt.orelse, depth + 1)
+
+    def loop_targets(self, target, element) -> list:
+        """The loop variables binding ``element`` (a template: Float, Plain, Row or a
+        TupleVal of those) to ``target``, one per column of the iteration."""
+        if isinstance(target, gast.Name):
+            local = self.scope.local(target.id, element)
+            return self.loop_locals(local, element)
+        if isinstance(target, (gast.Tuple, gast.List)) and isinstance(element, TupleVal) \
+                and len(target.elts) == len(element.items):
+            return [name for t, e in zip(target.elts, element.items)
+                    for name in self.loop_targets(t, e)]
+        raise _NotStraight
+
+    def loop_locals(self, local, element) -> list:
+        if isinstance(local, FloatLocal) and isinstance(element, Float):
+            return [local.name, local.handle]
+        if isinstance(local, PlainLocal) and isinstance(element, Plain):
+            return [local.name]
+        if isinstance(local, RowLocal) and isinstance(element, Row):
+            return [local.name, local.handle]
+        if isinstance(local, TupleLocal) and isinstance(element, TupleVal) and \
+                len(local.items) == len(element.items):
+            return [n for item, e in zip(local.items, element.items)
+                    for n in self.loop_locals(item, e)]
+        raise _NotStraight  # (a float counter over range: the ordinary code)
+
+    def iteration(self, node, depth: int, line: int):
+        """The columns a loop over ``node`` zips (iterables, as text) and a template of
+        the element: ``for x in xs`` reads x from xs and its handle from a second column
+        (its slots, or its tangents)."""
+        if isinstance(node, gast.Call) and not node.keywords and \
+                not self.is_local(node.func) and \
+                not any(isinstance(a, gast.Starred) for a in node.args):
+            callee = self.scope.resolver.callee(node.func)
+            if callee is range:
+                return [self.plain(node, depth, line, quiet=True)], Plain("")
+            if callee is zip and node.args:
+                parts = [self.iteration(a, depth, line) for a in node.args]
+                return [c for cs, _ in parts for c in cs], TupleVal([e for _, e in parts])
+            if callee is enumerate and 1 <= len(node.args) <= 2:
+                columns, element = self.iteration(node.args[0], depth, line)
+                start = self.plain(node.args[1], depth, line, quiet=True) \
+                    if len(node.args) == 2 else "0"
+                count = f"range({start}, {start} + len({columns[0]}))" if start != "0" \
+                    else f"range(len({columns[0]}))"
+                return [count] + columns, TupleVal([Plain(""), element])
+            if callee is reversed and len(node.args) == 1:
+                columns, element = self.iteration(node.args[0], depth, line)
+                if isinstance(element, TupleVal):
+                    raise _NotStraight  # reversed(zip(...)) is an error in Python too
+                return [self.reversed_column(c) for c in columns], element
+        value = self.evaluate(node, depth, line)
+        if isinstance(value, ListArg):
+            return [value.name, self.handles(value)], Float("", "")
+        if isinstance(value, Row):
+            row = self.stable(value.value, depth, line)
+            return [row, self.handles(Row(row, value.handle))], Float("", "")
+        if isinstance(value, MatrixArg):
+            return [value.name, self.handles(value)], Row("", "")
+        if isinstance(value, Plain):  # a string, a range held in a name...
+            if value.param is not None:
+                raise Retry(value.param, "list")
+            return [value.value], Plain("")
+        raise _NotStraight
+
+    def reversed_column(self, column: str) -> str:
+        match = re.fullmatch(r"(\w+)\[:(-?\w+)\]", column)
+        if match:  # a matrix's row starts (one more than rows): the rows' own, reversed
+            return f"reversed({column})"
+        return f"reversed({column})"
+
+    # -- what reverse mode records (forward/floats.py and straightline.py say otherwise) --
+    @property
+    def constant(self) -> str:
+        """The handle of a constant: the slot of constants, never swept."""
+        return self.names["sink"]
+
+    def combine(self, pairs: list, depth: int, lineno: int) -> str:
+        """A float expression's (slot, partial) pairs: one tape entry, written out once
+        every entry is known (each takes the function's width); its index."""
+        self.lines.append((_Entry(depth, pairs, self.loops > 0), lineno))
+        self.entry_count += 1
+        return self.names["last"]
+
+    def entries(self) -> int:
+        return self.entry_count
+
+    @property
+    def volatile(self):
+        return self.names["last"]
+
+    def element_derivative(self, container, k: str, nonnegative: bool) -> str:
+        """The slot of ``container[k]``, a list argument or a row (``% n``: Python's
+        negative indices, unless ``k`` is known to be >= 0)."""
+        if isinstance(container, ListArg):
+            start = container.start
+            wrapped = k if nonnegative else f"{k} % {container.length}"
+            return wrapped if start == "0" else f"{start} + {wrapped}"
+        wrapped = k if nonnegative else f"{k} % len({container.value})"
+        return f"{container.handle} + {wrapped}"
+
+    def row_derivative(self, matrix, i: str, nonnegative: bool) -> str:
+        return f"{matrix.starts}[{i if nonnegative else f'{i} % {matrix.length}'}]"
+
+    def handles(self, value) -> str:
+        """The column of handles beside a loop over a list, a row or a matrix's rows."""
+        if isinstance(value, ListArg):
+            start = value.start
+            return f"range({value.length})" if start == "0" else \
+                f"range({start}, {start} + {value.length})"
+        if isinstance(value, Row):
+            return f"range({value.handle}, {value.handle} + len({value.value}))"
+        return value.starts
+
+    def return_statement(self, value: str, handle: str, depth: int, line: int) -> None:
+        if self.function is not None:
+            self.emit(depth, f"return {value}, {handle}, {self.names['last']}", line)
+            return
+        self.emit(depth, f"return ad.tape_gradient_of({self.names['tape']}, _width_, "
+                         f"{value}, {handle}, {self.names['sink']}, "
+                         f"{self.names['layout']})", line)
+
+    def function_header(self, name: str, formal: list) -> str:
+        """A nested function's ``def``: it takes the entries' state and gives it back."""
+        names = self.names
+        return f"def {name}({', '.join(formal + [names['last'], names['extend'], names['sink']])}):"
+
+    def call_text(self, name: str, args: list, result: str, handle: str) -> str:
+        names = self.names
+        # the call records entries: a value computed before it whose handle is the last
+        # entry's index must save that index first (evaluate_all compares these counts)
+        self.entry_count += 1
+        return (f"{result}, {handle}, {names['last']} = {name}("
+                f"{', '.join(args + [names['last'], names['extend'], names['sink']])})")
 
 
 class _Entry:
@@ -93,359 +461,19 @@ class _Entry:
         last pairs, then one of its first ``width - 1`` pairs and (that entry, 1.0): the
         sweep then adds the same products to each adjoint in the same order."""
         pairs, lines = self.pairs, []
+        indent = "    " * self.depth
         if len(pairs) > width:
-            lines = _Entry(self.depth, pairs[width - 1:], self.in_loop).lines(names, width)
-            pairs = pairs[:width - 1] + [(names["last"], "1.0")]
+            first, last = pairs[:width - 1], names["last"]
+            if any(slot == last for slot, _ in first):  # a parent that is the last entry:
+                saved = names["parent"]  # its index before the first part's entry
+                lines.append(f"{indent}{saved} = {last}")
+                first = [(saved if slot == last else slot, p) for slot, p in first]
+            lines += _Entry(self.depth, pairs[width - 1:], self.in_loop).lines(names, width)
+            pairs = first + [(last, "1.0")]
         pairs = pairs + [(names["sink"], "0.0")] * (width - len(pairs))
         fields = ", ".join(f"{slot}, {partial}" for slot, partial in pairs)
-        indent = "    " * self.depth
         return lines + [f"{indent}{names['extend']}(({fields}))",
                         f"{indent}{names['last']} += 1"]
-
-
-class _Writer:
-    def __init__(self, rule_name, static_callee, activity, filename, names, local_names,
-                 lists, matrices, rows):
-        self.rule_name = rule_name
-        self.static_callee = static_callee
-        self.filename = filename
-        self.lines: list = []   # (text, user line)
-        self.counter = [0]
-        self.names = names
-        self.local_names = local_names
-        self.tape = names["tape"]
-        self.sink = names["sink"]
-        # every active local is a float with an index variable (activity analysis)
-        self.index = {n: n + names["suffix"] for n in sorted(local_names)
-                      if n not in activity.inactive and n not in lists and n not in matrices
-                      and n not in rows}
-        self.lists = lists  # list argument -> (its first slot, its length) variables
-        self.matrices = matrices  # list of lists -> (its rows' first slots, its length)
-        self.rows = {r: r + names["suffix"] for r in rows}  # row local -> its first slot
-        self.leaves = _Locals(local_names, lists, matrices, rows)
-        self.loops = 0  # how many loops the statement being written is in
-
-    def emit(self, depth: int, text: str, lineno: int) -> None:
-        self.lines.append(("    " * depth + text, lineno))
-
-    def builtin(self, func, name: str) -> bool:
-        import builtins
-        return self.static_callee(func) is getattr(builtins, name)
-
-    def same_in_rules(self, func) -> bool:
-        """Does ``func``, written as is in the generated function (whose globals are the
-        rules' namespace), name the callable it names in the user's code? Not for
-        ``m.sin`` after ``import math as m``, nor a user's function called ``gamma``."""
-        import builtins
-        namespace = rule_namespace()
-        if isinstance(func, gast.Name):
-            found = namespace.get(func.id, getattr(builtins, func.id, None))
-        elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
-            found = getattr(namespace.get(func.value.id), func.attr, None)
-        else:
-            return False
-        return found is not None and found is self.static_callee(func)
-
-    # -- expressions ---------------------------------------------------------------------
-    def plain(self, node) -> str:
-        """An expression run as Python on floats (a test, a range bound): only names of
-        locals, constants, operators and pure functions."""
-        callees = set()
-        for n in gast.walk(node):
-            if isinstance(n, gast.Call):
-                if n.keywords or any(isinstance(a, gast.Starred) for a in n.args) or not (
-                        self.rule_name(n.func) is not None or
-                        any(self.builtin(n.func, b) for b in _PLAIN_BUILTINS)) or \
-                        not self.same_in_rules(n.func):
-                    raise _NotStraight
-                callees.update(id(c) for c in gast.walk(n.func))
-            elif id(n) in callees:
-                continue
-            elif self.leaves.element(n):  # its slices are checked as the walk goes on
-                callees.add(id(n.value))
-                if isinstance(n.value, gast.Subscript):
-                    callees.add(id(n.value.value))
-                continue
-            elif not isinstance(n, _PURE) or (isinstance(n, gast.Name) and
-                                              n.id not in self.local_names):
-                raise _NotStraight
-        return ast.unparse(gast.gast_to_ast(node))
-
-    def value(self, node, depth: int, lineno: int):
-        """Emit the computation of float expression ``node``; return (value, index)."""
-        leaves: list = []
-        tree = _tree(node, leaves, self.leaves, self.rule_name)
-        if isinstance(tree, Const):
-            return repr(tree.value), self.sink
-        if not Fuser._order_is_safe(tree):
-            raise _NotStraight  # reading xs[k] first could change which error is raised
-        values, indices = {}, {}
-        for leaf in leaves:  # leaves in Python's order of evaluation
-            if isinstance(leaf.node, gast.Name):
-                values[leaf.index] = leaf.node.id
-                indices[leaf.index] = self.index.get(leaf.node.id)
-                continue
-            # xs[k]: read the element; its derivative (here its slot) from xs's and k's
-            kind = self.leaves.element(leaf.node)
-            x = f"{self.names['temp']}x{self.counter[0]}"
-            k = self.subscript(leaf.node.slice, "k", depth, lineno)
-            if kind == "list":
-                self.emit(depth, f"{x} = {leaf.node.value.id}[{k}]", lineno)
-                indices[leaf.index] = self.element_derivative(kind, leaf.node.value.id, k)
-            elif kind == "row":
-                row = leaf.node.value.id
-                self.emit(depth, f"{x} = {row}[{k}]", lineno)
-                indices[leaf.index] = self.element_derivative(kind, row, k)
-            else:  # m[i][j]
-                matrix = leaf.node.value.value.id
-                i = self.subscript(leaf.node.value.slice, "i", depth, lineno)
-                row = f"{self.names['temp']}row{self.counter[0]}"
-                self.emit(depth, f"{row} = {matrix}[{i}]", lineno)
-                self.emit(depth, f"{x} = {row}[{k}]", lineno)
-                indices[leaf.index] = self.element_derivative(kind, matrix, k, i, row)
-            self.counter[0] += 1
-            values[leaf.index] = x
-        if isinstance(tree, Leaf):
-            return values[tree.index], indices[tree.index] or self.constant
-        lines, result, partials = differentiate(tree, values, self.counter,
-                                                self.names["temp"])
-        for line in lines:
-            self.emit(depth, _tidy(line), lineno)
-        pairs = []
-        for leaf in leaves:
-            if indices[leaf.index] is not None:
-                partial = " + ".join(partials.get(leaf.index, ["0.0"]))
-                pairs.append((indices[leaf.index], _tidy(partial)))
-        if not pairs:
-            return result, self.constant
-        return result, self.combine(pairs, depth, lineno)
-
-    # -- what reverse mode records (a forward-mode writer says otherwise: forward/floats.py)
-    @property
-    def constant(self) -> str:
-        """The derivative a constant has: here the slot of constants."""
-        return self.sink
-
-    def element_derivative(self, kind: str, container: str, k: str, i=None, row=None):
-        """The slot of ``container[k]`` (a list argument, a row local, or ``m[i][k]``)."""
-        if kind == "list":
-            start, length = self.lists[container]
-            return f"{start} + {k} % {length}"
-        if kind == "row":
-            return f"{self.rows[container]} + {k} % len({container})"
-        starts, length = self.matrices[container]
-        return f"{starts}[{i} % {length}] + {k} % len({row})"
-
-    def combine(self, pairs: list, depth: int, lineno: int) -> str:
-        """A float expression's (slot, partial) pairs: one tape entry, written out once
-        every entry is known (each takes the function's width); its index."""
-        self.lines.append((_Entry(depth, pairs, self.loops > 0), lineno))
-        return self.names["last"]
-
-    def row_assignment(self, target: str, matrix: str, i: str, depth: int, line: int):
-        starts, length = self.matrices[matrix]
-        self.emit(depth, f"{target} = {matrix}[{i}]", line)
-        self.emit(depth, f"{self.rows[target]} = {starts}[{i} % {length}]", line)
-
-    def return_statement(self, value: str, index: str, depth: int, line: int):
-        self.emit(depth, f"return gradient_of({self.tape}, {self.names['width']}, "
-                         f"{value}, {index}, {self.sink}, {self.names['layout']})", line)
-
-    def constant_only(self, node) -> None:
-        """A name the activity analysis found constant is assigned ``node``: refuse if a
-        differentiated value could reach it other than through ``len`` or ``int`` (which
-        carry no derivative), so that a constant here never hides a derivative, whatever
-        the analysis concluded."""
-        if isinstance(node, gast.Name):
-            if node.id in self.index or node.id in self.lists or node.id in self.matrices \
-                    or node.id in self.rows:
-                raise _NotStraight
-            return
-        if isinstance(node, gast.Call) and (self.builtin(node.func, "len") or
-                                            self.builtin(node.func, "int")):
-            return
-        for child in gast.iter_child_nodes(node):
-            self.constant_only(child)
-
-    def subscript(self, node, letter: str, depth: int, lineno: int) -> str:
-        """An index expression, in a temporary unless it is a name or a constant (which
-        nothing rebinds before the entry that uses it)."""
-        if isinstance(node, (gast.Name, gast.Constant)):
-            return self.plain(node)
-        var = f"{self.names['temp']}{letter}{self.counter[0]}"
-        self.emit(depth, f"{var} = {self.plain(node)}", lineno)
-        return var
-
-    # -- statements ----------------------------------------------------------------------
-    def block(self, body, depth: int) -> None:
-        if not body:
-            self.emit(depth, "pass", 0)
-        for stmt in body:
-            self.statement(stmt, depth)
-
-    def statement(self, stmt, depth: int) -> None:
-        line = stmt.lineno
-        text = linecache.getline(self.filename, line).strip()
-        compound = isinstance(stmt, (gast.If, gast.While, gast.For))
-        if text and not compound:
-            more = " ..." if getattr(stmt, "end_lineno", line) != line else ""
-            self.emit(depth, f"# {text}{more}", line)
-        if isinstance(stmt, gast.Assign):
-            if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], gast.Name):
-                raise _NotStraight
-            target = stmt.targets[0].id
-            if target in self.rows:  # row = m[i]: the row and its first slot
-                value = stmt.value
-                if not (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
-                        and value.value.id in self.matrices):
-                    raise _NotStraight
-                i = self.subscript(value.slice, "i", depth, line)
-                self.counter[0] += 1
-                self.row_assignment(target, value.value.id, i, depth, line)
-                return
-            if target not in self.index:  # an int counter, a constant
-                self.constant_only(stmt.value)
-                self.emit(depth, f"{target} = {self.plain(stmt.value)}", line)
-                return
-            value, index = self.value(stmt.value, depth, line)
-            assignments = [f"{target} = {value}", f"{self.index[target]} = {index}"]
-            if re.search(rf"\b{target}\b", index):  # k = xs[k]: the slot reads the old k
-                assignments.reverse()
-            for text in assignments:
-                self.emit(depth, text, line)
-        elif isinstance(stmt, gast.Return):
-            if stmt.value is None:
-                raise _NotStraight
-            value, index = self.value(stmt.value, depth, line)
-            self.return_statement(value, index, depth, line)
-        elif isinstance(stmt, (gast.If, gast.While)):
-            keyword = "if" if isinstance(stmt, gast.If) else "while"
-            self.emit(depth, f"{keyword} {self.plain(stmt.test)}:", line)
-            self.loops += keyword == "while"
-            self.block(stmt.body, depth + 1)
-            self.loops -= keyword == "while"
-            if stmt.orelse:
-                self.emit(depth, "else:", line)
-                self.block(stmt.orelse, depth + 1)
-        elif isinstance(stmt, gast.For):
-            it = stmt.iter
-            if not (isinstance(stmt.target, gast.Name) and stmt.target.id not in self.index
-                    and isinstance(it, gast.Call) and self.builtin(it.func, "range")):
-                raise _NotStraight
-            self.emit(depth, f"for {stmt.target.id} in {self.plain(it)}:", line)
-            self.loops += 1
-            self.block(stmt.body, depth + 1)
-            self.loops -= 1
-            if stmt.orelse:
-                self.emit(depth, "else:", line)
-                self.block(stmt.orelse, depth + 1)
-        elif isinstance(stmt, (gast.Break, gast.Continue, gast.Pass)):
-            self.emit(depth, type(stmt).__name__.lower(), line)
-        else:
-            raise _NotStraight
-
-
-def write_scalar_loops(root, rule_name, static_callee, activity, local_names: set,
-                       filename: str):
-    """The float-specialised value-and-gradient function of ``root`` (a normalized
-    gast.FunctionDef, before the transform), as ``(ast.FunctionDef, text)``, or None if
-    its body is not scalar code of this kind."""
-    args = root.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults:
-        return None
-    params = [a.id for a in args.posonlyargs + args.args]
-    user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)} | set(params)
-    if not params or (set(local_names) | set(params)) & _rule_helpers():
-        return None  # a user name would hide a function the entries use
-    if not any(isinstance(n, (gast.While, gast.For)) for n in gast.walk(root)):
-        return None  # straight-line code has its own, tapeless version (straightline.py)
-    body = [s for s in root.body if not (isinstance(s, gast.Expr) and isinstance(
-        s.value, gast.Constant) and isinstance(s.value.value, str))]
-    if not body or not isinstance(body[-1], gast.Return):
-        return None  # falling off the end returns None, not a float
-    names = {"tape": "_tape", "extend": "_extend", "temp": "_v", "suffix": "_i"}
-    for key in ("tape", "extend", "temp"):
-        while any(n.startswith(names[key]) for n in user_names):
-            names[key] += "_"
-    while any(n + names["suffix"] in user_names for n in user_names):
-        names["suffix"] += "_"
-    temp = names["temp"]
-    names["sink"] = f"{temp}sink"
-    names["layout"] = f"{temp}layout"
-    names["last"] = f"{temp}last"
-    list_params, matrix_params, rows = _read_only_lists(root, params, local_names)
-    lists = {p: (f"{temp}at_{p}", f"{temp}n_{p}") for p in list_params}
-    matrices = {p: (f"{temp}rows_{p}", f"{temp}n_{p}") for p in matrix_params}
-    writer = _Writer(rule_name, static_callee, activity, filename, names,
-                     set(local_names) | set(params), lists, matrices, rows)
-    if any(p not in writer.index and p not in lists and p not in matrices for p in params):
-        return None
-    names["width"] = "_width_"  # a placeholder until every entry is known
-    try:
-        writer.block(body, 1)
-    except _NotStraight:
-        return None
-    width = _width([e for e, _ in writer.lines if isinstance(e, _Entry)])
-    lines = []
-    for text, line in writer.lines:
-        if isinstance(text, _Entry):
-            lines += [(t, line) for t in text.lines(names, width)]
-        else:
-            lines.append((text.replace(f"gradient_of({names['tape']}, _width_,",
-                                       f"gradient_of({names['tape']}, {width},"), line))
-    writer.lines = lines
-    first = root.lineno
-    checks = []
-    for p in params:
-        if p in lists:
-            checks += [f"type({p}) is not list", f"not set(map(type, {p})) <= {{float}}"]
-        elif p in matrices:
-            checks += [f"type({p}) is not list", f"not all(type({temp}r) is list and "
-                       f"set(map(type, {temp}r)) <= {{float}} for {temp}r in {p})"]
-        else:
-            checks.append(f"type({p}) is not float")
-    kinds = "a float" + (" or a list of floats" if lists else "") + (
-        " or a list of lists of floats" if matrices else "")
-    head = [
-        (f"def {root.name}_floats({', '.join(params)}):", first),
-        (f"    # every argument {kinds}: each float is a local and its tape index", first),
-        ("    if " + " or ".join(checks) + ":", first),
-        ("        return None  # other arguments: the transformed code runs instead", first)]
-    if len(lists) + len(matrices) > 1 or matrices:
-        every = ", ".join([*lists, *matrices] + [f"*{m}" for m in matrices])
-        head += [
-            (f"    {temp}lists = ({every}{',' if every.count(',') == 0 else ''})", first),
-            (f"    if len(set(map(id, {temp}lists))) != len({temp}lists):", first),
-            ("        return None  # a list reached twice: the transformed code keeps the "
-             "aliasing", first)]
-    slot, layout = "0", []
-    for p in params:  # the arguments' slots, in order, then one for constants
-        if p in lists:
-            start, length = lists[p]
-            head += [(f"    {length} = len({p})", first), (f"    {start} = {slot}", first)]
-            layout.append(f"({start}, {length})")
-            slot = f"{start} + {length}"
-        elif p in matrices:
-            starts, length = matrices[p]
-            head += [(f"    {length} = len({p})", first),
-                     (f"    {starts} = list(accumulate(map(len, {p}), initial={slot}))",
-                      first)]
-            layout.append(f"({starts}, None)")
-            slot = f"{starts}[-1]"
-        else:
-            head.append((f"    {writer.index[p]} = {slot}", first))
-            layout.append(f"({writer.index[p]}, -1)")
-            slot = str(int(slot) + 1) if slot.isdigit() else f"{writer.index[p]} + 1"
-    head += [
-        (f"    {names['sink']} = {slot}  # the slot of constants: the sweep stops above it",
-         first),
-        (f"    {names['layout']} = ({', '.join(layout)}{',' if len(layout) == 1 else ''})",
-         first),
-        (f"    {names['tape']} = []  # the entries, one after another: {width} (slot, "
-         "partial) pairs each", first),
-        (f"    {names['extend']} = {names['tape']}.extend", first),
-        (f"    {names['last']} = {names['sink']}  # the index of the last entry", first)]
-    return parse_with_user_lines(head + writer.lines, first)
 
 
 def _width(entries: list) -> int:
@@ -460,64 +488,269 @@ def _width(entries: list) -> int:
     return width
 
 
-def _read_only_lists(root, params: list, local_names: set) -> tuple:
-    """The parameters only read as lists of floats (``xs[k]``, ``len(xs)``), those only
-    read as lists of lists (``m[i][j]``, ``row = m[i]``, ``len(m)``), and the locals that
-    hold a row (``row = m[i]``, then only ``row[j]`` and ``len(row)``)."""
-    parents = {}
-    for node in gast.walk(root):
-        for child in gast.iter_child_nodes(node):
-            parents[id(child)] = node
+# -- the function: its parameters, then the body -------------------------------------------
+def prepare(root, fn, local_names: set, suffix: str):
+    """What every mode needs before writing: the parameters, the body, the generated
+    code's reserved names, or None if the function cannot be specialised at all."""
+    args = root.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults:
+        return None
+    params = [a.id for a in args.posonlyargs + args.args]
+    user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)} | set(params)
+    if not params or (set(local_names) | set(params)) & _rule_helpers():
+        return None  # a user name would hide a function the generated code calls
+    if shadowed_builtins(fn):
+        return None  # (a global named like a builtin: the resolver would see it, not us)
+    body = [s for s in root.body if not (isinstance(s, gast.Expr) and isinstance(
+        s.value, gast.Constant) and isinstance(s.value.value, str))]
+    if not body:
+        return None
+    names = {"tape": "_tape", "extend": "_extend", "temp": "_v", "suffix": suffix}
+    for key in ("tape", "extend", "temp"):
+        while any(n.startswith(names[key]) for n in user_names):
+            names[key] += "_"
+    temp = names["temp"]
+    names.update(sink=f"{temp}sink", layout=f"{temp}layout", last=f"{temp}last",
+                 parent=f"{temp}parent")
+    taken = set(user_names) | set(local_names) | _rule_helpers() | {names["parent"]}
+    return params, body, names, taken
 
-    def element(n):  # n[k], read, no slice
-        parent = parents.get(id(n))
-        return parent if isinstance(parent, gast.Subscript) and parent.value is n and \
-            isinstance(parent.ctx, gast.Load) and not isinstance(parent.slice, gast.Slice) \
-            else None
 
-    def length(n):
-        parent = parents.get(id(n))
-        return isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) and \
-            parent.func.id == "len" and parent.args == [n] and not parent.keywords
-
-    names = [n for n in gast.walk(root) if isinstance(n, gast.Name)]
-    rows = set()
-    for r in set(local_names) - set(params):
-        uses = [n for n in names if n.id == r]
-        stores = [n for n in uses if not isinstance(n.ctx, gast.Load)]
-        ok = bool(stores) and all(
-            isinstance(parents.get(id(n)), gast.Assign) and parents[id(n)].targets == [n]
-            and isinstance(parents[id(n)].value, gast.Subscript)
-            and isinstance(parents[id(n)].value.value, gast.Name)
-            and parents[id(n)].value.value.id in params for n in stores)
-        ok = ok and all(length(n) or (element(n) is not None and element(element(n)) is None)
-                        for n in uses if isinstance(n.ctx, gast.Load))
-        if ok:
-            rows.add(r)
-    lists, matrices = set(), set()
+def write_attempts(write, params: list, root):
+    """Write with the parameters' kinds guessed, again with a better guess while the
+    writer finds one wrong (``Retry``); None if the code cannot be specialised."""
+    kinds = parameter_guesses(root, params)
+    int_names = int_context_names(root)
     for p in params:
-        uses = [n for n in names if n.id == p and not isinstance(n.ctx, gast.Param)]
-        kinds = set()
-        for n in uses:
-            sub = element(n) if isinstance(n.ctx, gast.Load) else None
-            if length(n):
-                continue
-            if sub is None:
-                kinds.add("other")
-            elif isinstance(parents.get(id(sub)), gast.Assign) and \
-                    parents[id(sub)].value is sub and len(parents[id(sub)].targets) == 1 \
-                    and isinstance(parents[id(sub)].targets[0], gast.Name) and \
-                    parents[id(sub)].targets[0].id in rows:
-                kinds.add("matrix")
-            elif element(sub) is not None:
-                kinds.add("matrix" if element(element(sub)) is None else "other")
+        if kinds[p] == "scalar":
+            kinds[p] = "plain"
+    for _ in range(2 * len(params) + 2):
+        try:
+            return write(kinds, int_names)
+        except Retry as retry:
+            if kinds.get(retry.param) == retry.kind or retry.param not in kinds:
+                return None
+            kinds[retry.param] = retry.kind
+        except _NotStraight:
+            import os
+            if os.environ.get("FPDEBUG"):
+                import traceback
+                traceback.print_exc()
+            return None
+        except RecursionError:
+            return None
+    return None
+
+
+def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: list):
+    """The specialised value-and-gradient function of ``root`` (a normalized
+    gast.FunctionDef of ``fn``, before the transform), with a flat tape, as
+    ``(ast.FunctionDef, text)``, or None if its body is not code of this kind. The
+    global bindings it was specialised on are added to ``dependencies``."""
+    prepared = prepare(root, fn, local_names, "_i")
+    if prepared is None:
+        return None
+    params, body, names, taken = prepared
+
+    def write(kinds, int_names):
+        found: list = []
+        writer = _Writer(fn, dict(names), set(taken), int_names)
+        head = _taped_head(writer, root, fn, params, kinds, local_names, filename, found)
+        writer.block(body, 1)  # (falling off the end returns None: the ordinary code runs)
+        return writer, head(), found
+
+    written = write_attempts(write, params, root)
+    if written is None:
+        return None
+    writer, head, found = written
+    dependencies.extend(found)
+    body_lines = writer.functions_text + writer.lines
+    width = _width([e for e, _ in body_lines if isinstance(e, _Entry)])
+    lines = []
+    for text, line in body_lines:
+        if isinstance(text, _Entry):
+            lines += [(t, line) for t in text.lines(writer.names, width)]
+        else:
+            lines.append((text.replace(", _width_, ", f", {width}, "), line))
+    head = [(text.replace("{width}", str(width)), line) for text, line in head]
+    return parse_with_user_lines(head + lines, root.lineno)
+
+
+def user_scope(writer, root, fn, params, kinds, local_names, filename, found):
+    """The scope of the user's function, with its parameters bound to their kinds."""
+    plain = {p for p in params if kinds[p] == "plain"}
+    activity = seeded_activity(root, set(local_names) | set(params), params, plain)
+    scope = _Scope(fn, root, Resolver(fn, found), activity,
+                   set(local_names) | set(params), filename)
+    scope.writer = writer
+    writer.scope = writer.returns_from = scope
+    writer.filename = filename
+    return scope
+
+
+def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
+    """Bind each parameter to its kind; return a function writing the entry's checks,
+    slots and layout once the body is written (a record's fields are known then)."""
+    scope = user_scope(writer, root, fn, params, kinds, local_names, filename, found)
+    names = writer.names
+    temp = names["temp"]
+    for p in params:
+        kind = kinds[p]
+        if kind == "plain":
+            scope.vars[p] = _PlainParam(p)
+        elif kind == "float":
+            scope.vars[p] = FloatLocal(p, writer.fresh(p + names["suffix"]))
+        elif kind == "list":  # (the first list's slots start at 0: xs[i] is slot i)
+            start = "0" if not any(kinds[q] == "list" for q in params[:params.index(p)]) \
+                else writer.fresh(f"{temp}at_{p}")
+            scope.vars[p] = Alias(ListArg(p, start, writer.fresh(f"{temp}n_{p}"), p))
+        elif kind == "matrix":
+            scope.vars[p] = Alias(MatrixArg(p, writer.fresh(f"{temp}rows_{p}"),
+                                            writer.fresh(f"{temp}n_{p}"), p))
+        else:
+            scope.vars[p] = Alias(RecordArg(p, p))
+    first = root.lineno
+
+    def head():
+        checks, floats, lists, matrices, layout = [], [], [], [], {}
+        for p in params:
+            kind = kinds[p]
+            if kind == "plain" and p not in writer.flowing:  # only tested, compared
+                checks.append(f"type({p}) not in ad.quiet_types")
+                layout[p] = f"({p}, -4)"
+            elif kind == "plain":
+                checks.append(f"type({p}) not in ad.plain_types")
+                layout[p] = f"({p}, -2)"
             else:
-                kinds.add("list")
-        if kinds == {"list"}:
-            lists.add(p)
-        elif kinds == {"matrix"}:
-            matrices.add(p)
-    rows = {r for r in rows if all(parents[id(n)].value.value.id in matrices
-                                   for n in names if n.id == r and
-                                   not isinstance(n.ctx, gast.Load))}
-    return ([p for p in params if p in lists], [p for p in params if p in matrices], rows)
+                {"float": floats, "list": lists, "matrix": matrices}.get(kind, []).append(p)
+        text = [f"# every argument {_kinds_said(kinds, params)}: each float is a local and "
+                "its tape index"]
+        if checks:
+            text += [f"if {' or '.join(checks)}:",
+                     "    return None  # other arguments: the transformed code runs instead"]
+        exact = []  # the names saying that the arguments are the common case
+        if floats:  # floats; an int (a constant: its gradient itself), a numpy.float64
+            exact.append(f"{temp}floats")
+            text += [f"{temp}floats = {' and '.join(f'type({p}) is float' for p in floats)}",
+                     f"if not {temp}floats and not ("
+                     f"{' and '.join(f'type({p}) in ad.numbers' for p in floats)}):",
+                     "    return None  # other arguments: the transformed code runs instead"]
+        if lists or matrices:
+            exact.append(f"{temp}exact")
+            tests = []
+            for p in lists:
+                tests += [f"type({p}) is list", f"set(map(type, {p})) <= {{float}}"]
+            for p in matrices:
+                tests += [f"type({p}) is list", f"all(type({temp}r) is list and "
+                          f"set(map(type, {temp}r)) <= {{float}} for {temp}r in {p})"]
+            text += [f"{temp}exact = {' and '.join(tests)}",
+                     f"if not {temp}exact and not ad.float_sequences({_tuple(lists)}, "
+                     f"{_tuple(matrices)}):",
+                     "    return None  # not lists of floats: the transformed code runs "
+                     "instead"]
+        every = lists + matrices + [f"*{m}" for m in matrices]
+        if len(every) > 1:
+            text += [f"{temp}lists = {_tuple(every)}",
+                     f"if len(set(map(id, {temp}lists))) != len({temp}lists):",
+                     "    return None  # a list reached twice: the transformed code keeps "
+                     "the aliasing"]
+        # the slots: lists first (the first at 0), then lists of lists, floats, fields
+        slot = "0"
+        exact_layout, like_layout = {}, {}
+        for p in lists + matrices:
+            value = scope.vars[p].read()
+            text.append(f"{value.length} = len({p})")
+            if kinds[p] == "list":
+                if value.start != "0":
+                    text.append(f"{value.start} = {slot}")
+                exact_layout[p] = f"({value.start}, {value.length})"
+                like_layout[p] = f"({value.start}, {value.length}, {p})"
+                slot = value.length if value.start == "0" else \
+                    f"{value.start} + {value.length}"
+            else:
+                text.append(f"{value.starts} = list(accumulate(map(len, {p}), "
+                            f"initial={slot}))")
+                exact_layout[p] = f"({value.starts}, None)"
+                like_layout[p] = f"({value.starts}, None, {p})"
+                slot = f"{value.starts}[-1]"
+
+        def take(count: int) -> str:
+            nonlocal slot
+            first_slot = slot
+            slot = str(int(slot) + count) if slot.isdigit() else f"{first_slot} + {count}"
+            return first_slot
+
+        for p in params:
+            if kinds[p] == "float":
+                handle = scope.vars[p].handle
+                text.append(f"{handle} = {take(1)}")
+                exact_layout[p] = f"({handle}, -1)"
+                like_layout[p] = f"({handle}, -5, {p})"
+                if not slot.isdigit():
+                    slot = f"{handle} + 1"
+            elif kinds[p] == "record":
+                fields = scope.vars[p].value.fields
+                if not fields:
+                    raise _NotStraight
+                values = writer.fresh(f"{temp}fields_{p}")
+                text += [f"{values} = ad.record_values({p}, {tuple(fields)!r})",
+                         f"if {values} is None:",
+                         "    return None  # not a dataclass of floats",
+                         f"{', '.join(f.name for f in fields.values())}, = {values}"]
+                start = take(len(fields))
+                for k, f in enumerate(fields.values()):
+                    at = str(int(start) + k) if start.isdigit() else f"{start} + {k}"
+                    text.append(f"{f.handle} = {at}")
+                layout[p] = f"({start}, {tuple(fields)!r}, {p})"
+        text.append(f"{names['sink']} = {slot}  # the slot of constants: the sweep stops "
+                    "above it")
+        if floats:
+            text.append(f"if not {temp}floats:  # an int is a constant")
+            for p in floats:
+                text += [f"    if type({p}) in ad.integers:",
+                         f"        {scope.vars[p].handle} = {names['sink']}"]
+            if not (lists or matrices or "record" in kinds.values()):
+                text += ["    if " + " and ".join(f"type({p}) in ad.integers" for p in floats)
+                         + ":", "        return None  # no float: the transformed code "
+                         "says so"]
+        if "plain" in kinds.values() and not any(kinds[p] in ("float", "record")
+                                                 for p in params):
+            text += [f"if {names['sink']} == 0:",
+                     "    return None  # no float: the transformed code says so"]
+        exact_layout.update(layout)
+        like_layout.update(layout)
+        exact_text = _tuple([exact_layout[p] for p in params])
+        if exact:
+            text.append(f"{names['layout']} = {exact_text} if {' and '.join(exact)} else "
+                        f"{_tuple([like_layout[p] for p in params])}")
+        else:
+            text.append(f"{names['layout']} = {exact_text}")
+        text += [f"{names['tape']} = []  # the entries, one after another: {{width}} "
+                 "(slot, partial) pairs each",
+                 f"{names['extend']} = {names['tape']}.extend",
+                 f"{names['last']} = {names['sink']}  # the index of the last entry"]
+        return [(f"def {root.name}_floats({', '.join(params)}):", first)] + [
+            (f"    {t}", first) for t in text]
+    return head
+
+
+def _tuple(items: list) -> str:
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+_KIND_WORDS = {"float": "a float", "list": "a list of floats",
+               "matrix": "a list of lists of floats", "record": "a dataclass of floats",
+               "plain": "an int, a bool, a string or None (not differentiated)"}
+
+
+def _kinds_said(kinds: dict, params: list) -> str:
+    return " or ".join(word for kind, word in _KIND_WORDS.items() if kind in kinds.values())
+
+
+class _PlainParam(PlainLocal):
+    """A parameter holding an int, a bool, a string or None: its reads say so, so that
+    using it as a float can make it a float parameter instead (floatexpr.Retry)."""
+    __slots__ = ()
+
+    def read(self):
+        return Plain(self.name, self.name)

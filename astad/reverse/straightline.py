@@ -1,200 +1,251 @@
-"""Straight-line float functions: value and gradient in one generated function, no tape.
+"""Straight-line code: value and gradient in one generated function, no tape.
 
-A function whose body is only assignments of float expressions to local names, ending in
-``return <float expression>``, is, once its arguments are floats, one expression DAG.
-Statement-level preaccumulation (fuse.py) already differentiates each statement's tree
-at transform time; here the statements are chained in one function: the forward half
-runs the primal operations exactly as Python would (same operations, same order, every
-value in a fresh local), and the backward half is the tape sweep written out, one block
-per statement in reverse order, the partials reading those locals. No dual, no tape
-entry, no sweep loop (the paper's section 5 linear factoring, applied to the whole body).
+A function whose body (helpers inlined, tuples and dataclasses kept as their fields) is
+only assignments and a ``return``, once its arguments' kinds are known, is one
+expression DAG. Statement-level preaccumulation (fuse.py) already differentiates each
+statement's tree at transform time; here the statements are chained in one function:
+the forward half runs the primal operations exactly as Python would (same operations,
+same order, every value in a local of its own), and the backward half is the tape sweep
+written out, one block per statement in reverse order, the partials reading those
+locals. No dual, no tape entry, no sweep loop (the paper's section 5 linear factoring,
+applied to the whole body). As in the sweep, a statement whose adjoint is zero
+contributes nothing, even where one of its partials is infinite.
 
-The generated function is used by ``value_and_grad``/``grad`` only when every positional
-argument is exactly a float and no keyword is passed (api.py); any other call runs the
-ordinary transformed code. As in the sweep (runtime.py), a statement whose adjoint is
-zero contributes nothing, even where one of its partials is infinite.
-
-Eligible expressions are those fuse.py fuses: ``+ - * /``, ``**`` by an int constant,
-unary ``-``/``+``, one-argument math rules; leaves are the parameters, names assigned
-earlier in the body, and int or float constants.
+The writer is scalarloops.py's: where it appends a tape entry, this one names the
+entry's adjoint and keeps its (parent, partial) pairs for the backward half; where it
+assigns a local, this one rebinds the name in the writer (every value keeps its own
+local, so the backward half reads the values the forward half computed). A loop, a
+branch, or a list argument: the code with a tape (scalarloops.py) instead.
 """
 from __future__ import annotations
 
-import ast
 import linecache
 import re
 
 import gast
 
-from .fuse import _BINOPS, _UNARYOPS, Const, Leaf, Op, differentiate
-from ..rules.scalar import UNARY_RULES
+from .floatexpr import Plain, Retry, _NotStraight, _tidy, parse_with_user_lines
+from .kinds import Alias, Float, FloatLocal, PlainLocal, RecordArg, RecordLocal, TupleLocal
+from .scalarloops import _kinds_said, _PlainParam, _tuple, _Writer, prepare, user_scope, \
+    write_attempts
 
 
-class _NotStraight(Exception):
-    pass
+class _TapelessWriter(_Writer):
+    """Every value its own local, every derivative handle the name of an adjoint."""
+
+    volatile = None
+    constant = None  # (a constant has no adjoint)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.blocks: list = []  # (adjoint, [(parent adjoint, partial)], user line)
+        self.result = None
+
+    def bind(self, local, value, depth: int, line: int) -> None:
+        """No code: the local now names the value's own local (and its adjoint)."""
+        if isinstance(local, FloatLocal):
+            if isinstance(value, Float):
+                local.name, local.handle = value.value, value.handle
+                return
+            if isinstance(value, Plain):
+                if value.param is not None:
+                    raise Retry(value.param, "float")
+                local.name, local.handle = self.stable(value.value, depth, line), None
+                return
+        elif isinstance(local, PlainLocal) and isinstance(value, Plain):
+            self.taint(local, value)
+            local.name = self.stable(value.value, depth, line)
+            return
+        elif isinstance(local, TupleLocal) and hasattr(value, "items") and \
+                len(value.items) == len(local.items):
+            for item, v in zip(local.items, value.items):
+                self.bind(item, v, depth, line)
+            return
+        elif isinstance(local, RecordLocal) and getattr(value, "cls", None) is local.cls:
+            for name, item in local.fields.items():
+                self.bind(item, value.fields[name], depth, line)
+            return
+        raise _NotStraight
+
+    def statement(self, stmt, depth: int) -> None:
+        if self.result is not None:
+            return  # after the return: never runs
+        if isinstance(stmt, (gast.If, gast.While, gast.For, gast.Break, gast.Continue)):
+            raise _NotStraight  # control flow: the code with a tape
+        super().statement(stmt, depth)
+
+    def conditional(self, node, depth, line):
+        raise _NotStraight
+
+    def extreme(self, node, depth, line):
+        raise _NotStraight  # (min and max are branches)
+
+    def for_loop(self, stmt, depth, line):
+        raise _NotStraight
+
+    def combine(self, pairs: list, depth: int, lineno: int) -> str:
+        adjoint = self.temp("d")
+        self.blocks.append((adjoint, pairs, lineno))
+        return adjoint
+
+    def element_derivative(self, container, k, nonnegative):
+        raise _NotStraight  # a list: the code with a tape
+
+    def row_derivative(self, matrix, i, nonnegative):
+        raise _NotStraight
+
+    def handles(self, value):
+        raise _NotStraight
+
+    def record_field(self, record, name: str):
+        local = self.fresh(f"{record.name}_{name}")
+        return FloatLocal(local, self.fresh(f"d{local}"))
+
+    def return_statement(self, value: str, handle, depth: int, line: int) -> None:
+        self.result = (value, handle, line)
+
+    def backward(self, first: int, inputs: list) -> list:
+        """The sweep of the blocks, last first, from the result: only the blocks the
+        result depends on. ``inputs``: the arguments' adjoints."""
+        value, result, line = self.result
+        live, blocks = {result}, []
+        for adjoint, pairs, block_line in reversed(self.blocks):
+            if adjoint in live:
+                blocks.append((adjoint, pairs, block_line))
+                live.update(parent for parent, _ in pairs)
+        lines = [("# backward: the sweep of the entries above, last first", first)]
+        assigned = set()
+        body = []
+        said = None
+        for adjoint, pairs, block_line in blocks:
+            text = linecache.getline(self.filename, block_line).strip()
+            if block_line != said and text:
+                body.append((f"# {text}", block_line))
+                said = block_line
+            if adjoint == result:  # its adjoint is 1.0: its parents' are the partials
+                for parent, partial in pairs:  # (added to 0.0: an int partial, a float)
+                    body.append((f"{parent} += {partial}", block_line))
+                continue
+            body.append((f"if {adjoint}:", block_line))
+            for parent, partial in pairs:
+                if partial in ("1.0", "-1.0"):  # exact: 1.0 * g == g
+                    update = f"{'+' if partial == '1.0' else '-'}= {adjoint}"
+                elif re.fullmatch(r"-?[\w.]+", partial):
+                    update = f"+= {partial} * {adjoint}"
+                else:
+                    update = f"+= ({partial}) * {adjoint}"
+                body.append((f"    {parent} {update}", block_line))
+        if result in inputs and not blocks:
+            assigned.add(result)
+            body.append((f"{result} = 1.0", line))
+        rest = [a for a in dict.fromkeys(inputs + [b for b, _, _ in blocks] +
+                                         [p for _, pairs, _ in blocks for p, _ in pairs])
+                if a not in assigned and a != result]
+        if rest:
+            lines.append((" = ".join(rest) + " = 0.0", first))
+        return lines + body
 
 
-def _tree(node, leaves: list, env: dict, rule_name):
-    """The expression tree of ``node``; leaves are names bound in ``env``."""
-    if isinstance(node, gast.Constant) and type(node.value) in (int, float):
-        return Const(node.value)
-    if isinstance(node, gast.BinOp):
-        if type(node.op) in _BINOPS:
-            return Op(_BINOPS[type(node.op)][0], [_tree(node.left, leaves, env, rule_name),
-                                                  _tree(node.right, leaves, env, rule_name)],
-                      node)
-        if isinstance(node.op, gast.Pow) and isinstance(node.right, gast.Constant) \
-                and type(node.right.value) is int:  # a float power of a negative is complex
-            return Op("pow", [_tree(node.left, leaves, env, rule_name)], node,
-                      node.right.value)
-    if isinstance(node, gast.UnaryOp) and type(node.op) in _UNARYOPS:
-        return Op(_UNARYOPS[type(node.op)][0], [_tree(node.operand, leaves, env, rule_name)],
-                  node)
-    if isinstance(node, gast.Call) and not node.keywords and len(node.args) == 1 \
-            and not isinstance(node.args[0], gast.Starred):
-        rule = rule_name(node.func)
-        if rule == "log":
-            rule = "log1"
-        if rule in UNARY_RULES:
-            return Op(rule, [_tree(node.args[0], leaves, env, rule_name)], node)
-    if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and node.id in env:
-        for leaf in leaves:
-            if isinstance(leaf.node, gast.Name) and leaf.node.id == node.id:
-                return leaf
-        leaf = Leaf(node, len(leaves))
-        leaves.append(leaf)
-        return leaf
-    if isinstance(node, gast.Subscript) and getattr(env, "element", None) is not None \
-            and env.element(node):  # an element of a list argument (scalarloops.py)
-        leaf = Leaf(node, len(leaves))
-        leaves.append(leaf)
-        return leaf
-    raise _NotStraight
-
-
-def write_straight_line(root, rule_name, filename: str):
-    """The value-and-gradient function of ``root`` (a normalized gast.FunctionDef, before
-    the transform), as ``(ast.FunctionDef, its text)``, or None if the body is not
-    straight-line. ``rule_name`` resolves a callee to its registered rule name."""
-    args = root.args
-    if args.vararg or args.kwarg or args.kwonlyargs:
+def write_straight_line(root, fn, local_names: set, filename: str, dependencies: list):
+    """The value-and-gradient function of ``root`` (a normalized gast.FunctionDef of
+    ``fn``, before the transform) without a tape, as ``(ast.FunctionDef, its text)``, or
+    None if the body is not straight-line code of this kind."""
+    prepared = prepare(root, fn, local_names, "_i")
+    if prepared is None:
         return None
-    params = [a.id for a in args.posonlyargs + args.args]
-    if not params:
+    params, body, names, taken = prepared
+    if any(isinstance(n, (gast.If, gast.While, gast.For, gast.IfExp)) for n in
+           gast.walk(root)):
         return None
-    env = {p: f"a{k}" for k, p in enumerate(params)}  # user name -> variable holding it
-    active = set(env.values())
-    counter = [0]
-    forward: list = []
-    blocks: list = []  # (user line, result variable, [(leaf variable, partial expression)])
-    result = None
-    body = [s for s in root.body if not (isinstance(s, gast.Expr) and isinstance(
-        s.value, gast.Constant) and isinstance(s.value.value, str)) and
-        not isinstance(s, gast.Pass)]
-    if not body or not isinstance(body[-1], gast.Return) or body[-1].value is None:
-        return None
-    try:
-        for stmt in body:
-            if isinstance(stmt, gast.Assign):
-                if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], gast.Name):
-                    return None
-                target = stmt.targets[0].id
-            elif not isinstance(stmt, gast.Return):
-                return None
-            leaves: list = []
-            tree = _tree(stmt.value, leaves, env, rule_name)
-            forward.append((f"# {_line(filename, stmt)}", stmt.lineno))
-            if isinstance(tree, Const):
-                var = f"t{counter[0]}"
-                counter[0] += 1
-                forward.append((f"{var} = {tree.value!r}", stmt.lineno))
-            elif isinstance(tree, Leaf):
-                var = env[tree.node.id]  # a plain alias: no operation, no entry
+
+    def write(kinds, int_names):
+        if any(kind in ("list", "matrix") for kind in kinds.values()):
+            raise _NotStraight  # list elements: the code with a tape
+        found: list = []
+        writer = _TapelessWriter(fn, dict(names), set(taken), int_names)
+        scope = user_scope(writer, root, fn, params, kinds, local_names, filename, found)
+        adjoints = {}
+        for p in params:
+            if kinds[p] == "plain":
+                scope.vars[p] = _PlainParam(p)
+            elif kinds[p] == "float":
+                adjoints[p] = writer.fresh(f"d{p}")
+                scope.vars[p] = FloatLocal(p, adjoints[p])
             else:
-                values = {leaf.index: env[leaf.node.id] for leaf in leaves}
-                lines, var, partials = differentiate(tree, values, counter)
-                forward += [(_tidy(line), stmt.lineno) for line in lines]
-                parents = [(values[leaf.index], " + ".join(partials.get(leaf.index, ["0.0"])))
-                           for leaf in leaves if values[leaf.index] in active]
-                if parents:
-                    active.add(var)
-                    blocks.append((stmt, var, parents))
-            if isinstance(stmt, gast.Return):
-                result = var
-                break
-            env[target] = var
-    except _NotStraight:
+                scope.vars[p] = Alias(RecordArg(p, p))
+        writer.block(body, 1)
+        if writer.result is None or writer.result[1] is None:
+            raise _NotStraight  # no return, or a constant result: the code with a tape
+        return writer, adjoints, scope, found
+
+    written = write_attempts(write, params, root)
+    if written is None:
         return None
-    ends = [k for k, (_, var, _) in enumerate(blocks) if var == result]
-    if result is None or not ends:
-        return None  # returns an argument itself, or a constant: the tape path handles it
-    blocks = blocks[:ends[0] + 1]  # later statements do not reach the result
-    adjoints = {var: f"d{var}" for var in sorted(active, key=_order)}
+    writer, adjoints, scope, found = written
+    dependencies.extend(found)
     first = root.lineno
-    backward = [("# backward: the sweep of the entries above, last first", first)]
-    # The result's adjoint is 1.0, so its entry sets its parents' adjoints to the partials
-    # themselves; every other adjoint starts at 0.0.
-    assigned = {parent for parent, _ in blocks[-1][2]}
-    rest = [adjoints[v] for v in adjoints if v != result and v not in assigned]
-    if rest:
-        backward.append((" = ".join(rest) + " = 0.0", first))
-    for stmt, var, parents in reversed(blocks):
-        backward.append((f"# {_line(filename, stmt)}", stmt.lineno))
-        if var == result:
-            seen = set()  # two names for one value (``v = p; p + v``) add up
-            for parent, partial in parents:
-                sign = "+=" if parent in seen else "="
-                seen.add(parent)
-                backward.append((f"{adjoints[parent]} {sign} {_tidy(partial)}", stmt.lineno))
-            continue
-        backward.append((f"if {adjoints[var]}:", stmt.lineno))
-        for parent, partial in parents:
-            partial = _tidy(partial)
-            if partial in ("1.0", "-1.0"):  # exact: 1.0 * g == g
-                update = f"{'+' if partial == '1.0' else '-'}= {adjoints[var]}"
-            elif re.fullmatch(r"-?[\w.]+", partial):
-                update = f"+= {partial} * {adjoints[var]}"
-            else:
-                update = f"+= ({partial}) * {adjoints[var]}"
-            backward.append((f"    {adjoints[parent]} {update}", stmt.lineno))
-    gradient = ", ".join(adjoints[f"a{k}"] for k in range(len(params)))
-    lines = [(f"def {root.name}_floats({', '.join(f'a{k}' for k in range(len(params)))}):",
-              first),
-             ("    # " + ", ".join(f"a{k} = {p}" for k, p in enumerate(params)), first),
-             ("    if " + " or ".join(f"type(a{k}) is not float" for k in range(len(params)))
-              + ":", first),
-             ("        return None  # not all floats: the transformed code runs instead", first)]
-    lines += [(f"    {text}", lineno) for text, lineno in forward + backward]
-    lines.append((f"    return {result}, ({gradient}{',' if len(params) == 1 else ''})",
-                  body[-1].lineno))
-    return parse_with_user_lines(lines)
+    checks, reads, inputs, gradients, exact = [], [], [], [], []
+    temp = names["temp"]
+    kinds = {}
+    for p in params:
+        local = scope.vars[p]
+        if isinstance(local, _PlainParam) and p not in writer.flowing:
+            kinds[p] = "plain"  # only tested or compared: a float too, its gradient 0.0
+            checks.append(f"type({p}) not in ad.quiet_types")
+            gradients.append(f"ad.plain_gradient({p})")
+            exact.append(gradients[-1])
+        elif isinstance(local, _PlainParam):
+            kinds[p] = "plain"
+            checks.append(f"type({p}) not in ad.plain_types")
+            gradients.append(p)
+            exact.append(p)
+        elif p in adjoints:
+            kinds[p] = "float"
+            inputs.append(adjoints[p])
+            gradients.append(adjoints[p])
+            exact.append(f"ad.number_gradient({p}, {adjoints[p]})")
+        else:
+            kinds[p] = "record"
+            fields = local.value.fields
+            if not fields:
+                return None
+            values = writer.fresh(f"{temp}fields_{p}")
+            reads += [f"{values} = ad.record_values({p}, {tuple(fields)!r})",
+                      f"if {values} is None:",
+                      "    return None  # not a dataclass of floats",
+                      f"{', '.join(f.name for f in fields.values())}, = {values}"]
+            inputs += [f.handle for f in fields.values()]
+            gradients.append(f"ad.record_gradient({p}, {tuple(fields)!r}, "
+                             f"{_tuple([f.handle for f in fields.values()])})")
+            exact.append(gradients[-1])
+    head = [(f"def {root.name}_floats({', '.join(params)}):", first),
+            (f"    # every argument {_kinds_said(kinds, params)}: the forward pass, then "
+             "its sweep written out (no tape)", first)]
+    if checks:
+        head += [(f"    if {' or '.join(checks)}:", first),
+                 ("        return None  # other arguments: the transformed code runs instead",
+                  first)]
+    floats = [p for p in params if kinds[p] == "float"]
+    if floats:  # floats; an int (a constant: its gradient itself), a numpy.float64
+        head += [(f"    {temp}floats = {' and '.join(f'type({p}) is float' for p in floats)}",
+                  first),
+                 (f"    if not {temp}floats and not ("
+                  f"{' and '.join(f'type({p}) in ad.numbers' for p in floats)}):", first),
+                 ("        return None  # other arguments: the transformed code runs instead",
+                  first)]
+        if "record" not in kinds.values():
+            head += [("    if " + " and ".join(f"type({p}) in ad.integers" for p in floats)
+                      + ":", first), ("        return None  # no float: the transformed "
+                                      "code says so", first)]
+    head += [(f"    {text}", first) for text in reads]
+    value, _, line = writer.result
+    backward = writer.backward(first, inputs)
+    lines = head + writer.lines + [(f"    {text}", at) for text, at in backward]
+    if floats:
+        lines.append((f"    if not {temp}floats:", line))
+        lines.append((f"        return {value}, {_tuple(exact)}", line))
+    lines.append((f"    return {value}, {_tuple(gradients)}", line))
+    return parse_with_user_lines(lines, first)
 
 
-def parse_with_user_lines(lines: list, default_line: int | None = None):
-    """The function written as ``lines`` of (text, user line), parsed, each node carrying
-    the user's line (``default_line`` where a line has none), so a traceback through it
-    names the user's file and statement; and its text."""
-    text = "\n".join(line for line, _ in lines) + "\n"
-    function = ast.parse(text).body[0]
-    user_line = [lineno or default_line for _, lineno in lines]
-    for node in ast.walk(function):
-        if "lineno" in node._attributes:
-            node.lineno = node.end_lineno = user_line[node.lineno - 1]
-            node.col_offset = node.end_col_offset = 0
-    return function, text
-
-
-def _tidy(code: str) -> str:
-    """``code`` as ``ast.unparse`` writes it (no redundant parentheses)."""
-    try:
-        return ast.unparse(ast.parse(code, mode="eval"))
-    except SyntaxError:  # an assignment
-        return ast.unparse(ast.parse(code))
-
-
-def _order(var: str):
-    return (var[0] != "a", int(var[1:]))
-
-
-def _line(filename: str, stmt) -> str:
-    return linecache.getline(filename, stmt.lineno).strip() or f"line {stmt.lineno}"
+__all__ = ["write_straight_line", "parse_with_user_lines", "_NotStraight", "_tidy"]

@@ -403,11 +403,10 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
     straight = forward = None
     if not as_method:  # (before the rewriter changes the tree)
         if preaccumulate:
-            straight = write_straight_line(root, rewriter.static_rule_name, filename) or \
-                write_scalar_loops(root, rewriter.static_rule_name, rewriter._static_callee,
-                                   activity, local_names, filename)
-        forward = write_forward(root, rewriter.static_rule_name, rewriter._static_callee,
-                                activity, local_names, filename)
+            straight = write_straight_line(root, fn, local_names, filename,
+                                           rewriter.dependencies) or \
+                write_scalar_loops(root, fn, local_names, filename, rewriter.dependencies)
+        forward = write_forward(root, fn, local_names, filename, rewriter.dependencies)
     root.decorator_list = []
     root.args.defaults = []
     root.args.kw_defaults = [None] * len(root.args.kwonlyargs)

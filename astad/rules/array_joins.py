@@ -52,6 +52,35 @@ for _fn in _JOINS:
     ARRAY_RULES[_fn] = _join_rule(_fn)
 
 
+# np.block: numpy's nesting of lists as concatenations (the innermost lists along the last
+# axis, the next along the one before, every array first given as many axes as the result)
+def _block_depth(arrays) -> int:
+    return 1 + _block_depth(arrays[0]) if type(arrays) is list and arrays else 0
+
+
+def _block_rule(tape, arrays):  # (joined by numpy's dispatch, at the arrays' level)
+    depth = _block_depth(arrays)
+    ndim = max([depth] + [np.ndim(x) for x in _leaves(arrays)])
+
+    def join(item, level):
+        if type(item) is not list:
+            return np.reshape(item, (1,) * (ndim - np.ndim(item)) + np.shape(item))
+        return np.concatenate([join(x, level + 1) for x in item], axis=level - depth)
+    return join(arrays, 0) if depth else np.copy(arrays)
+
+
+def _leaves(arrays):
+    return [y for x in arrays for y in _leaves(x)] if type(arrays) is list else [arrays]
+
+
+def _block_jvp(t, r, arrays):  # (linear; one direction at a time)
+    return _block_rule(None, t)
+
+
+ARRAY_RULES[np.block] = _block_rule
+register_jvp(np.block, _block_jvp)
+
+
 # -- the vjps and jvps of the rules written by hand above ----------------------------------
 # A list argument's cotangent is a list (one per item); its tangent is a list with None for
 # the items that are not differentiated. All accept leading (direction) axes.

@@ -239,7 +239,10 @@ def array_from(tape, obj, dtype=None, **kwargs):
     """np.array / np.asarray of (nested lists of) scalar and array duals: one entry that
     scatters the cotangent back to each piece (np.stack of the pieces, at their level)."""
     if type(obj) in DUAL_TYPES and not isinstance(obj, ScalarDual):
-        return obj if dtype is None else dispatch(np.asarray, (obj, dtype), {})
+        result = obj if dtype is None else dispatch(np.asarray, (obj, dtype), {})
+        # np.array copies (copy=True, its default; copy=None copies unless it need not)
+        copies = kwargs.get("copy", True) is True and result is obj
+        return dispatch(np.copy, (result,), {}) if copies else result
     if not isinstance(obj, (list, tuple)) or not _holds_dual(obj):
         from .array_writes import constant  # (a new array: it may be written into)
         value = np.array(obj, dtype=dtype, **kwargs)
@@ -255,6 +258,8 @@ def asarray_from(tape, obj, dtype=None, **kwargs):
     """np.asarray: an array is itself (no copy, as numpy), anything else as np.array."""
     if type(obj) is np.ndarray and (dtype is None or np.dtype(dtype) == obj.dtype):
         return obj
+    if type(obj) in DUAL_TYPES and not isinstance(obj, ScalarDual):
+        return obj if dtype is None else dispatch(np.asarray, (obj, dtype), {})
     return array_from(tape, obj, dtype, **kwargs)
 
 

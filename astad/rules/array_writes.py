@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import (ARRAY_DUALS, REFRESH, VIEWS, WRITE, WRITERS, ArrayDual,
                                   ArrayDualBase, FArrayDual, accumulate, dispatch,
-                                  parent_of, unbroadcast)
+                                  parent_of, plain_array, unbroadcast)
 from ..runtime.duals import (DUAL_TYPES, innermost, is_forward, running)
 from .array import register_jvp, register_vjp
 from .array_shapes import index_scatter, take_index
@@ -297,16 +297,50 @@ def write(x, index, value) -> None:
         return
     root = x.root if x.root is not None else x
     view = x.view or View()
-    old = x.v[index]
-    old = old.copy() if type(old) is np.ndarray else old
+    _require_copy_order(root, view, index, value)
+    old = _copied(x.v[index])
     x.v[index] = primal  # numpy's write: every alias and view sees it
-    new = x.v[index]
-    new = new.copy() if type(new) is np.ndarray else new
+    new = _copied(x.v[index])
     record = Write(x.v, index, old, new, view, value_shape, _survivors(x.v.shape, index))
     parents = ((0, (root.i, root.v.shape, root.v.dtype)),)
     if dual_value is not None:
         parents += ((1, parent_of(dual_value)),)
     root.i = _log(level, record, parents)
+
+
+def _copied(region):
+    """What a write overwrote or wrote, kept apart from the array: a copy of an ndarray,
+    or of an array dual of an enclosing level (a view of it would change with it)."""
+    if type(region) is np.ndarray:
+        return region.copy()
+    if type(region) in ARRAY_DUALS:
+        return dispatch(np.copy, (region,), {})
+    return region
+
+
+def _require_copy_order(root, view, index, value) -> None:
+    """A value read from the array it is written into (``x[::2] = x[:3]``): numpy copies
+    element by element, and where source and target overlap the result may depend on its
+    order (it is not always that of copying the value first). The backward step takes the
+    value as read before the write; anything else is refused. Decided exactly on a copy of
+    the root holding each element's position (forward mode's tangents are written the same
+    way as the values, so they follow numpy by construction)."""
+    if type(value) not in ARRAY_DUALS or type(value.v) is not np.ndarray or \
+            not np.shares_memory(value.v, root.v):
+        return
+    source = value.root if value.root is not None else value
+    if source is root and root.v.flags.c_contiguous:
+        positions = np.arange(root.v.size).reshape(root.v.shape)
+        after = positions.copy()
+        view(after, False)[index] = (value.view or View())(after, False)  # numpy's order
+        first = positions.copy()
+        view(first, False)[index] = (value.view or View())(positions, False)  # value first
+        if np.array_equal(after, first):
+            return
+    raise NotDifferentiableError(
+        "a value read from the array it is written into overlaps the region written, and "
+        "numpy's element-by-element copy then differs from copying the value first; copy "
+        "it first: x[...] = value.copy()", *user_location())
 
 
 def _survivors(shape, index):
@@ -339,9 +373,7 @@ def _write_forward(x, index, primal, dual_value, level):
 def log_plain_write(tape, target, index) -> Write:
     """Before a plain array written inside a reverse pass: its overwritten values, so the
     sweep can show earlier entries the values they saw."""
-    old = target[index]
-    return Write(target, index, old.copy() if type(old) is np.ndarray else old, None, None,
-                 None, None)
+    return Write(target, index, _copied(target[index]), None, None, None, None)
 
 
 def setitem(tape, value, obj, index) -> None:
@@ -361,16 +393,16 @@ def setitem(tape, value, obj, index) -> None:
         level = innermost([value] if type(value) not in (list, tuple) else list(_flat(value)))
         if level is not None:
             raise NotDifferentiableError(
-                "a differentiated value is written into a plain array made outside the "
-                "differentiated code (an argument not differentiated, a global); other names "
+                "a differentiated value is written into a plain array: one no differentiated "
+                "value has reached (an argument not differentiated, a global, or an array "
+                "computed only from such values, like x * 2.0 of a constant x); other names "
                 "may share it and would not see the derivative. Write into a copy made "
-                "inside: a = a.copy() (or np.zeros, np.empty, np.zeros_like...)",
+                "inside: a = a.copy() (or np.array(a), np.zeros, np.empty, np.zeros_like...)",
                 *user_location())
         if type(tape) is list and id(tape) in running.writes:  # (a reverse pass running)
             record = log_plain_write(tape, obj, index)
             obj[index] = value
-            new = obj[index]
-            record.new = new.copy() if type(new) is np.ndarray else new
+            record.new = _copied(obj[index])
             _log(tape, record, ())
             return
     obj[index] = value
@@ -403,7 +435,14 @@ IN_PLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
 def _add_at(a, index, b=None):
     """np.add.at(a, index, b): b added at index, repeated indices adding each time."""
     index = index if type(index) is tuple else (index,)
-    setitem(None, a + index_scatter(b, index, np.shape(a), _dtype(a)), a, Ellipsis)
+    total = a + index_scatter(b, index, np.shape(a), _dtype(a))
+    if type(total) in ARRAY_DUALS and type(total.v) is np.ndarray:
+        # numpy adds a repeated index's values one at a time, rounding after each: the
+        # primal as numpy computes it (the derivative is the same linear map)
+        exact = np.array(plain_array(a), dtype=total.v.dtype)
+        np.add.at(exact, index, plain_array(b))
+        total.v[...] = exact
+    setitem(None, total, a, Ellipsis)
 
 
 def _copyto(dst, src, casting="same_kind", where=True):

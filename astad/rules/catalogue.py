@@ -282,10 +282,11 @@ def render() -> str:
         "jvp are themselves differentiated there (derivatives of derivatives).",
         "",
         "Keywords: those listed are the ones a rule reads; numpy's other keywords are",
-        "passed to numpy as they are. `out=` and `where=` are refused for every function",
-        "(a derivative cannot be written into a plain array). A numpy function that is not",
-        "listed is refused when a differentiated value reaches it, with an error naming it",
-        "and the line of your code that called it.",
+        "passed to numpy as they are. `out=` (one output array) is a write into that array,",
+        "differentiated as `out[...] = result` is; `where=` is refused for every function",
+        "(select with `np.where` instead). A numpy function that is not listed is refused",
+        "when a differentiated value reaches it, with an error naming it and the line of",
+        "your code that called it.",
         "",
     ]
     total = sum(len(r) for r in rows.values())

@@ -366,15 +366,15 @@ DUAL_TYPES: set = set(SCALAR_DUALS)  # array duals join it (array_dual.py)
 
 def innermost(values):
     """The handle of the innermost level among the duals in ``values`` (a flat sequence;
-    lists and tuples among them are looked into, one level deep, as numpy's joining
-    functions take them), or None if there is none. A stale dual raises."""
+    lists and tuples among them are looked into, nested as np.block takes them), or None
+    if there is none. A stale dual raises."""
     best, best_depth = None, 0
     depths = running.depth
     for value in values:
         if type(value) in DUAL_TYPES:
             found = [value]
         elif type(value) in (list, tuple):
-            found = [x for x in value if type(x) in DUAL_TYPES]
+            found = _duals_in(value)
         else:
             continue
         for dual in found:
@@ -384,6 +384,16 @@ def innermost(values):
             if depth > best_depth:
                 best, best_depth = dual.t, depth
     return best
+
+
+def _duals_in(sequence) -> list:
+    found = []
+    for x in sequence:
+        if type(x) in DUAL_TYPES:
+            found.append(x)
+        elif type(x) in (list, tuple):
+            found += _duals_in(x)
+    return found
 
 
 def is_forward(handle) -> bool:

@@ -262,3 +262,34 @@ def gradient_of(tape: list, width: int, value, index: int, sink: int, layout: tu
                          adjoint[start:start + n] if n is not None else
                          [adjoint[a:b] for a, b in zip(start, start[1:])]  # list of lists
                          for start, n in layout])
+
+
+# ---------------------------------------------------------------------------
+# The runtime in use. The sweeps above are the reference and the fallback; the compiled
+# ones (astad/runtime/_native.c, built by `pip install` where a C compiler is available)
+# run the same operations in the same order, so their adjoints are bit-identical, and
+# replace them unless ASTAD_RUNTIME=python. RUNTIME says which is in use.
+
+def _select_runtime():
+    import os
+    choice = os.environ.get("ASTAD_RUNTIME", "").strip().lower() or "auto"
+    if choice not in ("auto", "native", "python"):
+        raise ImportError(f"ASTAD_RUNTIME={choice!r}: use 'native', 'python' or leave it "
+                          "unset (the compiled sweep where it was built)")
+    if choice == "python":
+        return "python", None
+    try:
+        from . import _native
+    except ImportError as error:
+        if choice == "native":
+            raise ImportError("ASTAD_RUNTIME=native, but astad's compiled sweep "
+                              "(astad.runtime._native) was not built; reinstall with a C "
+                              "compiler available, or unset ASTAD_RUNTIME") from error
+        return "python", None
+    return "native", _native
+
+
+python_sweeps = (sweep, sweep_and_free, sweep_flat)  # the reference implementations
+RUNTIME, _native = _select_runtime()  # "native" or "python"
+if _native is not None:
+    sweep, sweep_and_free, sweep_flat = _native.sweep, _native.sweep_and_free, _native.sweep_flat

@@ -1,0 +1,616 @@
+"""What the float-specialised code generator knows of each value: its kind.
+
+The specialised code (scalarloops.py) keeps every float in a local of its own beside its
+derivative's *handle*: the local holding its tape slot (reverse mode with a tape), its
+tangent (forward mode, forward/floats.py) or the name of its adjoint (straight-line
+code, straightline.py). What else a value can be is known when the code is written:
+
+- ``Plain``: a value that carries no derivative (an int counter, a bool, a string, None,
+  a float constant), computed as Python computes it;
+- ``ListArg`` / ``MatrixArg``: an argument that is a list (or tuple) of floats, or a
+  list of such lists, only read: element ``k`` of it has slot ``start + k``;
+- ``Row``: a row of such a matrix, a list and the slot of its first element;
+- ``TupleVal`` / ``RecordVal``: a tuple of values, or a dataclass instance made or read
+  by the code, kept as one local per element or field (no tuple or object is built);
+- ``RecordArg``: a dataclass argument whose float fields are read (``p.x``).
+
+This module holds those kinds, the guesses made about each parameter before the code is
+written, the static lookups of a function's names, and what the generated code calls at
+run time to build the gradient of each argument.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import types
+
+import gast
+import numpy as np
+
+from ..rules.scalar import ad
+from ..runtime import tape as _tape_module
+
+_MISSING = object()
+
+
+# -- values and the locals that hold them -------------------------------------------------
+class Float:
+    """A float (or a number standing for one): the expression of its value, and of its
+    derivative's handle."""
+    __slots__ = ("value", "handle")
+
+    def __init__(self, value: str, handle: str):
+        self.value, self.handle = value, handle
+
+
+class Plain:
+    """A value with no derivative, and the expression computing it; ``param``: the
+    parameter it is, if it is one (used as a float, it makes that parameter a float)."""
+    __slots__ = ("value", "param")
+
+    def __init__(self, value: str, param: str | None = None):
+        self.value, self.param = value, param
+
+
+class Row:
+    """A row of a matrix argument: the list, and the handle of its first element (its
+    slot, or the list of its tangents)."""
+    __slots__ = ("value", "handle")
+
+    def __init__(self, value: str, handle: str):
+        self.value, self.handle = value, handle
+
+
+class TupleVal:
+    __slots__ = ("items",)
+
+    def __init__(self, items: list):
+        self.items = items
+
+
+class RecordVal:
+    """A dataclass instance the code made, one value per field (``fields`` in the
+    class's order)."""
+    __slots__ = ("cls", "fields")
+
+    def __init__(self, cls, fields: dict):
+        self.cls, self.fields = cls, fields
+
+
+class ListArg:
+    """A list (or tuple) argument of floats, only read. ``start``: the expression of its
+    first slot (taped) or its tangents' list (forward); ``length``: a local holding
+    its length, or None."""
+    __slots__ = ("name", "start", "length", "param")
+
+    def __init__(self, name, start, length, param):
+        self.name, self.start, self.length, self.param = name, start, length, param
+
+
+class MatrixArg:
+    """A list of lists of floats, only read: ``starts`` the local listing each row's
+    first slot (taped) or the tangents' rows (forward)."""
+    __slots__ = ("name", "starts", "length", "param")
+
+    def __init__(self, name, starts, length, param):
+        self.name, self.starts, self.length, self.param = name, starts, length, param
+
+
+class RecordArg:
+    """A dataclass argument: its fields read so far, each a Float local (read once, on
+    entry), in the order first read."""
+    __slots__ = ("name", "fields", "param")
+
+    def __init__(self, name, param):
+        self.name, self.fields, self.param = name, {}, param
+
+
+# -- the locals of the generated code -----------------------------------------------------
+class FloatLocal:
+    """A user's float local: ``name`` holds its value, ``handle`` its derivative's
+    handle. Straight-line code rebinds both statically (every value its own name)."""
+    __slots__ = ("name", "handle")
+
+    def __init__(self, name: str, handle: str):
+        self.name, self.handle = name, handle
+
+    def read(self):
+        return Float(self.name, self.handle)
+
+
+class PlainLocal:
+    """A local with no derivative. ``param``: the argument (taken for an int) it was
+    bound to, if any: used as a number, it makes that argument a float one."""
+    __slots__ = ("name", "param")
+
+    def __init__(self, name: str):
+        self.name, self.param = name, None
+
+    def read(self):
+        return Plain(self.name, self.param)
+
+
+class RowLocal:
+    __slots__ = ("name", "handle")
+
+    def __init__(self, name: str, handle: str):
+        self.name, self.handle = name, handle
+
+    def read(self):
+        return Row(self.name, self.handle)
+
+
+class TupleLocal:
+    __slots__ = ("items",)
+
+    def __init__(self, items: list):
+        self.items = items
+
+    def read(self):
+        return TupleVal([item.read() for item in self.items])
+
+
+class RecordLocal:
+    __slots__ = ("cls", "fields")
+
+    def __init__(self, cls, fields: dict):
+        self.cls, self.fields = cls, fields
+
+    def read(self):
+        return RecordVal(self.cls, {name: local.read() for name, local in self.fields.items()})
+
+
+class Alias:
+    """A name bound to a value that is never rebound (a helper's parameter given a list
+    argument, a float local of the caller): reads give the value itself."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def read(self):
+        return self.value
+
+
+# -- static lookups in one function's namespace -------------------------------------------
+class Resolver:
+    """What the free names of one function's code refer to now (its globals, then the
+    builtins; a closure variable is not resolved), each lookup recorded as a dependency
+    (namespace, name, value): the code is rebuilt when one changes."""
+
+    def __init__(self, fn, dependencies: list):
+        self.fn = fn
+        self.globals = fn.__globals__
+        self.free = set(fn.__code__.co_freevars)
+        self.dependencies = dependencies
+
+    def value(self, name: str):
+        if name in self.free:
+            return _MISSING
+        from .transform import MISSING  # (the marker codegen's validity check expects)
+        value = self.globals.get(name, MISSING)
+        self.dependencies.append((self.globals, name, value))
+        if value is MISSING:
+            namespace = self.globals.get("__builtins__", builtins)
+            if isinstance(namespace, types.ModuleType):
+                namespace = vars(namespace)
+            value = namespace.get(name, _MISSING)
+        return value
+
+    def callee(self, func):
+        """The object ``func`` (a name or ``module.name``) names, or _MISSING."""
+        if isinstance(func, gast.Name):
+            return self.value(func.id)
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            module = self.value(func.value.id)
+            if isinstance(module, types.ModuleType):
+                return getattr(module, func.attr, _MISSING)
+        return _MISSING
+
+    def rule_name(self, func):
+        """The registered scalar rule ``func`` names, or None (a rule registered for it
+        later rebuilds the code: a dependency on the rule table)."""
+        from ..rules.scalar import PRIMITIVES
+        callee = self.callee(func)
+        try:
+            rule = PRIMITIVES.get(callee) if callee is not _MISSING else None
+        except TypeError:
+            return None
+        if rule is not None:
+            self.dependencies.append((PRIMITIVES, callee, rule))
+        return rule
+
+
+def constant_global(value) -> bool:
+    """A global the code may read as a constant (its value is written into the code,
+    and the code rebuilt if the name is rebound)."""
+    return type(value) in (int, float, bool, str) or value is None
+
+
+# -- dataclasses -------------------------------------------------------------------------
+def plain_record_class(cls) -> bool:
+    """A dataclass whose instances keep their fields in ``__dict__``, read as stored,
+    and whose ``__init__`` only stores its arguments (no ``__post_init__``)."""
+    from ..structure import _PLAIN_RECORDS, _plain_record_kind
+    kind = _PLAIN_RECORDS.get(cls)
+    if kind is None:
+        kind = _plain_record_kind(cls)
+    return bool(kind) and not hasattr(cls, "__post_init__") and \
+        getattr(cls.__init__, "__code__", None) is not None and \
+        cls.__init__.__code__.co_filename == "<string>"  # the one dataclasses wrote
+
+
+def record_fields(cls) -> list | None:
+    """The fields of a dataclass the constructor takes, as (name, default or _MISSING,
+    keyword only); None if one is not an argument or has a default factory."""
+    out = []
+    for field in dataclasses.fields(cls):
+        if not field.init or field.default_factory is not dataclasses.MISSING:
+            return None
+        default = _MISSING if field.default is dataclasses.MISSING else field.default
+        if default is not _MISSING and not constant_global(default):
+            return None
+        out.append((field.name, default, getattr(field, "kw_only", False)))
+    return out
+
+
+# -- guesses about the parameters ---------------------------------------------------------
+_INT_CONTEXT_CALLS = ("range",)
+
+
+def parameter_guesses(root, params: list) -> dict:
+    """param -> "list", "matrix", "record" or "scalar", from how the function's own code
+    uses it (a helper it is passed to may prove the guess wrong: the code is then written
+    again, floatexpr.Retry)."""
+    parents = _parents(root)
+    containers = {n.id for n in gast.walk(root) if isinstance(n, gast.Name) and
+                  isinstance(n.ctx, gast.Load) and (_iterated(n, parents) or (
+                      isinstance(parents.get(id(n)), gast.Subscript) and
+                      parents[id(n)].value is n))}
+    guesses = {}
+    for p in params:
+        kind = "scalar"
+        for n in gast.walk(root):
+            if not (isinstance(n, gast.Name) and n.id == p and isinstance(n.ctx, gast.Load)):
+                continue
+            parent = parents.get(id(n))
+            if isinstance(parent, gast.Attribute) and parent.value is n:
+                kind = "record"
+            elif isinstance(parent, gast.Subscript) and parent.value is n:
+                grand = parents.get(id(parent))
+                if isinstance(grand, gast.Subscript) and grand.value is parent or \
+                        _bound_to(parent, grand, containers):
+                    kind = "matrix"
+                elif kind == "scalar":
+                    kind = "list"
+            elif _iterated(n, parents):
+                target = _element_target(n, parents)
+                if target is not None and _names(target) & containers:
+                    kind = "matrix"
+                elif kind == "scalar":
+                    kind = "list"
+        guesses[p] = kind
+    return guesses
+
+
+def _element_target(node, parents):
+    """The part of a ``for`` target that an element of the iterated ``node`` is bound to
+    (through ``zip``, ``enumerate`` and ``reversed``), or None."""
+    parent = parents.get(id(node))
+    if isinstance(parent, gast.For) and parent.iter is node:
+        return parent.target
+    if not (isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name)):
+        return None
+    outer = _element_target(parent, parents)
+    if outer is None or parent.func.id == "reversed":
+        return outer
+    if not isinstance(outer, (gast.Tuple, gast.List)):
+        return None
+    if parent.func.id == "enumerate" and parent.args[0] is node and len(outer.elts) == 2:
+        return outer.elts[1]
+    if parent.func.id == "zip" and node in parent.args and \
+            len(outer.elts) == len(parent.args):
+        return outer.elts[parent.args.index(node)]
+    return None
+
+
+def _bound_to(node, parent, containers) -> bool:
+    """Is ``node`` the value of an assignment to a name used as a container?"""
+    return isinstance(parent, gast.Assign) and parent.value is node and any(
+        isinstance(t, gast.Name) and t.id in containers for t in parent.targets)
+
+
+def _iterated(n, parents) -> bool:
+    """Is name ``n`` iterated: ``for _ in n``, ``zip(n, ...)``, ``enumerate(n)``,
+    ``reversed(n)``, ``len(n)``?"""
+    parent = parents.get(id(n))
+    if isinstance(parent, gast.For) and parent.iter is n:
+        return True
+    return isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) and \
+        parent.func.id in ("zip", "enumerate", "reversed", "len") and n in parent.args
+
+
+def int_context_names(root) -> set:
+    """Names used where an int (or another value with no derivative) is expected: a
+    bound of ``range``, an index, an operand of ``//`` or of a bit operation, a value
+    compared equal to an int (``n == 0``)."""
+    found = set()
+    for n in gast.walk(root):
+        operands = []
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and \
+                n.func.id in _INT_CONTEXT_CALLS:
+            operands = list(n.args)
+        elif isinstance(n, gast.Subscript):
+            operands = [n.slice]
+        elif isinstance(n, gast.BinOp) and isinstance(n.op, (
+                gast.FloorDiv, gast.LShift, gast.RShift, gast.BitAnd, gast.BitOr,
+                gast.BitXor)):
+            operands = [n.left, n.right]
+        elif isinstance(n, gast.Compare) and len(n.ops) == 1 and \
+                isinstance(n.ops[0], (gast.Eq, gast.NotEq)) and \
+                _int_constant(n.comparators[0]) is not None:  # n == 0
+            operands = [n.left]
+        for operand in operands:
+            found.update(m.id for m in gast.walk(operand) if isinstance(m, gast.Name))
+    return found
+
+
+def nonnegative_names(root, plain: set) -> set:
+    """Plain names that only ever hold ints >= 0: counters of ``range`` with a start >= 0
+    (or a negative step down to a stop >= -1), ``enumerate`` counts, and names bound only
+    to sums and products of those, constants >= 0 and ``len(...)``. An element read
+    ``xs[i]`` that succeeded with such an ``i`` is at slot ``start + i``: no ``% n``."""
+    bindings: dict = {}
+    for n in gast.walk(root):
+        if isinstance(n, gast.Assign):
+            for target in n.targets:
+                for name in _names(target):
+                    bindings.setdefault(name, []).append(
+                        n.value if isinstance(target, gast.Name) else None)
+        elif isinstance(n, gast.For):
+            for name in _names(n.target):
+                bindings.setdefault(name, []).append(("for", n))
+        elif isinstance(n, (gast.AugAssign, gast.NamedExpr)):
+            for name in _names(n.target):
+                bindings.setdefault(name, []).append(None)
+    good = {name for name in bindings if name in plain}
+    changed = True
+    while changed:
+        changed = False
+        for name in list(good):
+            if not all(_nonnegative_binding(b, name, good) for b in bindings[name]):
+                good.discard(name)
+                changed = True
+    return good
+
+
+def _nonnegative_binding(binding, name, good) -> bool:
+    if binding is None:
+        return False
+    if isinstance(binding, tuple):
+        loop = binding[1]
+        it, target = loop.iter, loop.target
+        if not (isinstance(it, gast.Call) and isinstance(it.func, gast.Name)):
+            return False
+        if it.func.id == "range" and isinstance(target, gast.Name) and not it.keywords:
+            args = it.args
+            if len(args) == 1:
+                return True
+            if len(args) == 2:
+                return nonnegative(args[0], good)
+            step = _int_constant(args[2])
+            if step is not None and step > 0:
+                return nonnegative(args[0], good)
+            stop = _int_constant(args[1])
+            return step is not None and step < 0 and stop is not None and stop >= -1
+        if it.func.id == "enumerate" and isinstance(target, gast.Tuple) and \
+                target.elts and isinstance(target.elts[0], gast.Name) and \
+                target.elts[0].id == name and not any(
+                    name in _names(e) for e in target.elts[1:]):
+            return len(it.args) == 1 and not it.keywords or (
+                len(it.args) == 2 and nonnegative(it.args[1], good))
+        return False
+    return nonnegative(binding, good)
+
+
+def nonnegative(node, good: set) -> bool:
+    if isinstance(node, gast.Constant):
+        return type(node.value) is int and node.value >= 0
+    if isinstance(node, gast.Name):
+        return node.id in good
+    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Mult,
+                                                             gast.FloorDiv)):
+        return nonnegative(node.left, good) and nonnegative(node.right, good)
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+        node.func.id == "len"
+
+
+def _int_constant(node):
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = _int_constant(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def _names(target) -> set:
+    return {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+
+
+def _parents(root) -> dict:
+    parents = {}
+    for node in gast.walk(root):
+        for child in gast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+# -- at run time: the gradient of each argument -------------------------------------------
+_FLOAT64 = np.float64
+
+
+def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
+                         layout: tuple):
+    """``(value, gradients)`` for the code scalarloops.py writes: sweep its flat tape
+    (``width`` (slot, partial) pairs per entry, entry ``sink + 1`` first; the compiled
+    sweep where it is built) and give each argument its gradient as ``layout`` says:
+
+    - ``(slot, -1)``: a float; ``(start, n)``: a list of n floats; ``(starts, None)``: a
+      list of lists of floats, row ``r`` at ``starts[r]``;
+    - ``(value, -2)``: an argument that is not differentiated (an int, a string): itself;
+      ``(slot, -5, original)``: a float argument given an int (itself) or a numpy.float64;
+      ``(value, -4)``: one only tested or compared: itself, or 0.0 for a float;
+    - ``(start, n, original)`` / ``(starts, None, original)``: a tuple, or elements of
+      another float type (numpy.float64): rebuilt like ``original``;
+    - ``(start, names, original)``: a dataclass, fields ``names`` at ``start``...
+
+    None for a result that is not a float: the transformed code then raises its error."""
+    if type(value) is not float and type(value) is not _FLOAT64:
+        return None
+    adjoint = [0.0] * (sink + 1 + len(tape) // (2 * width))
+    adjoint[index] = 1.0
+    _tape_module.sweep_flat(tape, width, adjoint, sink + 1)
+    return value, tuple([_gradient(adjoint, plan) for plan in layout])
+
+
+def number_gradient(value, cotangent):
+    """The gradient of a float argument given another number: an int is a constant (its
+    gradient itself), a numpy.float64 gets a cotangent of its own type."""
+    t = type(value)
+    if t is int or t is bool:
+        return value
+    return cotangent if type(cotangent) is t else t(cotangent)
+
+
+def plain_gradient(value):
+    """The gradient of an argument the code only tests or compares: itself, or a zero of
+    its type for a float."""
+    t = type(value)
+    return value if t is not float and t is not _FLOAT64 else t(0.0)
+
+
+def _gradient(adjoint, plan):
+    start, n = plan[0], plan[1]
+    if len(plan) == 2:
+        if n == -1:
+            return adjoint[start]
+        if n == -4:
+            return plain_gradient(start)
+        if n == -2:
+            return start
+        if n is None:
+            return [adjoint[a:b] for a, b in zip(start, start[1:])]
+        return adjoint[start:start + n]
+    original = plan[2]
+    if n == -5:  # a float argument given an int (a constant), or a numpy.float64
+        return original if type(original) in _INTEGERS else _like(original, adjoint[start])
+    if type(n) is tuple:  # a dataclass
+        return record_gradient(original, n, adjoint[start:start + len(n)])
+    if n is None:
+        return type(original)([_rebuilt(row, adjoint[a:b]) for row, a, b in
+                               zip(original, start, start[1:])])
+    return _rebuilt(original, adjoint[start:start + n])
+
+
+def record_gradient(original, names: tuple, cotangents):
+    """The gradient of the dataclass ``original``: the cotangents of its fields ``names``,
+    zero for its other float fields, its other fields themselves; made without running
+    the class's code (as structure.build_gradient does)."""
+    obj = object.__new__(type(original))
+    fields = obj.__dict__
+    for name, v in original.__dict__.items():
+        if name in names:
+            fields[name] = _like(v, cotangents[names.index(name)])
+        else:
+            fields[name] = _like(v, 0.0) if isinstance(v, float) else v
+    return obj
+
+
+def _like(original, g):
+    """The cotangent ``g`` of a float leaf as the leaf's own type (numpy.float64 partials
+    may have made it a numpy.float64 where the leaf is a float)."""
+    t = type(original)
+    return g if type(g) is t else t(g)
+
+
+def _rebuilt(original, gs):
+    out = [_like(x, g) for x, g in zip(original, gs)]
+    return out if type(original) is list else tuple(out)
+
+
+def record_values(obj, names: tuple):
+    """The fields ``names`` of the dataclass ``obj`` if each holds a float (or a
+    numpy.float64), ``obj`` is a plain dataclass (plain_record_class) and its other
+    fields hold no float the code could miss (ints, strings, bools, None); else None."""
+    cls = type(obj)
+    plain = _PLAIN_CLASSES.get(cls)
+    if plain is None:
+        plain = _PLAIN_CLASSES[cls] = dataclasses.is_dataclass(cls) and \
+            plain_record_class(cls)
+    if not plain:
+        return None
+    fields = obj.__dict__
+    for v in fields.values():
+        t = type(v)
+        if t is not float and t is not _FLOAT64 and t is not int and t is not str and \
+                t is not bool and v is not None:
+            return None
+    values = []
+    for name in names:
+        v = fields.get(name, _MISSING)
+        if type(v) is not float and type(v) is not _FLOAT64:
+            return None
+        values.append(v)
+    return values
+
+
+_PLAIN_CLASSES: dict = {}
+_INTEGERS = frozenset({int, bool})
+
+
+def record_tangents(tangent, names: tuple):
+    """The tangents of fields ``names`` given by ``tangent`` (any object with those
+    attributes; a missing one or None is zero), or None if one is not a float."""
+    out = []
+    for name in names:
+        t = getattr(tangent, name, None)
+        if t is None:
+            t = 0.0
+        elif type(t) is not float:
+            return None
+        out.append(t)
+    return out
+
+
+_FLOAT_TYPES = frozenset({float, _FLOAT64})
+
+
+def float_sequences(lists: tuple, matrices: tuple) -> bool:
+    """Are ``lists`` lists or tuples of floats (or numpy.float64), and ``matrices`` lists
+    or tuples of those? (What the entry's quick check, exact lists of floats, missed.)"""
+    for xs in lists:
+        if (type(xs) is not list and type(xs) is not tuple) or \
+                not set(map(type, xs)) <= _FLOAT_TYPES:
+            return False
+    for m in matrices:
+        if type(m) is not list and type(m) is not tuple:
+            return False
+        for row in m:
+            if (type(row) is not list and type(row) is not tuple) or \
+                    not set(map(type, row)) <= _FLOAT_TYPES:
+                return False
+    return True
+
+# what generated code calls (through ``ad``, in the rules' namespace)
+ad.tape_gradient_of = tape_gradient_of
+ad.record_values = record_values
+ad.plain_gradient = plain_gradient
+ad.number_gradient = number_gradient
+ad.quiet_types = frozenset({int, bool, str, type(None), float, _FLOAT64})
+ad.numbers = frozenset({float, _FLOAT64, int, bool})
+ad.integers = _INTEGERS
+ad.record_gradient = record_gradient
+ad.float_sequences = float_sequences
+ad.record_tangents = record_tangents
+ad.float64 = _FLOAT64

@@ -1,0 +1,395 @@
+"""The same computations written the ways people write them: astad's cost over each.
+
+Run from the repository root:
+
+    python benchmarks/variants.py              # about 2 minutes
+    python benchmarks/variants.py --quick      # about 30 s
+    python benchmarks/variants.py --callgrind  # and instructions per call (valgrind)
+
+Each family is one computation in several forms (the dot product by ``range`` indexing,
+``zip``, ``for x in xs`` with a counter, ``enumerate``, ``while``; a matrix-vector sum by
+``m[i][j]``, ``row = m[i]``, ``for row in m``; a series with its length an int or a
+float; lists of ``numpy.float64``; a tiny function calling helpers, through
+``value_and_grad`` and ``vjp``), each timed side by side with its own primal in one run
+(interleaved samples, medians). The first form of a family is its reference: the table
+gives each form's grad / primal and that ratio over the reference's. Then the suite's
+scalar programs (``programs.py``) in the same run, and the issue's goals checked on all
+of them. Every form is checked first against the ordinary transformed code and central
+finite differences. Writes ``benchmarks/results/variants.json`` (``variants-quick.json``
+with ``--quick``) and, with ``--callgrind``, instruction counts in the same JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_HERE)
+for path in (_ROOT, _HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import astad  # noqa: E402
+import programs  # noqa: E402
+import run  # noqa: E402
+from astad import codegen  # noqa: E402
+
+
+# -- the forms ----------------------------------------------------------------------------
+def dot_range(xs, ys):
+    s = 0.0
+    for i in range(len(xs)):
+        s = s + xs[i] * ys[i]
+    return s
+
+
+def dot_zip(xs, ys):
+    s = 0.0
+    for x, y in zip(xs, ys):
+        s = s + x * y
+    return s
+
+
+def dot_counter(xs, ys):
+    s = 0.0
+    i = 0
+    for x in xs:
+        s = s + x * ys[i]
+        i += 1
+    return s
+
+
+def dot_enumerate(xs, ys):
+    s = 0.0
+    for i, x in enumerate(xs):
+        s += x * ys[i]
+    return s
+
+
+def dot_while(xs, ys):
+    s = 0.0
+    i = 0
+    n = len(xs)
+    while i < n:
+        s += xs[i] * ys[i]
+        i += 1
+    return s
+
+
+def matvec_ij(m, v):
+    s = 0.0
+    for i in range(len(m)):
+        for j in range(len(v)):
+            s = s + m[i][j] * v[j]
+    return s
+
+
+def matvec_row_index(m, v):  # the suite's sum_matvec
+    s = 0.0
+    for i in range(len(m)):
+        row = m[i]
+        r = 0.0
+        for j in range(len(v)):
+            r = r + row[j] * v[j]
+        s = s + r
+    return s
+
+
+def matvec_rows(m, v):
+    s = 0.0
+    for row in m:
+        for j in range(len(v)):
+            s = s + row[j] * v[j]
+    return s
+
+
+def matvec_rows_zip(m, v):
+    s = 0.0
+    for row in m:
+        for a, b in zip(row, v):
+            s += a * b
+    return s
+
+
+def series(x, n):
+    """exp(x) - 1 by its series, n terms; n an int (never differentiated) or a float."""
+    s = 0.0
+    term = 1.0
+    k = 1.0
+    while k < n:
+        term = term * x / k
+        s = s + term
+        k = k + 1.0
+    return s
+
+
+def _lerp(a, b, t):
+    return a + (b - a) * t
+
+
+def _smooth(u):
+    return u * u * (3.0 - 2.0 * u)
+
+
+def tiny(x, y):
+    """A tiny function with helper calls (about 1 us)."""
+    return _smooth(_lerp(x, y, 0.25)) + _lerp(y, x, 0.5) * 0.1
+
+
+def _vjp(f):
+    def value_and_pullback(*args):
+        value, pullback = f.vjp(*args)
+        return value, pullback(1.0)
+    return value_and_pullback
+
+
+class Form:
+    def __init__(self, family, name, fn, args, size="", call="value_and_grad"):
+        self.family, self.name, self.fn, self.args = family, name, fn, args
+        self.size, self.call = size, call
+        self.primal, self.decorated = fn, False
+
+
+def forms(quick: bool) -> list:
+    rng = random.Random(2024)
+    out = []
+    for n in ([10**3] if quick else [10**3, 10**4]):
+        xs = [rng.uniform(-1, 1) for _ in range(n)]
+        ys = [rng.uniform(-1, 1) for _ in range(n)]
+        size = f"n={n}"
+        out += [Form("dot", "range indexing", dot_range, (xs, ys), size),
+                Form("dot", "zip", dot_zip, (xs, ys), size),
+                Form("dot", "for x in xs, a counter", dot_counter, (xs, ys), size),
+                Form("dot", "enumerate", dot_enumerate, (xs, ys), size),
+                Form("dot", "while with an index", dot_while, (xs, ys), size)]
+        out += [Form("float64", "range indexing, lists of float", dot_range, (xs, ys), size),
+                Form("float64", "range indexing, lists of numpy.float64", dot_range,
+                     ([np.float64(x) for x in xs], [np.float64(y) for y in ys]), size)]
+    for n in ([30] if quick else [30, 100]):
+        m = [[rng.uniform(-1, 1) for _ in range(n)] for _ in range(n)]
+        v = [rng.uniform(-1, 1) for _ in range(n)]
+        size = f"{n}x{n}"
+        out += [Form("sum_matvec", "m[i][j]", matvec_ij, (m, v), size),
+                Form("sum_matvec", "row = m[i]; row[j]", matvec_row_index, (m, v), size),
+                Form("sum_matvec", "for row in m; row[j]", matvec_rows, (m, v), size),
+                Form("sum_matvec", "for row in m; zip(row, v)", matvec_rows_zip, (m, v),
+                     size)]
+    out += [Form("series", "n a float", series, (0.3, 200.0), "n=200"),
+            Form("series", "n an int", series, (0.3, 200), "n=200")]
+    out += [Form("tiny", "value_and_grad", tiny, (0.3, 1.7)),
+            Form("tiny", "vjp and one pullback", tiny, (0.3, 1.7), call="vjp")]
+    return out
+
+
+def path_of(fn, args) -> str:
+    """Which code runs: "straight-line" (no tape), "specialised" (flat tape), "general"."""
+    entry = codegen.build(fn)
+    if entry.floats is None or entry.floats(*args) is None:
+        return "general"
+    return "specialised" if entry.tapes else "straight-line"
+
+
+def check(form, ad) -> None:
+    """The form's value and gradient against the ordinary code and finite differences."""
+    case = programs.Case(form.family, None, form.fn, ad, form.args)
+    run.check_case(case, ad)
+    value, grads = ad.value_and_grad(*form.args)
+    want_value, want = ad.value_and_grad.__self__._value_and_grad_taped(form.args, {})
+    problems = []
+    run._compare("value", value, want_value, 1e-12, 1e-12, problems)
+    run._compare("gradient", grads, want, 1e-12, 1e-14, problems)
+    if problems:
+        raise run.BenchmarkError(f"{form.family} / {form.name}: " + "; ".join(problems))
+
+
+def bench_form(form, samples, target) -> dict:
+    ad = astad.reverse_diff(form.fn)
+    check(form, ad)
+    call = ad.value_and_grad if form.call == "value_and_grad" else _vjp(ad)
+    t = run.time_interleaved([("primal", form.fn, form.args), ("grad", call, form.args)],
+                             samples, target)
+    primal, grad = t["primal"]["median"], t["grad"]["median"]
+    return {"family": form.family, "form": form.name, "size": form.size,
+            "call": form.call, "path": path_of(form.fn, form.args) if form.call ==
+            "value_and_grad" else "general (vjp)", "primal_s": primal, "grad_s": grad,
+            "grad_over_primal": grad / primal, "timings": t}
+
+
+def bench_suite(samples, target, quick) -> list:
+    rows = []
+    for case in programs.make_cases(quick=quick):
+        row = run.bench_case(case, samples, target)
+        ad = case.ad if case.ad_is_decorated else astad.reverse_diff(case.ad)
+        fn = ad.__wrapped__ if case.ad_is_decorated else case.ad
+        rows.append({"family": "suite", "form": case.program, "size": case.size_label,
+                     "call": "value_and_grad", "path": path_of(fn, case.args),
+                     "primal_s": row["primal_s"], "grad_s": row["grad_s"],
+                     "grad_over_primal": row["grad_over_primal"], "timings": row["timings"]})
+    return rows
+
+
+def with_references(rows: list) -> None:
+    """Each form's ratio over its family's first form at the same size."""
+    first = {}
+    for r in rows:
+        if r["family"] == "suite":
+            continue
+        key = (r["family"], r["size"])
+        first.setdefault(key, r)
+        r["over_reference"] = r["grad_over_primal"] / first[key]["grad_over_primal"]
+        r["reference"] = first[key]["form"]
+
+
+def table(rows: list) -> str:
+    lines = ["| family | form | size | code | primal | astad | grad / primal | "
+             "over the first form |", "|---|---|---|---|--:|--:|--:|--:|"]
+    for r in rows:
+        ref = f"{r['over_reference']:.2f}x" if "over_reference" in r else "-"
+        lines.append(f"| {r['family']} | {r['form']} | {r['size'] or '-'} | {r['path']} | "
+                     f"{run.fmt_time(r['primal_s'])} | {run.fmt_time(r['grad_s'])} | "
+                     f"{r['grad_over_primal']:.1f}x | {ref} |")
+    return "\n".join(lines)
+
+
+def goals(rows: list) -> tuple:
+    """The issue's goals on this run: (lines of text, {goal: met})."""
+    suite = {}
+    for r in rows:
+        if r["family"] == "suite":
+            suite[r["form"]] = max(suite.get(r["form"], 0.0), r["grad_over_primal"])
+    scalar = sorted(suite.values())
+    variants = [r for r in rows if "over_reference" in r and r["family"] != "tiny"]
+    worst_variant = max(variants, key=lambda r: r["over_reference"])
+    tiny = [r for r in rows if r["family"] == "tiny" and r["call"] == "value_and_grad"]
+    met = {"median grad/primal <= 5x": statistics.median(scalar) <= 5.0,
+           "worst grad/primal <= 10x": max(scalar) <= 10.0,
+           "every variant within 1.5x of its first form":
+               worst_variant["over_reference"] <= 1.5,
+           "tiny function's value_and_grad within 5x": tiny[0]["grad_over_primal"] <= 5.0}
+    text = [f"suite's scalar programs (worst size of each): median "
+            f"{statistics.median(scalar):.1f}x, worst {max(scalar):.1f}x "
+            f"({max(suite, key=suite.get)})",
+            f"variants: the farthest from its first form is {worst_variant['family']} / "
+            f"{worst_variant['form']} ({worst_variant['size']}) at "
+            f"{worst_variant['over_reference']:.2f}x",
+            f"tiny function: value_and_grad {tiny[0]['grad_over_primal']:.1f}x its primal"]
+    text += [f"  [{'met' if ok else 'MISSED'}] {goal}" for goal, ok in met.items()]
+    return text, met
+
+
+# -- instruction counts (valgrind --tool=callgrind: repeatable on a busy machine) ----------
+def _child(index: int, kind: str, reps: int, quick: bool) -> None:
+    form = (forms(quick) + _suite_forms(quick))[index]
+    programs.ensure_recursion_limit(programs.CHAIN_DEPTH)
+    if kind == "primal":
+        fn = form.primal
+    else:
+        ad = form.fn if form.decorated else astad.reverse_diff(form.fn)
+        fn = ad.value_and_grad if form.call == "value_and_grad" else _vjp(ad)
+    fn(*form.args)  # warm: transformed, specialised, caches filled
+
+    def calls(n):
+        for _ in range(n):
+            fn(*form.args)
+    sys.call_tracing(calls, (reps,))  # (callgrind counts only inside call_tracing)
+
+
+def _suite_forms(quick: bool) -> list:
+    out = []
+    for case in programs.make_cases(quick=quick):
+        form = Form("suite", case.program, case.ad, case.args, case.size_label)
+        form.primal, form.decorated = case.primal, case.ad_is_decorated
+        out.append(form)
+    return out
+
+
+def _instructions(index, kind, reps, quick) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                        "--toggle-collect=sys_call_tracing*", f"--callgrind-out-file={out}",
+                        sys.executable, os.path.abspath(__file__), "--child", str(index),
+                        kind, str(reps)] + (["--quick"] if quick else []),
+                       check=True, capture_output=True,
+                       env=dict(os.environ, PYTHONHASHSEED="0"))
+        text = open(out).read()
+    total = re.search(r"^(?:summary|totals):\s*(\d+)", text, re.M)
+    return int(total.group(1)) / reps
+
+
+def callgrind(rows: list, quick: bool, only: list) -> None:
+    """Instructions per call of the primal and of astad, for each row (in the order
+    forms() and the suite make them)."""
+    for k, (form, row) in enumerate(zip(forms(quick) + _suite_forms(quick), rows)):
+        if only and not any(o in f"{form.family} {form.name} {form.size}" for o in only):
+            continue
+        reps = 3 if row["primal_s"] > 1e-4 else 100
+        primal = _instructions(k, "primal", reps, quick)
+        grad = _instructions(k, "grad", reps, quick)
+        row["instructions"] = {"primal": primal, "astad": grad, "ratio": grad / primal}
+        print(f"  {form.family:10s} {form.name:38s} {form.size:8s} primal {primal:12.0f}"
+              f"  astad {grad:12.0f}  {grad / primal:5.1f}x", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, shorter samples")
+    ap.add_argument("--samples", type=int, default=None)
+    ap.add_argument("--target", type=float, default=None)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--no-suite", action="store_true",
+                    help="only the variants, not the suite's programs")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also count instructions per call under valgrind (slow)")
+    ap.add_argument("--only", action="append", default=None,
+                    help="with --callgrind: only forms whose family or name has this")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(int(args.child[0]), args.child[1], int(args.child[2]), args.quick)
+        return 0
+    samples = args.samples or (3 if args.quick else 7)
+    target = args.target or (0.005 if args.quick else 0.02)
+    programs.ensure_recursion_limit(programs.CHAIN_DEPTH)
+    rows = []
+    for form in forms(args.quick):
+        row = bench_form(form, samples, target)
+        rows.append(row)
+        print(f"  {form.family:10s} {form.name:38s} {form.size:8s} {row['path']:14s} "
+              f"{row['grad_over_primal']:6.1f}x", flush=True)
+    if not args.no_suite:
+        for row in bench_suite(samples, target, args.quick):
+            rows.append(row)
+            print(f"  suite      {row['form']:38s} {row['size']:8s} {row['path']:14s} "
+                  f"{row['grad_over_primal']:6.1f}x", flush=True)
+    with_references(rows)
+    print("\n" + table(rows))
+    result = {"benchmark": "astad on the same computations written in different forms, and "
+                           "on the suite's scalar programs",
+              "mode": "quick" if args.quick else "full", "environment": run.environment(),
+              "settings": {"samples": samples, "target_sample_seconds": target,
+                           "statistic": "median", "interleaved": True}, "rows": rows}
+    if not args.no_suite:
+        text, met = goals(rows)
+        print("\nGoals (issue 15):\n" + "\n".join(text))
+        result["goals"] = met
+    if args.callgrind:
+        print("\nInstructions per call (valgrind --tool=callgrind):")
+        callgrind(rows, args.quick, args.only)
+    out = args.out or os.path.join(_HERE, "results", "variants-quick.json" if args.quick
+                                   else "variants.json")
+    run.write_json(result, out)
+    print(f"\nJSON written to {os.path.relpath(out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
