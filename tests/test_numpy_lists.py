@@ -215,3 +215,18 @@ def test_lists_of_numpy_float64_are_lists_of_float64_inside_and_in_the_gradient(
     # numpy's arithmetic, as in the original: a division by zero is inf, not an error
     with np.errstate(all="ignore"):
         assert astad.reverse_diff(lambda v: v[0] / (v[1] - v[1])).grad(xs)[0] == np.inf
+
+
+def test_np_block_of_floats_and_of_arrays_of_different_shapes():
+    """np.block's nested lists are not made one array (their arrays differ in shape); a
+    float in them is a 0-d array, as numpy takes it."""
+    def floats(a, b):
+        return np.sum(np.block([[a, b], [2.0, a * b]]) ** 2)  # a^2 + b^2 + 4 + a^2 b^2
+    assert astad.grad(floats, argnums=(0, 1))(1.0, 2.0) == (10.0, 8.0)
+    assert astad.jvp(floats, (1.0, 2.0), (1.0, 0.0)) == (13.0, 10.0)
+
+    def arrays(x):
+        return np.sum(np.block([[np.outer(x, x), np.ones((2, 1))], [x, 3.0]]))
+    x = np.array([1.0, 2.0])
+    # sum(outer) = (x0 + x1)^2, plus x0 + x1: gradient 2 (x0 + x1) + 1 for each
+    assert np.array_equal(astad.grad(arrays)(x), [7.0, 7.0])

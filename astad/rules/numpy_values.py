@@ -100,8 +100,19 @@ def _array_like(value):
     return value
 
 
+def _block_items(value):
+    """np.block's nested lists as they are, each scalar dual in them a 0-d array (the
+    arrays of one list may differ in shape: no list is made one array)."""
+    t = type(value)
+    if t is list or t is tuple:
+        return t(_block_items(x) for x in value)
+    return to_array(value)
+
+
 def _items(func, sequence):
     """The items of a joining function's sequence, each an array (or as it was)."""
+    if func is np.block:
+        return _block_items(sequence)
     if type(sequence) in ARRAY_DUALS and func in JOINING:  # np.hstack(x): the rows of the
         # array are the items
         sequence = [sequence[k] for k in range(len(sequence))]
