@@ -21,6 +21,7 @@ from . import testing  # noqa: F401  (astad.testing.check_grads)
 from .display import show
 from . import forward as _forward  # noqa: F401
 from .forward import arrays as _forward_arrays  # noqa: F401  (forward mode on numpy)
+from .rules import numpy_values as _numpy_values  # noqa: F401  (lists and floats to numpy)
 from .transforms import grad, hessian, jvp, value_and_grad, vjp
 from .jacobians import jacfwd, jacobian, jacrev
 from .runtime.duals import StaleDualError

@@ -22,12 +22,15 @@ from . import codegen
 
 from . import display
 from . import pickling
+from .argnums import argnums_positions, check_form
 from .runtime.array_dual import ArrayDual, index_of
-from .errors import AstadError, InputError
+from .errors import AstadError, InputError, SignatureError
+from .leftovers import run
 from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
 from .runtime.tape import sweep, sweep_and_free, sweep_general
 from .rules.array_writes import UNDO
-from .structure import Interleaving, build_gradient, contains_float, primal, seed
+from .structure import (Interleaving, build_gradient, contains_float, float_gradient, primal,
+                        seed)
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
@@ -98,7 +101,7 @@ class _Forward:
         self.sweep(adjoint, arrays, sweep)
         if self.single:
             return build_gradient(self.plans[0], adjoint, arrays)
-        return tuple([adjoint[plan] if type(plan) is int else
+        return tuple([float_gradient(adjoint[plan]) if type(plan) is int else
                       build_gradient(plan, adjoint, arrays) for plan in self.plans])
 
 
@@ -137,14 +140,10 @@ def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -
         for k in others:
             dual_args[k] = state.copy_constant(args[k])
         kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
-    # the level this call is: its duals are constants of any differentiation inside it
+    # the level this call is: its duals are constants of any differentiation inside it;
+    # afterwards the caller's objects hold none of them (leftovers.py)
     running_level = level(tape)
-    with running_level:
-        try:
-            result = rev(tape, *dual_args, **kwargs)
-        finally:
-            if state is not None and state.copies:
-                state.write_back()
+    result = run(rev, tape, state, dual_args, kwargs, running_level)
     return _Forward(tape, n_inputs, result, plans, single,
                     state if state is not None and state.copies else None,
                     running_level.writes)
@@ -178,9 +177,7 @@ class DiffFunction:
         self._entry = None  # the transformed function, revalidated on every call
         self._super = None  # its version for a method using zero-argument super() (_rev)
         if argnums is not None:
-            for k in (argnums,) if isinstance(argnums, int) else argnums:
-                if not isinstance(k, int) or isinstance(k, bool):
-                    raise AstadError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+            check_form(argnums)  # (JAX's reading, as the function transforms: argnums.py)
 
     def decorated(self):
         """A function that runs ``fn``'s own code and carries the gradient attributes.
@@ -271,7 +268,7 @@ class DiffFunction:
             try:
                 self._signature.bind(*args, **kwargs)
             except TypeError as exc:
-                raise TypeError(f"{self.__name__}(): {exc}") from None
+                raise SignatureError(f"{self.__name__}(): {exc}") from None
 
     def _positions(self, n_args: int) -> tuple:
         """Which positional arguments to differentiate (cached per argument count).
@@ -287,15 +284,7 @@ class DiffFunction:
             positions = tuple(range(n_args))
             single = len(self._positional) == 1 and not self._has_varargs
         else:
-            single = isinstance(argnums, int)
-            positions = (argnums,) if single else tuple(argnums)
-            positions = tuple(k + n_args if k < 0 else k for k in positions)
-            for k in positions:
-                if not 0 <= k < n_args:
-                    raise InputError(
-                        f"argnums {argnums!r} refers to positional argument {k}, but the call "
-                        f"passes {n_args} positional arguments (keyword arguments are not "
-                        "differentiated; pass that argument positionally)")
+            positions, single = argnums_positions(argnums, n_args)
         others = tuple(k for k in range(n_args) if k not in positions)
         self._positions_cache[n_args] = (positions, others, single)
         return positions, others, single

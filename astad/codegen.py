@@ -185,7 +185,7 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
     normalize(node, names.temp)
     local_names = bound_names(node)
     callees = _Callees(fn, preaccumulate, as_method, names)
-    node, dependencies, rules, straight, forward = transform(
+    node, dependencies, rules, straight, forward, guards = transform(
         node, fn, local_names, names, preaccumulate, as_method, parsed.filename, callees)
     # ``rev`` copies the defaults now: a new __defaults__ tuple must rebuild it (and its
     # callers, which include these dependencies), as a call of ``fn`` would use it
@@ -197,7 +197,7 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
     ast.fix_missing_locations(function_ast)
     compiled_rules = _compile_rules(rules, parsed.filename)
     rev = _compile(function_ast, fn, parsed.filename, names,
-                   {**compiled_rules, **callees.functions})
+                   {**compiled_rules, **callees.functions, **guards})
     source = render(function_ast, parsed.filename)
     for _, rule in rules:
         line = linecache.getline(parsed.filename, rule.lineno).strip()
@@ -258,10 +258,13 @@ def _distinct(dependencies: list) -> list:
 
 
 def _compile_rules(rules: list, filename: str) -> dict:
-    """Compile the fused rules (fuse.py) with astad's rule namespace as their globals."""
+    """Compile the fused rules (fuse.py) with astad's rule namespace as their globals (and
+    the callees each was written for, which it checks: fuse.py)."""
     if not rules:
         return {}
     namespace = rule_namespace()
+    for _, rule in rules:
+        namespace.update(getattr(rule, "astad_callees", {}))
     module = ast.Module(body=[rule for _, rule in rules], type_ignores=[])
     code = compile(module, filename, "exec", dont_inherit=True)
     exec(code, namespace)  # astad's own templates; no user text
@@ -315,6 +318,7 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
     rev.__kwdefaults__ = fn.__kwdefaults__
     rev.__qualname__ = fn.__qualname__
     rev.__doc__ = f"astad's transformed version of {fn.__qualname__}"
+    rev._astad_origin = weakref.ref(fn)  # (what it may reach after a call: leftovers.py)
     if itself is not None:
         itself.cell_contents = rev
     return rev

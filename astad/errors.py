@@ -54,7 +54,18 @@ class UnsupportedSyntaxError(LocatedError):
 
 
 class NotDifferentiableError(LocatedError):
-    """An active (differentiated) value reached something astad cannot differentiate."""
+    """An active (differentiated) value reached something astad cannot differentiate.
+
+    Made while a differentiation runs, it ends that differentiation even if the user's
+    code catches it (runtime/duals.py: ``level``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        note_refusal(self)
+
+
+def note_refusal(error) -> None:
+    """Replaced by runtime/duals.py, which keeps the refusals of running differentiations."""
 
 
 class SourceUnavailableError(AstadError):
@@ -63,6 +74,12 @@ class SourceUnavailableError(AstadError):
 
 class InputError(AstadError):
     """The arguments or cotangents given to ``.grad``/``.vjp`` are not usable."""
+
+
+class SignatureError(InputError, TypeError):
+    """The arguments given to ``.grad``/``.vjp`` do not fit the function's signature: the
+    TypeError Python would give for the call (an AstadError too, so tools that report
+    astad's errors, such as ``python -m astad check``, report it as one)."""
 
 
 _ASTAD_DIR = os.path.dirname(os.path.abspath(__file__))

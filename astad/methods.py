@@ -201,6 +201,13 @@ class DiffMethod:
         argnums = self._argnums
         if argnums is None:  # every argument after obj; one parameter: its gradient alone
             single = self._n_positional == 2 and not self._varargs and n == 1
+            if n_args == 1 and (self._n_positional > 1 or self._varargs):
+                return 1  # (no argument after obj: the call's own error says what is missing)
+            if n_args == 1:
+                raise InputError(
+                    "obj.f.grad(...) differentiates the arguments after the object, and this "
+                    "method takes none; differentiate the object's floats with "
+                    "Class.f.grad(obj)")
             return 1 if single else tuple(range(1, n_args))
         single = isinstance(argnums, int)
         shifted = []

@@ -20,6 +20,8 @@ a linked list of 10^5 cells does not need Python's recursion limit raised.
 """
 from __future__ import annotations
 
+import array
+import collections
 import dataclasses
 import enum
 import operator
@@ -28,9 +30,12 @@ import types
 import numpy as np
 
 from .runtime.array_dual import ARRAY_DUALS, ArrayDual, index_of, is_float_array
+from .containers import (copy_mapping, empty_like, empty_mapping, instance_attributes,
+                         is_sequence, is_walked_object, make_sequence, other_sequence,
+                         set_entries, set_items)
 from .errors import InputError
-from .runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, innermost, new_dual,
-                            running)
+from .runtime.duals import (DUAL_TYPES, FAST_PRIMALS, SCALAR_DUALS, Dual, NestedDual, innermost,
+                            new_dual, running)
 
 _NO_ENTRY = ()
 
@@ -61,7 +66,11 @@ def _run(walk):
 
 
 def _is_float(value) -> bool:
-    return type(value) is float or (isinstance(value, float) and type(value) is not bool)
+    """A float leaf: a float, a subclass of float (numpy.float64, the user's own) or another
+    numpy float scalar (numpy.float32). Read from the real type: a dual answers
+    ``isinstance(x, float)`` as its primal does, but is not a leaf of the user's data."""
+    t = type(value)
+    return t is float or (t is not bool and (issubclass(t, float) or issubclass(t, np.floating)))
 
 
 def _is_namedtuple(value) -> bool:
@@ -69,8 +78,16 @@ def _is_namedtuple(value) -> bool:
 
 
 def _is_record(value) -> bool:
-    """A dataclass instance: walked field by field, rebuilt without running its code."""
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+    """A dataclass instance, or a standard container kept in its attributes (UserList,
+    UserDict, ChainMap, SimpleNamespace): walked attribute by attribute, made again
+    without running its code."""
+    return (dataclasses.is_dataclass(value) or is_walked_object(value)) and \
+        not isinstance(value, type)
+
+
+def _new_object(cls):
+    """An instance of ``cls`` made without running its ``__init__``."""
+    return object.__new__(cls) if cls.__new__ is object.__new__ else cls.__new__(cls)
 
 
 _SLOTS: dict = {}  # class -> the names of its (and its bases') slots
@@ -102,11 +119,24 @@ def record_attributes(obj) -> list:
 
 
 def _holds_float(obj) -> bool:
-    return any(_is_float(v) for v in getattr(obj, "__dict__", {}).values())
+    """Does the object hold a float in an attribute, a slot, or anything they hold?"""
+    try:
+        attributes = record_attributes(obj)
+    except Exception:  # noqa: BLE001 (an attribute that cannot be read: not a float)
+        return False
+    return any(contains_float(v) for _, v in attributes)
 
 
 def _unsupported_argument(value, path: str):
     kind = type(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":  # (a subclass)
+        return InputError(
+            f"{path} is a {kind.__qualname__}, a subclass of numpy's ndarray whose "
+            "operators may mean something else (numpy.matrix: * is a matrix product); "
+            "astad differentiates numpy.ndarray: pass np.asarray(...) of it")
+    if kind is array.array and value.typecode in "fd":
+        return InputError(f"{path} is an array.array of floats; pass a list or a numpy "
+                          "array")
     if kind is complex:
         return InputError(f"{path} is a complex number; astad differentiates real floats only")
     if kind.__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") == "c":
@@ -119,18 +149,19 @@ def _unsupported_argument(value, path: str):
             _holds_float(value):
         return InputError(
             f"{path} is a {kind.__qualname__} instance holding floats; astad walks "
-            "dataclasses, named tuples, lists, tuples and dicts: make it a dataclass, or "
-            "leave it out of argnums")
+            "dataclasses, named tuples, lists, tuples, dicts and the standard containers "
+            "(deque, UserList, UserDict, ChainMap, SimpleNamespace): make it a dataclass, "
+            "or leave it out of argnums")
     return None
 
 
 # Plan nodes: what interleave saw, so that the gradient can be rebuilt later even if the
 # function mutated its arguments. A plain int is a float leaf's input slot.
 class _Run:          # a list or tuple of exactly-float elements: slots start..start+n
-    __slots__ = ("start", "n", "kind")
+    __slots__ = ("start", "n", "kind", "element")  # element: float, or numpy.float64
 
-    def __init__(self, start, n, kind):
-        self.start, self.n, self.kind = start, n, kind
+    def __init__(self, start, n, kind, element=float):
+        self.start, self.n, self.kind, self.element = start, n, kind, element
 
 
 class _Node:         # a container: kind in "seq", "namedtuple", "map", "record"
@@ -195,6 +226,9 @@ class Interleaving:
         self.tape = tape         # one slot per float leaf (for reverse mode, the tape)
         self.level = tape        # the level the leaves' duals belong to
         self.copies: dict = {}   # id(original) -> (original, copy, plan, snapshot or None)
+        # objects passed as they are (a user's class): the call may store duals in them,
+        # which leftovers.py replaces by their primals afterwards
+        self.opaque: list = []
 
     # -- the leaves: a new dual and its slot (ForwardInterleaving makes forward duals) --
     def _new_duals(self, xs) -> list:
@@ -213,7 +247,7 @@ class Interleaving:
 
     def _dual(self, x):
         """A dual for the float (or the dual of an enclosing level) ``x``, in a new slot."""
-        d = new_dual(Dual if type(x) is float else NestedDual)
+        d = new_dual(Dual if type(x) in FAST_PRIMALS else NestedDual)
         d.v = x
         d.i = len(self.tape)
         d.t = self.tape
@@ -267,21 +301,29 @@ class Interleaving:
         return _run(self._walk(value, "", False))[0]
 
     def _float_run(self, value):
-        """Duals for a list/tuple of floats, inline (no walk per element); None, with the
-        tape as it was, if an element is not a float."""
+        """Duals for a list/tuple of floats, or of numpy.float64 values, inline (no walk
+        per element); None, with the tape as it was, for any other."""
         for x in value:
             if type(x) is not float:
-                return None
+                break
+        else:
+            start = len(self.tape)
+            out = self._new_duals(value)
+            return out, _Run(start, len(out), type(value))
+        if not value or not set(map(type, value)) <= _FLOAT64:
+            return None
         start = len(self.tape)
         out = self._new_duals(value)
-        return out, _Run(start, len(out), type(value))
+        return out, _Run(start, len(out), type(value), np.float64)
 
     def _walk(self, value, path, active):
         t = type(value)
         if not active and (t is int or t is str or value is None or _is_float(value)):
             return value, None
-        if _is_float(value):
-            d = self._dual(float(value))
+        if t is int or t is str or t is bool or value is None:  # (the common constants)
+            return value, _Const(value)
+        if _is_float(value):  # (a float subclass keeps its class: isinstance sees it)
+            d = self._dual(value)
             return (d, len(self.tape) - 1 if t is float else _FloatLeaf(len(self.tape) - 1, t))
         if t in SCALAR_DUALS:  # a value of an enclosing differentiation: a float here
             if not active:
@@ -290,22 +332,36 @@ class Interleaving:
         if is_float_array(value) or t in ARRAY_DUALS:
             if not active:
                 return value, None
+            # the same array twice is one input of reverse mode, as the same list is (its
+            # whole gradient at each place); forward mode keeps one tangent per place
+            seen = self.copies.get(id(value)) if self.level is self.tape else None
+            if seen is not None:
+                return seen[1], seen[2]
             d = self._array_dual(value)
-            return d, _ArrayLeaf(len(self.tape) - 1, value.shape, value.dtype)
+            plan = _ArrayLeaf(len(self.tape) - 1, value.shape, value.dtype)
+            if self.level is self.tape:
+                self._remember(value, d, plan)
+            return d, plan
         seen = self.copies.get(id(value))
         if seen is not None:  # the same mutable object twice: one copy, aliasing kept
             return seen[1], seen[2]
-        if t is list or t is tuple:
-            run = self._float_run(value) if active else None
+        exact = t is list or t is tuple
+        if exact or other_sequence(t):
+            run = self._float_run(value) if active and exact else None
             if run is not None:
                 out, plan = run
-            elif not active and all(type(x) is float for x in value):
+            elif not active and exact and all(type(x) is float for x in value):
                 out, plan = list(value), None
             else:
                 out, children = [], []
-                plan = _Node("seq", t, children, None)
-                if t is list:
-                    self._remember(value, out, plan)  # before the elements: cycles
+                # (a subclass or a deque: the original gives its class's own fields)
+                plan = _Node("seq", t, children, None if exact else value)
+                target = out if t is list else (None if exact else empty_like(value))
+                if target is not None:
+                    self._remember(value, target, plan)  # before the elements: cycles
+                if not exact and active and contains_float(instance_attributes(value)):
+                    raise InputError(f"{path} is a {t.__qualname__} whose own attributes "
+                                     "hold floats; astad walks its items only")
                 for k, x in enumerate(value):
                     if active and type(x) is float:  # a float leaf inline: no sub-walk
                         copy = self._dual(x)
@@ -314,6 +370,11 @@ class Interleaving:
                         copy, child = yield self._walk(x, f"{path}[{k}]", active)
                     out.append(copy)
                     children.append(child)
+                if not exact:
+                    out = make_sequence(t, out, value, target)
+                    if not isinstance(out, tuple):
+                        self._remember(value, out, plan, list(out))
+                    return out, plan
             if t is tuple:
                 return tuple(out), plan
             self._remember(value, out, plan, list(out))
@@ -330,16 +391,22 @@ class Interleaving:
                 children.append(child)
             return tuple.__new__(t, out), _Node("namedtuple", t, children, None)
         if isinstance(value, dict):
-            copy = value.copy()  # keeps the mapping type (OrderedDict, defaultdict, ...)
+            copy = copy_mapping(value)  # of its class (OrderedDict, defaultdict, a subclass)
             plan = _Node("map", t, [], value)
             self._remember(value, copy, plan)
             for key, x in value.items():
-                copy[key], child = yield self._walk(x, f"{path}[{key!r}]", active)
+                item, child = yield self._walk(x, f"{path}[{key!r}]", active)
+                dict.__setitem__(copy, key, item)
                 plan.children.append((key, child))
             self._remember(value, copy, plan, list(copy.items()))
             return copy, plan
+        if t is types.MappingProxyType:  # a read-only view: over a copy of what it shows
+            inner, plan = yield self._walk(dict(value), path, active)
+            if plan is not None:  # (the map's plan, made again as a view: _build)
+                plan.cls, plan.original = t, value
+            return types.MappingProxyType(inner), plan
         if _is_record(value):
-            copy = object.__new__(t)
+            copy = _new_object(t)
             plan = _Node("record", t, [], None)
             frozen = getattr(getattr(t, "__dataclass_params__", None), "frozen", False)
             self._remember(value, copy, plan)
@@ -360,6 +427,12 @@ class Interleaving:
             error = _unsupported_argument(value, path)
             if error is not None:
                 raise error
+        if t is set:  # mutable: the function gets a copy, written back as it leaves it
+            copy = set(value)
+            self._remember(value, copy, None, set(copy))
+            return copy, _Const(value)
+        if _is_instance(value) or (t is np.ndarray and value.dtype == object):
+            self.opaque.append(value)
         return value, _Const(value)
 
     def _remember(self, original, copy, plan, snapshot=None) -> None:
@@ -375,19 +448,29 @@ class Interleaving:
         for original, copy, plan, snapshot in list(self.copies.values()):
             if snapshot is None:
                 continue  # frozen, or only reached as part of a cycle
-            if type(copy) is list:
+            if type(copy) is list or isinstance(copy, (list, collections.deque)):
                 if len(copy) == len(snapshot) and all(map(operator.is_, copy, snapshot)):
                     continue  # untouched: nothing to do (the common case, at C speed)
                 originals = originals or self.originals()
-                original[:] = [primal(x, originals, self.level) for x in copy]
+                items = [primal(x, originals, self.level) for x in copy]
+                if type(copy) is list:
+                    original[:] = items
+                else:
+                    set_items(original, items)
             elif isinstance(copy, dict):
                 items = list(copy.items())
                 if len(items) == len(snapshot) and all(
                         a[0] is b[0] and a[1] is b[1] for a, b in zip(items, snapshot)):
                     continue
                 originals = originals or self.originals()
+                set_entries(original, [(primal(k, originals, self.level),
+                                        primal(v, originals, self.level)) for k, v in items])
+            elif type(copy) is set:
+                if set(map(id, copy)) == set(map(id, snapshot)):
+                    continue  # (by identity: an equal dual may have replaced a float)
+                originals = originals or self.originals()
                 original.clear()
-                original.update((k, primal(v, originals, self.level)) for k, v in items)
+                original.update(primal(x, originals, self.level) for x in copy)
             elif type(plan) is _FloatRecord:  # (snapshot: the duals, in plan.names order)
                 attributes = copy.__dict__
                 if len(attributes) == len(snapshot) and tuple(attributes) == plan.names \
@@ -415,11 +498,30 @@ class Interleaving:
 
 
 # -- rebuild ------------------------------------------------------------------------------
+def float_gradient(g):
+    """The cotangent of a float leaf, as a float: partials of numpy.float64 values leave
+    numpy.float64 adjoints (a dual of an enclosing level stays as it is)."""
+    return float(g) if type(g) is np.float64 else g
+
+
+def run_gradient(plan, adjoint: list) -> list:
+    """The cotangents of a _Run's elements, of the elements' class."""
+    values = adjoint[plan.start:plan.start + plan.n]
+    if plan.element is float:
+        if set(map(type, values)) <= _FLOAT:
+            return values
+        return [float_gradient(g) for g in values]
+    return [np.float64(g) if type(g) is float else g for g in values]
+
+
+_FLOAT, _FLOAT64 = frozenset({float}), frozenset({np.float64})
+
+
 def build_gradient(plan, adjoint: list, arrays: dict):
     """The gradient described by ``plan``: adjoints at float leaves, the argument's own
     values elsewhere, the same types throughout, no user code run."""
     if type(plan) is int:
-        return adjoint[plan]
+        return float_gradient(adjoint[plan])
     if type(plan) is _FloatRecord:
         return _float_record_gradient(plan, adjoint)
     return _run(_build(plan, adjoint, arrays, {}))
@@ -428,14 +530,15 @@ def build_gradient(plan, adjoint: list, arrays: dict):
 def _float_record_gradient(plan, adjoint):
     obj = object.__new__(plan.cls)
     start = plan.start
-    obj.__dict__.update(zip(plan.names, adjoint[start:start + len(plan.names)]))
+    obj.__dict__.update(zip(plan.names, map(float_gradient,
+                                            adjoint[start:start + len(plan.names)])))
     return obj
 
 
 def _build(plan, adjoint, arrays, memo):
     t = type(plan)
     if t is int:
-        return adjoint[plan]
+        return float_gradient(adjoint[plan])
     if t is _ArrayLeaf:
         g = arrays.get(plan.slot)
         if type(g) in SCALAR_DUALS:  # a 0-d array's cotangent at an enclosing level
@@ -443,13 +546,13 @@ def _build(plan, adjoint, arrays, memo):
         return np.zeros(plan.shape, plan.dtype) if g is None else g.astype(plan.dtype,
                                                                           copy=False)
     if t is _Run:
-        values = adjoint[plan.start:plan.start + plan.n]
+        values = run_gradient(plan, adjoint)
         return values if plan.kind is list else tuple(values)
     if t is _Const:
         return plan.value
     if t is _FloatLeaf:
         g = adjoint[plan.slot]
-        return plan.cls(g) if type(g) is float else g
+        return plan.cls(g) if type(g) in FAST_PRIMALS else g
     if t is _FloatRecord:
         return _float_record_gradient(plan, adjoint)
     built = memo.get(id(plan))
@@ -458,29 +561,32 @@ def _build(plan, adjoint, arrays, memo):
     kind = plan.kind
     if kind == "seq":
         out = []
-        if plan.cls is list:
-            memo[id(plan)] = out
+        cls = plan.cls
+        target = out if cls is list else (
+            None if cls is tuple else empty_like(plan.original))
+        if target is not None:
+            memo[id(plan)] = target
         for child in plan.children:
-            out.append(adjoint[child] if type(child) is int else
+            out.append(float_gradient(adjoint[child]) if type(child) is int else
                        (yield _build(child, adjoint, arrays, memo)))
-        return out if plan.cls is list else tuple(out)
+        return make_sequence(cls, out, plan.original, target)
     if kind == "namedtuple":
         out = []
         for child in plan.children:
-            out.append(adjoint[child] if type(child) is int else
+            out.append(float_gradient(adjoint[child]) if type(child) is int else
                        (yield _build(child, adjoint, arrays, memo)))
         return tuple.__new__(plan.cls, out)
     if kind == "map":
-        out = plan.original.copy()
-        out.clear()
+        proxy = plan.cls is types.MappingProxyType
+        out = {} if proxy else empty_mapping(plan.original)
         memo[id(plan)] = out
         for key, child in plan.children:
-            out[key] = yield _build(child, adjoint, arrays, memo)
-        return out
-    obj = object.__new__(plan.cls)  # record
+            dict.__setitem__(out, key, (yield _build(child, adjoint, arrays, memo)))
+        return types.MappingProxyType(out) if proxy else out
+    obj = _new_object(plan.cls)  # record
     memo[id(plan)] = obj
     for name, child in plan.children:
-        _setattr(obj, name, adjoint[child] if type(child) is int else
+        _setattr(obj, name, float_gradient(adjoint[child]) if type(child) is int else
                  (yield _build(child, adjoint, arrays, memo)))
     return obj
 
@@ -552,25 +658,52 @@ def _primal(value, originals, memo, level):
         for x in value:
             out.append((yield _primal(x, originals, memo, level)))
         return tuple(out) if t is tuple else tuple.__new__(t, out)
+    if other_sequence(t):  # a subclass of list or tuple, a deque: of its class
+        target = empty_like(value)
+        if target is not None:
+            memo[id(value)] = target
+        out = []
+        for x in value:
+            out.append((yield _primal(x, originals, memo, level)))
+        return make_sequence(t, out, value, target)
     if isinstance(value, dict):
-        out = value.copy()
+        out = empty_mapping(value)
         memo[id(value)] = out
-        for key, x in value.items():
-            out[key] = yield _primal(x, originals, memo, level)
+        for key, x in value.items():  # (a key may be a differentiated value too)
+            dict.__setitem__(out, (yield _primal(key, originals, memo, level)),
+                             (yield _primal(x, originals, memo, level)))
         return out
-    if _is_record(value):
+    if t is types.MappingProxyType:
+        return types.MappingProxyType((yield _primal(dict(value), originals, memo, level)))
+    if t in (set, frozenset):
+        out = []
+        for x in value:
+            out.append((yield _primal(x, originals, memo, level)))
+        return t(out)
+    if _is_record(value) or (_is_instance(value) and contains_dual(value)):
+        # a dataclass or a standard container; another object only if it holds a dual
         attributes = record_attributes(value)
         if not any(type(x) in DUAL_TYPES or not isinstance(x, (int, float, str, type(None)))
                    for _, x in attributes):
             return value  # nothing to strip: keep the object itself
-        obj = object.__new__(t)
+        obj = _new_object(t)
         memo[id(value)] = obj
         for name, x in attributes:
             _setattr(obj, name, (yield _primal(x, originals, memo, level)))
         return obj
-    if t in (set, frozenset):
-        return t(_strip(x, level) if type(x) in DUAL_TYPES else x for x in value)
     return value
+
+
+_NOT_INSTANCES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                  types.MethodType, types.BuiltinMethodType, types.CodeType, enum.Enum,
+                  np.ndarray, np.generic)
+
+
+def _is_instance(value) -> bool:
+    """An object of a class that keeps values in attributes (a user's class), whose
+    attributes astad may read: not a class, a module, a function or a numpy value."""
+    return not isinstance(value, _NOT_INSTANCES) and (
+        hasattr(value, "__dict__") or bool(_slot_names(type(value))))
 
 
 # -- seed ---------------------------------------------------------------------------------
@@ -630,19 +763,20 @@ def _seed(result, cotangent, adjoint, arrays, path, seen, level):
     key = (id(result), id(cotangent))
     if key in seen:  # a cyclic structure: each (value, cotangent) pair once
         return
-    if t is list or t is tuple or _is_namedtuple(result):
+    if t is list or t is tuple or is_sequence(result):
         seen.add(key)
-        if not isinstance(cotangent, (list, tuple)) or len(cotangent) != len(result):
+        if not is_sequence(cotangent) or len(cotangent) != len(result):
             raise InputError(
                 f"the cotangent at {path} should be a {t.__name__} of length {len(result)} "
                 f"like the result, got {type(cotangent).__name__} {_short(cotangent)}")
         for k, (r, c) in enumerate(zip(result, cotangent)):
             yield _seed(r, c, adjoint, arrays, f"{path}[{k}]", seen, level)
         return
-    if isinstance(result, dict):
+    if isinstance(result, _MAPPINGS):
         seen.add(key)
-        if not isinstance(cotangent, dict) or cotangent.keys() != result.keys():
-            missing = [k for k in result if not isinstance(cotangent, dict) or k not in cotangent]
+        if not isinstance(cotangent, _MAPPINGS) or cotangent.keys() != result.keys():
+            missing = [k for k in result if not isinstance(cotangent, _MAPPINGS)
+                       or k not in cotangent]
             raise InputError(
                 f"the cotangent at {path} should be a dict with the result's keys "
                 f"{list(result)!r}" + (f" (missing {missing!r})" if missing else "")
@@ -663,24 +797,41 @@ def _seed(result, cotangent, adjoint, arrays, path, seen, level):
     if _is_float(result) or result is None or isinstance(result, (int, str, bytes, enum.Enum,
                                                                   np.ndarray)):
         return  # not differentiated (a constant float, an int, a tag): nothing to seed
-    if any(type(v) in DUAL_TYPES for v in getattr(result, "__dict__", {}).values()):
+    if _is_instance(result) and contains_dual(result):
         raise InputError(
             f"{path} is a {t.__qualname__} instance holding differentiated values; astad "
-            "follows them through dataclasses, named tuples, lists, tuples and dicts only")
+            "follows them through dataclasses, named tuples, lists, tuples, dicts and the "
+            "standard containers only")
+
+
+_MAPPINGS = (dict, types.MappingProxyType)
 
 
 def contains_float(value) -> bool:
-    t = type(value)
-    if t in DUAL_TYPES or is_float_array(value):
-        return True
-    if _is_float(value):
-        return True
-    if t in (list, tuple) or _is_namedtuple(value):
-        return any(contains_float(x) for x in value)
-    if isinstance(value, dict):
-        return any(contains_float(x) for x in value.values())
-    if _is_record(value):
-        return any(contains_float(x) for _, x in record_attributes(value))
+    """Does ``value`` hold a float (or a float array) anywhere: in containers, dataclasses
+    and the attributes of other objects?"""
+    stack, seen = [value], set()
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is float or t in DUAL_TYPES or is_float_array(x) or _is_float(x):
+            return True
+        if t in (int, str, bool, bytes, type(None)) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if t is list or t is tuple or isinstance(x, (list, tuple, collections.deque)):
+            stack.extend(x)
+        elif isinstance(x, _MAPPINGS):
+            stack.extend(x.values())
+        elif isinstance(x, np.ndarray) and x.dtype.kind == "f":  # (a subclass: matrix)
+            return True
+        elif t is array.array:
+            return x.typecode in "fd" and len(x) > 0
+        elif _is_record(x) or _is_instance(x):
+            try:
+                stack.extend(v for _, v in record_attributes(x))
+            except Exception:  # noqa: BLE001 (an attribute that cannot be read)
+                continue
     return False
 
 
@@ -714,12 +865,16 @@ def _contains_dual(value, seen, found):
     if id(value) in seen:
         return False
     seen.add(id(value))
-    if t in (list, tuple, set, frozenset) or _is_namedtuple(value):
+    if t in (list, tuple, set, frozenset) or isinstance(value, (list, tuple,
+                                                                collections.deque)):
         items = value
-    elif isinstance(value, dict):
-        items = value.values()
-    elif _is_record(value):
-        items = [x for _, x in record_attributes(value)]
+    elif isinstance(value, _MAPPINGS):  # (a key may hold a dual too)
+        items = list(value.keys()) + list(value.values())
+    elif _is_record(value) or _is_instance(value):
+        try:
+            items = [x for _, x in record_attributes(value)]
+        except Exception:  # noqa: BLE001 (an attribute that cannot be read)
+            return False
     else:
         return False
     any_dual = False

@@ -26,37 +26,13 @@ from typing import Any
 
 from . import codegen, pickling
 from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass
+from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from .errors import AstadError, InputError
 from .forward.call import forward
 from .runtime.calls import rev as transformed_callable, resolvable_function
 from .runtime.duals import is_nested
 from .runtime.tape import sweep, sweep_general
 from .structure import seed
-
-
-def argnums_positions(argnums, n_args: int, name: str = "argnums") -> tuple:
-    """``(positions, single)``: the positional arguments ``argnums`` names for a call with
-    ``n_args`` of them, as JAX reads it."""
-    single = isinstance(argnums, int) and not isinstance(argnums, bool)
-    numbers = (argnums,) if single else argnums
-    try:
-        numbers = tuple(numbers)
-    except TypeError:
-        raise AstadError(f"{name} must be an int or a tuple of ints, got {argnums!r}") from None
-    if not numbers or not all(isinstance(k, int) and not isinstance(k, bool) for k in numbers):
-        raise AstadError(f"{name} must be an int or a non-empty tuple of ints, got "
-                         f"{argnums!r}")
-    positions = tuple(k + n_args if k < 0 else k for k in numbers)
-    for k, p in zip(numbers, positions):
-        if not 0 <= p < n_args:
-            raise InputError(
-                f"{name} {argnums!r} refers to positional argument {k}, but the call passes "
-                f"{n_args} positional arguments (keyword arguments are not differentiated; "
-                "pass that argument positionally)")
-    if len(set(positions)) != len(positions):
-        raise AstadError(f"{name} {argnums!r} names an argument more than once (as in JAX, "
-                         "each argument may be differentiated once)")
-    return positions, single
 
 
 def _name(fun) -> str:

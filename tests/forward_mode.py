@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import types
 
-__all__ = ["Fwd", "fmath", "Trace", "primal", "tangent"]
+__all__ = ["Fwd", "fmath", "Trace", "primal", "tangent", "ftype", "refusing"]
 
 FLIP = 100.0        # a decision is "near" when FLIP finite-difference steps can flip it
 _TINY = 1e-300
@@ -51,6 +51,7 @@ class Trace:
         self.max_tangent = 0.0      # largest |tangent| of any Fwd made
         self.finite = True          # no Fwd had a non-finite value or tangent
         self.ops = 0                # Fwd values made
+        self.refused = False        # a differentiated value reached a refusing function
 
     def __enter__(self):
         self._saved = Trace.current
@@ -296,6 +297,51 @@ class Fwd:
     def __index__(self):
         raise TypeError("a forward-mode dual is not an index")
 
+    # what type a float is: isinstance(x, float), x.__class__, functools.singledispatch
+    # and match class patterns see a float (``ftype`` answers type(x) in programs)
+    @property
+    def __class__(self):
+        return float
+
+    # numpy's object-array loops call the element's method of a ufunc's name
+    def exp(self):
+        return fmath.exp(self)
+
+    def log(self):
+        return fmath.log(self)
+
+    def sin(self):
+        return fmath.sin(self)
+
+    def cos(self):
+        return fmath.cos(self)
+
+    def tanh(self):
+        return fmath.tanh(self)
+
+    def sqrt(self):
+        return fmath.sqrt(self)
+
+
+def ftype(x, *rest):
+    """type() for programs run in forward mode: a Fwd's type is float."""
+    if rest:
+        return type(x, *rest)
+    return float if type(x) is Fwd else type(x)
+
+
+def refusing(plain):
+    """A function with no derivative (a C function): with a Fwd it records that a
+    differentiated value reached it (astad then refuses: the fuzzer expects the error) and
+    raises, as astad's refusal would inside the program."""
+    def call(x):
+        if type(x) is Fwd:
+            if Trace.current is not None:
+                Trace.current.refused = True
+            raise RuntimeError("a differentiated value reached a refusing function")
+        return plain(x)
+    return call
+
 
 def _to_int(what, x, dx, result):
     # int/trunc/floor/ceil jump at integers
@@ -309,8 +355,8 @@ def _pow(x, dx, y, dy, y_active):
     if type(r) is complex:
         raise ValueError("complex result of ** in the forward-mode oracle")
     r = float(r)
-    if x != 0.0:
-        tx = y * x ** (y - 1)
+    if x != 0.0:  # (as astad: x ** (y - 1) overflows where r / x is just infinite)
+        tx = y * x ** (y - 1) if y >= 1 else y * (r / x)
     else:
         tx = 0.0 if y > 1 or y == 0 else (1.0 if y == 1 else math.inf)
         _singular("pow base at 0", x, dx)
@@ -437,7 +483,7 @@ def _hypot(*coords):
     r = math.hypot(*vals)
     dr = sum(v * tangent(c) for v, c in zip(vals, coords)) / r if r else 0.0
     # singular at the origin: its distance is r itself
-    _singular("hypot", r, math.sqrt(sum(tangent(c) ** 2 for c in coords)))
+    _singular("hypot", r, math.hypot(*[tangent(c) for c in coords]))
     return _make(r, dr)
 
 
@@ -447,11 +493,11 @@ def _atan2(y, x):
     yv, yt = _split(y)
     xv, xt = _split(x)
     r = math.atan2(yv, xv)
-    d = xv * xv + yv * yv
-    _singular("atan2 origin", math.sqrt(d), math.hypot(xt, yt))
+    h = math.hypot(xv, yv)  # (x^2 + y^2 underflows at 1e-200)
+    _singular("atan2 origin", h, math.hypot(xt, yt))
     if xv < 0.0:  # the branch cut along the negative x axis
         _decide("atan2 cut", _sign(yv), yv, yt)
-    return _make(r, (xv * yt - yv * xt) / d)
+    return _make(r, (xv / h * yt - yv / h * xt) / h)
 
 
 def _pow_fn(x, y):
@@ -479,10 +525,11 @@ def _fmod(x, y):
         return math.fmod(x, y)
     xv, xt = _split(x)
     yv, yt = _split(y)
-    q = math.trunc(xv / yv)
+    r = math.fmod(xv, yv)
+    q = round((xv - r) / yv)  # the quotient fmod used (trunc(x / y) may round past it)
     frac = abs(xv / yv) - math.floor(abs(xv / yv))
     _decide("fmod", q, min(frac, 1.0 - frac), (xt * yv - xv * yt) / (yv * yv))
-    return _make(math.fmod(xv, yv), xt - q * yt)
+    return _make(r, xt - q * yt)
 
 
 def _fsum(items):

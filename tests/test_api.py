@@ -149,11 +149,11 @@ def test_recursion_3000_deep_with_original_limit():
 def test_opaque_callable_with_active_argument_is_an_error_naming_it():
     @astad.reverse_diff
     def f(x):
-        return math.gamma(x)
-    with pytest.raises(astad.NotDifferentiableError, match="'gamma'") as info:
+        return math.ulp(x)  # (a C function with no derivative registered)
+    with pytest.raises(astad.NotDifferentiableError, match="'ulp'") as info:
         f.grad(1.5)
-    assert "test_api.py" in str(info.value) and "math.gamma(x)" in str(info.value)
-    assert f(1.5) == math.gamma(1.5)
+    assert "test_api.py" in str(info.value) and "math.ulp(x)" in str(info.value)
+    assert f(1.5) == math.ulp(1.5)
 
 
 def test_opaque_callable_with_inactive_arguments_just_runs():

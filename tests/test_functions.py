@@ -176,13 +176,13 @@ def test_functions_in_lists_and_dicts():
 def test_opaque_function_with_active_argument_names_it_and_how_to_fix():
     @astad.reverse_diff
     def f(x):
-        return math.gamma(x)
+        return math.ulp(x)  # (a C function with no derivative registered)
     with pytest.raises(astad.NotDifferentiableError) as info:
         f.grad(2.5)
     message = str(info.value)
-    assert "'gamma'" in message and "register_scalar(gamma" in message
+    assert "'ulp'" in message and "register_scalar(ulp" in message
     assert "custom_vjp" in message and "register_vjp" in message
-    assert "test_functions.py" in message and "return math.gamma(x)" in message
+    assert "test_functions.py" in message and "return math.ulp(x)" in message
 
 
 REPL_LAMBDA = eval("lambda t: t * 3.0")  # like a lambda typed at a REPL: no source file
@@ -193,7 +193,7 @@ MADE_AT_RUNTIME = _namespace["made_at_runtime"]
 
 @pytest.mark.parametrize("opaque, name", [(REPL_LAMBDA, "<lambda>"),
                                           (MADE_AT_RUNTIME, "made_at_runtime"),
-                                          (math.gamma, "gamma")])
+                                          (math.ulp, "ulp")])
 def test_function_without_source_reached_by_a_differentiated_value(opaque, name):
     @astad.reverse_diff(argnums=0)
     def f(x, fn):
@@ -221,7 +221,7 @@ def test_c_function_in_untransformed_code_is_an_error_with_a_location():
     assert f.grad(4.0) == pytest.approx(0.25)  # followed and transformed: works
 
 
-def test_escaped_dual_is_an_error_later():
+def test_a_value_kept_in_a_closure_list_ends_plain_and_one_astad_cannot_see_is_an_error():
     kept = []
 
     @astad.reverse_diff
@@ -229,8 +229,16 @@ def test_escaped_dual_is_an_error_later():
         kept.append(x)
         return x * 2.0
     f.grad(1.0)
+    assert kept == [1.0] and type(kept[0]) is float  # as the original leaves it
+    hidden = []
+
+    @astad.reverse_diff
+    def g(x):
+        hidden.append(iter([x]))  # an iterator: astad cannot look inside to clean it
+        return x * 2.0
+    g.grad(1.0)
     with pytest.raises(astad.AstadError, match="has returned"):
-        kept[0] * 3.0
+        next(hidden[0]) * 3.0
 
 
 # ==========================================================================================
@@ -863,7 +871,9 @@ def test_a_helper_called_through_its_module_follows_a_rebinding(tmp_path, monkey
     import astad_shapes_helpers
     import astad_shapes_user
     area = astad.reverse_diff(astad_shapes_user.area)
-    assert "D_square(_tape, x)" in area.source  # resolved when transformed
+    # resolved when transformed, checked where it is called
+    assert "(D_square if helpers.square is _square else ad.rev(helpers.square))(_tape, x)" \
+        in area.source
     assert area.grad(2.0) == 12.0
     monkeypatch.setattr(astad_shapes_helpers, "square", astad_shapes_helpers.cube)
     assert area.grad(2.0) == 36.0  # 9 x^2: the module's new function, not the old one

@@ -2046,7 +2046,8 @@ def test_registered_python_function_has_a_deterministic_rule_name():
     def f(x):
         return np.sum(softplus(x))
 
-    assert "ad.vjp_softplus(_tape, x)" in ad(f).source
+    assert "(ad.vjp_softplus if softplus is _softplus else ad.rev(softplus))(_tape, x)" in \
+        ad(f).source
 
 
 @pytest.fixture

@@ -230,7 +230,7 @@ def _result(result, tangent, handle):
     if np.shape(tangent) != expected:
         tangent = np.broadcast_to(tangent, expected) * 1.0
     if np.ndim(result) == 0 and type(result) is not np.ndarray:
-        value = float(result) if type(result) is np.float64 else result
+        value = result  # (numpy's float64 stays, as in reverse mode: its type is seen)
         if handle.width is None and type(tangent) not in DUAL_TYPES:
             tangent = float(tangent)
         return forward_dual(value, tangent, handle)

@@ -21,8 +21,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..runtime.array_dual import FArrayDual
+from ..leftovers import run
 from ..runtime.duals import (DUAL_TYPES, FDual, ForwardLevel, NestedFDual, forward_dual,
-                             level, new_dual, running)
+                             new_dual, running)
 from ..structure import (Interleaving, _ArrayLeaf, _FloatLeaf, _FloatRecord, _Node, _Run,
                          _is_namedtuple, _is_record, _short, primal, record_attributes,
                          towered)
@@ -178,12 +179,8 @@ def forward(rev, args: tuple, kwargs: dict, positions, tangents=None, width=None
         if k not in positions:
             dual_args[k] = state.copy_constant(args[k])
     kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
-    with level(handle):
-        try:
-            result = rev(handle, *dual_args, **kwargs)
-        finally:
-            if state.copies:
-                state.write_back()
+    # (as reverse mode: arguments written back, no dual left behind: leftovers.py)
+    result = run(rev, handle, state, dual_args, kwargs)
     return ForwardPass(result, handle, state, plans)
 
 

@@ -68,13 +68,6 @@ class Fence(gast.NodeVisitor):
             self.reject(node, _FORBIDDEN_CALLS[func.id])
         self.generic_visit(node)
 
-    # `case float(x)` would test isinstance(value, float), which a dual is not.
-    def visit_MatchClass(self, node):
-        if isinstance(node.cls, gast.Name) and node.cls.id in ("float", "int", "complex"):
-            self.reject(node, f"a '{node.cls.id}(...)' class pattern in 'match'",
-                        "test the value with 'if' instead")
-        self.generic_visit(node)
-
     def _is_top_level(self, target: gast.AST) -> bool:
         """True when ``target`` sits in the root function itself, not a nested def."""
         stack = [(self.root, True)]

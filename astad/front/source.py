@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import gast
 
 from ..errors import SourceUnavailableError
+from .lambdas import lambdas_in
 
 
 @dataclass
@@ -107,7 +108,12 @@ def _at_first_line(fn, lines: list, firstlineno: int):
             module = gast.parse("(\n" + dedented + "\n)")
             firstlineno -= 1
         except SyntaxError:
-            return None
+            # (a lambda that is a value in a multi-line dict literal: cut out alone)
+            found = lambdas_in(text, firstlineno) if code.co_name == "<lambda>" else []
+            if not found:
+                return None
+            module, indent, firstlineno = gast.Module(body=[gast.Expr(value=lam) for lam in
+                                                            found], type_ignores=[]), 0, 1
     gast.increment_lineno(module, firstlineno - 1)
     _shift_columns(module, indent)
     if code.co_name == "<lambda>":

@@ -16,7 +16,8 @@ ordinary rules, so it is never less general than the unfused code.
 Leaves are evaluated before any operation of the group. So that this changes nothing
 observable, a group is not fused when an operation that can raise (``/``, ``**``,
 ``log``...) would, in Python's own order, run before a leaf that can raise or has side
-effects (a call, an index, an attribute).
+effects (a call, an index, an attribute, or a name that may be unbound:
+front/definite.py), so exceptions come in Python's order.
 """
 from __future__ import annotations
 
@@ -36,11 +37,23 @@ _WORD = re.compile(r"\b([xyr])\b")
 class Op:
     """An internal node of a fused group."""
 
-    def __init__(self, rule: str, operands: list, node, exponent=None):
+    def __init__(self, rule: str, operands: list, node, exponent=None, callee=None):
         self.rule = rule          # name of the rule in ``ad`` ("mul", "sin", "pow")
         self.operands = operands  # Op, Leaf or Const
         self.node = node
         self.exponent = exponent  # for x ** c with a numeric constant c
+        self.callee = callee      # for a call (math.sin(x)): its Callee
+
+
+class Callee:
+    """The callee of a call in a fused group (``math.sin``, ``act``): passed to the rule
+    as Python reads it at that point, and checked there against the callable the rule was
+    written for, so that a global rebound during the call is seen (transform.guarded)."""
+
+    def __init__(self, node, index: int, expected):
+        self.node = node
+        self.index = index
+        self.expected = expected
 
 
 class Leaf:
@@ -109,6 +122,8 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "") -> tuple:
                 return ["1.0"]
             if c == 2:
                 return [f"2.0 * {n.inputs[0]}"]
+            if c < 0:  # (x ** (c - 1) raises OverflowError where r / x is just inf)
+                return [f"{c!r} * ({n.var} / {n.inputs[0]})"]
             return [f"{c!r} * {n.inputs[0]} ** {c - 1!r}"]
         if n.rule in BINARY_RULES:
             names = {"x": n.inputs[0], "y": n.inputs[1], "r": n.var}
@@ -184,12 +199,15 @@ class Fuser:
             return Op(_UNARYOPS[type(node.op)][0], [self._build(node.operand, leaves)], node)
         if isinstance(node, gast.Call) and active(node):
             rule = self._unary_rule(node)
-            if rule is not None:
-                return Op(rule, [self._build(node.args[0], leaves)], node)
+            if rule is not None:  # (the callee is read before the argument, as in Python)
+                callee = Callee(node.func, len(leaves), self.t._static_callee(node.func))
+                leaves.append(callee)
+                return Op(rule, [self._build(node.args[0], leaves)], node, callee=callee)
         # a leaf: reuse the parameter of an identical name (names have no side effects)
         if isinstance(node, gast.Name):
             for leaf in leaves:
-                if isinstance(leaf.node, gast.Name) and leaf.node.id == node.id:
+                if isinstance(leaf, Leaf) and isinstance(leaf.node, gast.Name) and \
+                        leaf.node.id == node.id:
                     return leaf
         leaf = Leaf(node, len(leaves))
         leaves.append(leaf)
@@ -202,8 +220,9 @@ class Fuser:
         return 0
 
     @staticmethod
-    def _order_is_safe(tree) -> bool:
-        """No raising operation runs, in Python's order, before a leaf that may raise."""
+    def _order_is_safe(tree, certain=None) -> bool:
+        """No raising operation runs, in Python's order, before a leaf that may raise.
+        ``certain``: the ids of the name reads that cannot raise (None: every name)."""
         risky_seen = False
         safe = True
 
@@ -215,8 +234,9 @@ class Fuser:
                 if n.rule not in TOTAL_RULES and not (n.rule == "pow" and
                                                       n.exponent in (1, 2, 3)):
                     risky_seen = True
-            elif isinstance(n, Leaf) and risky_seen and not isinstance(
-                    n.node, (gast.Name, gast.Constant)):
+            elif isinstance(n, Leaf) and risky_seen and not isinstance(n.node, gast.Constant) \
+                    and not (isinstance(n.node, gast.Name) and (
+                        certain is None or id(n.node) in certain)):
                 safe = False
         walk(tree)
         return safe
@@ -225,7 +245,8 @@ class Fuser:
         """A call of a fused rule replacing ``node``, or None if not worth fusing."""
         leaves: list = []
         tree = self._build(node, leaves)
-        if not isinstance(tree, Op) or self._count(tree) < 2 or not self._order_is_safe(tree):
+        if not isinstance(tree, Op) or self._count(tree) < 2 or \
+                not self._order_is_safe(tree, self.t.certain_reads):
             return None
         if len(leaves) > 12:  # keep generated rules small; long sums still fuse in parts
             return None
@@ -246,10 +267,16 @@ class Fuser:
     def _write_rule(self, name: str, tree: Op, leaves: list, node) -> ast.FunctionDef:
         active = self.t.activity.active
         params = [f"a{leaf.index}" for leaf in leaves]
+        callees = [leaf for leaf in leaves if isinstance(leaf, Callee)]
+        leaves = [leaf for leaf in leaves if isinstance(leaf, Leaf)]
         values = {leaf.index: f"x{leaf.index}" for leaf in leaves}
         maybe_active = [leaf for leaf in leaves if active(leaf.node)]
         lines, result, partials = differentiate(tree, values, [0])
-        checks = [f"type(a{leaf.index}) is Dual" for leaf in maybe_active] + [
+        # each callee is the one the rule was written for (else: the composition of the
+        # rules of what it is now, ad.rev)
+        expected = {f"{name}_c{c.index}": c.expected for c in callees}
+        same_callees = [f"a{c.index} is {name}_c{c.index}" for c in callees]
+        checks = same_callees + [f"type(a{leaf.index}) is Dual" for leaf in maybe_active] + [
             f"type(a{leaf.index}) in NUMBER" for leaf in leaves if leaf not in maybe_active]
         if maybe_active:  # every dual of this level (one chained comparison)
             checks.append(" is ".join([f"a{leaf.index}.t" for leaf in maybe_active] + ["tape"]))
@@ -271,7 +298,10 @@ class Fuser:
         # entry: the ordinary rules take it instead (never a silent lost derivative).
         unexpected = "".join(f" or type(a{leaf.index}) in SCALAR_DUALS" for leaf in leaves
                              if leaf not in maybe_active and not _literal(leaf.node))
-        mixed = [f"x = ad.primals(tape, {', '.join(params)})", f"if x is None{unexpected}:",
+        unexpected += "".join(f" or not {check}" for check in same_callees)
+        value_params = [f"a{leaf.index}" for leaf in leaves]
+        mixed = [f"x = ad.primals(tape, {', '.join(value_params)})",
+                 f"if x is None{unexpected}:",
                  f"    return {self._fallback(tree, node)}",
                  f"{', '.join(values[leaf.index] for leaf in leaves)}, = x"] + lines + [
                  f"return ad.record(tape, {result}, {', '.join(pairs)})"]
@@ -284,6 +314,7 @@ class Fuser:
             if "lineno" in n._attributes:
                 n.lineno = n.end_lineno = node.lineno
                 n.col_offset, n.end_col_offset = node.col_offset, node.end_col_offset
+        rule.astad_callees = expected  # (names the rule's globals give them: codegen.py)
         return rule
 
     def _fallback(self, tree, node) -> str:
@@ -297,6 +328,8 @@ class Fuser:
                 return f"a{n.index}"
             operands = [write(o, False) for o in n.operands]
             rule = n.rule
+            if n.callee is not None:  # what the callee is now: its rule, or its D (ad.rev)
+                return f"ad.rev(a{n.callee.index})(tape, {', '.join(operands)})"
             if rule == "pow":
                 return f"ad.pow(tape, {operands[0]}, {n.exponent!r})"
             if top and getattr(node, INPLACE, False) and rule in ("add", "sub", "mul",

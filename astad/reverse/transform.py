@@ -22,12 +22,14 @@ A float literal stays a plain float: a constant, with no tape entry (section 7).
 from __future__ import annotations
 
 import builtins
+import copy
 import types
 
 import gast
 import numpy as np
 
 from ..front.activity import Activity, bound_names, shadowed_builtins
+from ..front.definite import certain_reads
 from ..runtime.calls import is_numpy_callable
 from .fuse import Fuser
 from ..front.normalize import INPLACE
@@ -85,6 +87,10 @@ class ReverseTransform(gast.NodeTransformer):
         self.dependencies: list = []
         self.fuser = Fuser(self, names.rule) if preaccumulate else None
         self.property_names = _property_names(fn)
+        self.certain_reads = certain_reads(root)  # names a fused rule may read early
+        # callees resolved now, checked where they are called: cell name -> callable
+        self.guards: dict = {}
+        self.guard_names: dict = {}  # id(callable) -> its cell name
         # callee -> (name of D[callee] in generated code or CALL_AS_IS, the bindings that
         # choice depends on), or None: found at run time by ad.rev. codegen decides (it
         # builds D[callee]).
@@ -132,14 +138,35 @@ class ReverseTransform(gast.NodeTransformer):
         return value
 
     def _static_callee(self, func):
-        """The callable ``func`` names, when it is resolvable at transform time."""
+        """The callable ``func`` names, when it is resolvable at transform time. What it
+        was resolved from is a dependency: the global name and, for ``module.f``, the
+        module's attribute (replacing ``math.sin`` rebuilds the code, as rebinding
+        ``sin`` does)."""
         if isinstance(func, gast.Name):
             return self._global_value(func.id)
         if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
             module = self._global_value(func.value.id)
             if isinstance(module, types.ModuleType):
-                return getattr(module, func.attr, MISSING)
+                value = getattr(module, func.attr, MISSING)
+                if func.attr in vars(module):
+                    self.dependencies.append((vars(module), func.attr, value))
+                return value
         return MISSING
+
+    def guarded(self, func, callee, resolved):
+        """The callee of a call resolved now, checked where it is called, as Python reads
+        it there: ``(resolved if func is _resolved else ad.rev(func))``. A helper that
+        rebinds the global (``global act; act = math.sin``, ``globals()[...] = ...``)
+        during the call is then seen by the next call, in the same function too."""
+        name = self.guard_names.get(id(callee))
+        if name is None:
+            base = func.id if isinstance(func, gast.Name) else func.attr
+            name = self.guard_names[id(callee)] = self.names.fresh(f"_{base}")
+            self.guards[name] = callee
+        test = gast.Compare(left=copy.deepcopy(func), ops=[gast.Is()],
+                            comparators=[gast.Name(name, gast.Load(), None, None)])
+        fallback = self._call(self._rule("rev", func), [copy.deepcopy(func)], [], func)
+        return gast.copy_location(gast.IfExp(test=test, body=resolved, orelse=fallback), func)
 
     # -- the rules ---------------------------------------------------------------------
     def visit_BinOp(self, node):
@@ -171,6 +198,10 @@ class ReverseTransform(gast.NodeTransformer):
         if fused is not None:
             return fused
         self.generic_visit(node)
+        return self._rewrite_call(node)
+
+    def _rewrite_call(self, node):
+        """D of a call whose arguments are already transformed."""
         callee = self._static_callee(node.func)
         if callee is not MISSING:
             lazy.load_rules_for(callee)  # scipy.special's rules, on first use
@@ -179,16 +210,22 @@ class ReverseTransform(gast.NodeTransformer):
                 rule = PRIMITIVES.get(callee)
             except TypeError:  # unhashable
                 tapeless = rule = None
-            if tapeless is not None:
+            if tapeless is not None:  # (float, isinstance, type: see through a dual)
                 node.func = self._rule(tapeless, node.func)
                 return node
             if rule is not None:
                 self.dependencies.append((PRIMITIVES, callee, rule))  # (as static_rule_name)
-                node.func = self._rule(rule, node.func)
+                node.func = self.guarded(node.func, callee, self._rule(rule, node.func))
                 node.args.insert(0, self._tape())
                 return node
             if is_numpy_callable(callee):
-                return node  # numpy dispatches to the array rules itself (arrays.py)
+                # numpy dispatches to the array rules itself (array_dual.py); where a dual
+                # may reach it, lists holding duals become arrays first (numpy_values.py)
+                if any(self.activity.active(a) for a in node.args) or any(
+                        self.activity.active(k.value) for k in node.keywords):
+                    node.args.insert(0, node.func)
+                    node.func = self._rule("numpy", node.func)
+                return node
             if getattr(builtins, getattr(callee, "__name__", ""), None) is callee:
                 # Other builtins only move, compare or format values; a dual that reaches
                 # one that computes on floats raises (runtime.Dual), never passes silently.
@@ -205,8 +242,8 @@ class ReverseTransform(gast.NodeTransformer):
                     self.dependencies.append((vars(module), node.func.attr, callee))
                 if name is CALL_AS_IS:  # a dataclass or named tuple: it only stores values
                     return node
-                node.func = gast.copy_location(gast.Name(name, gast.Load(), None, None),
-                                               node.func)
+                node.func = self.guarded(node.func, callee, gast.copy_location(
+                    gast.Name(name, gast.Load(), None, None), node.func))
                 node.args.insert(0, self._tape())
                 return node
         rev = self._call(self._rule("rev", node.func), [node.func], [], node.func)
@@ -272,7 +309,11 @@ class ReverseTransform(gast.NodeTransformer):
         elif isinstance(node, gast.UnaryOp):
             node.operand = self._on_primals(node.operand)
         elif isinstance(node, gast.Call):
+            # the rule itself, on primal arguments: for numbers it is the plain function;
+            # a list or an object still holding duals (sum(xs), abs(v) with a user
+            # __abs__) then meets the rule's own handling, never untransformed code
             node.args = [self._on_primals(a) for a in node.args]
+            return self._rewrite_call(node)
         return node
 
     def visit_Assign(self, node):
@@ -353,7 +394,8 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
     written for it (statement-level preaccumulation, fuse.py, unless turned off), for
     scalar code of floats its specialised value-and-gradient function (straightline.py,
     scalarloops.py) and its forward-mode function (forward/floats.py; each
-    ``(ast.FunctionDef, text)`` or None).
+    ``(ast.FunctionDef, text)`` or None), and the callees resolved now that the code
+    checks where it calls them (name in the code -> callable).
     """
     activity = Activity(root, local_names | shadowed_builtins(fn))
     rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate,
@@ -383,7 +425,7 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
         root.args.args.insert(position - len(root.args.posonlyargs), tape)
     gast.fix_missing_locations(root)
     rules = rewriter.fuser.rules if rewriter.fuser is not None else []
-    return root, rewriter.dependencies, rules, straight, forward
+    return root, rewriter.dependencies, rules, straight, forward, rewriter.guards
 
 
 __all__ = ["transform", "Names", "bound_names"]

@@ -8,6 +8,8 @@ came from (array_gather.scatter_add where elements may repeat). All accept leadi
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, refuse_keywords,
@@ -91,7 +93,8 @@ def _repeat_vjp(g, r, a, repeats, axis=None):
     shape = np.shape(a)
     if axis is None:
         lead = lead_shape(g, 1)
-        summed = np.sum(np.reshape(g, lead + (-1, repeats)), axis=-1)
+        # (the size, not -1: np.repeat(x, 0) gives an empty g)
+        summed = np.sum(np.reshape(g, lead + (math.prod(shape), repeats)), axis=-1)
         return np.reshape(summed, lead + shape)
     ndim = len(shape)
     axis %= ndim

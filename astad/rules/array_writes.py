@@ -383,6 +383,9 @@ def setitem(tape, value, obj, index) -> None:
     if t is list or t is dict:
         obj[index] = value
         return
+    if t is np.ndarray and obj.dtype == object:  # (holds Python objects, as a list does;
+        obj[index] = value  # what it keeps is cleaned after the call: leftovers.py)
+        return
     if t in ARRAY_DUALS:
         write(obj, index, value)
         return

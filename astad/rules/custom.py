@@ -31,7 +31,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
-from .scalar import _register, ad, register_scalar, unique_rule_name
+from .generic import general_namespace
+from .scalar import _register, ad, full_primal, register_scalar, unique_rule_name
 from ..forward.call import ForwardInterleaving, tangent_of
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, is_forward, is_nested, level as
                              running_level, reverse_dual)
@@ -415,28 +416,14 @@ def _dist_jvp(primals, tangents):
 custom_vjp(math.dist).defvjp(_dist_fwd, _dist_bwd).defjvp(_dist_jvp)
 
 
-def _digamma(x: float) -> float:
-    """d lgamma / dx. Reflection below 1/2, the recurrence psi(x) = psi(x + 1) - 1/x up to
-    10, then the asymptotic series (its next term is below 3e-14 there)."""
-    if x <= 0.0 and x == math.floor(x):
-        return math.nan  # a pole of gamma
-    if x < 0.5:  # psi(1 - x) - psi(x) = pi cot(pi x)
-        return _digamma(1.0 - x) - math.pi / math.tan(math.pi * x)
-    result = 0.0
-    while x < 10.0:
-        result -= 1.0 / x
-        x += 1.0
-    inv2 = 1.0 / (x * x)
-    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
-        1 / 240 - inv2 * (1 / 132)))))
-    return result + math.log(x) - 0.5 / x - series
-
-
-register_scalar(math.lgamma, _digamma, name="lgamma")
-# ldexp(x, i) = x 2**i (i an int); remainder(x, y) = x - n y with n = round(x / y)
+# (digamma of a differentiated value, for derivatives of derivatives: rules/special.py)
+register_scalar(math.lgamma, general_namespace()["_digamma"], name="lgamma")
+# ldexp(x, i) = x 2**i (i an int); remainder(x, y) = x - n y with n = round(x / y), read
+# from the primals (n is piecewise constant: a plain number at every level)
 register_scalar(math.ldexp, lambda x, i: math.ldexp(1.0, i), None, name="ldexp")
-register_scalar(math.remainder, lambda x, y: 1.0,
-                lambda x, y: -(x - math.remainder(x, y)) / y, name="remainder")
+register_scalar(math.remainder, lambda x, y: 1.0, lambda x, y: -round(
+    (full_primal(x) - math.remainder(full_primal(x), full_primal(y))) / full_primal(y)),
+    name="remainder")
 
 
 def _modf_bwd(residuals, g):

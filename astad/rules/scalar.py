@@ -29,10 +29,23 @@ import numpy as np
 
 from ..errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
 from ..runtime.array_dual import ArrayDual, FArrayDual
-from ..runtime.duals import SCALAR_DUALS, Dual, FDual, ScalarDual, forward_dual, new_dual
+from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, ScalarDual, forward_dual,
+                             new_dual)
 from ..runtime.tape import gradient_of
-from .generic import (RULES, _inv, _sign, add_term, apply as general, apply2 as general2,
-                      apply_many, define, general_namespace)
+from . import special
+from .generic import (RULES, Rule, _inv, _sign, add_term, apply as general, apply2 as general2,
+                      apply_many, define, general_namespace, is_dual)
+
+# digamma for the general rules (gamma's partial, differentiated again at any order)
+general_namespace()["_digamma"] = special.general(general, Rule, is_dual)
+# sech^2 x = 4 e / (1 + e)^2 with e = exp(-2|x|): tanh's partial where 1 - r^2 cancels
+# (its text, compiled for the fast paths here and for the general rules' namespace)
+_SECH2 = """
+def _sech2(x):
+    e = exp(-2.0 * abs(x))
+    return 4.0 * e / ((1.0 + e) * (1.0 + e))
+"""
+exec(compile(_SECH2, RULE_FILENAME, "exec"), general_namespace())  # astad's own text
 
 # The namespace generated code calls into, as ``ad.<name>``.
 ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")
@@ -67,9 +80,11 @@ def _number(value, op: str, other_is_first: bool, dual_primal):
     if type(value) in _ARRAY_TYPES and op in OPERATORS:
         return ARRAY
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return value if type(value) is int else float(value)
+        return value  # (its own type: numpy.float64 * x is numpy.float64, as in the original)
     if isinstance(value, bool):
         return int(value)
+    if isinstance(value, np.bool_):  # a numpy truth value: numpy's arithmetic, as given
+        return value
     # Reproduce Python's own error for e.g. 1.5 * "a" or [1] * 2.5, with the primal.
     a, b = (value, dual_primal) if other_is_first else (dual_primal, value)
     OPERATORS[op](a, b)  # raises Python's own TypeError where the primal would
@@ -100,6 +115,8 @@ def mixed(rule, sym: str, a, b):
             return IN_PLACE_OPERATORS[sym](a, b)
         sym = sym[:-1]
     x, y = a, b
+    if sym == "%" and (type(a) is str or type(a) is bytes):  # text formatting: no derivative
+        return format_text(a, b)
     if type(a) not in SCALAR_DUALS:
         if type(a) is not float and type(a) is not int:
             x = _number(a, sym, True, full_primal(b))
@@ -113,6 +130,21 @@ def mixed(rule, sym: str, a, b):
 
 ad.mixed = mixed
 
+
+def format_text(text, values):
+    """``"%.2f" % x``, ``"%s and %s" % (x, y)``: printf-style formatting reads the values'
+    primals, as f-strings and format() do (text carries no derivative)."""
+    if type(values) in SCALAR_DUALS:
+        return text % full_primal(values)
+    if type(values) is tuple:
+        return text % tuple(full_primal(v) for v in values)
+    if isinstance(values, dict):
+        return text % {k: full_primal(v) for k, v in values.items()}
+    return text % values
+
+
+ad.format_text = format_text
+
 IN_PLACE_OPERATORS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
                       "/=": operator.itruediv, "%=": operator.imod}
 
@@ -123,11 +155,13 @@ _NAMESPACE = {
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
     "RAD": math.pi / 180.0, "operator": operator, "builtins": builtins,
+    "_digamma": special.digamma,
     "PLAIN": frozenset({int, float, bool, complex, str, bytes, list, tuple, type(None)}),
 }
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
 _NAMESPACE.update({"ad": ad, "NUMBER": (int, float), "gradient_of": gradient_of,
                    "accumulate": itertools.accumulate})
+exec(compile(_SECH2, RULE_FILENAME, "exec"), _NAMESPACE)  # (plain math: the fast paths)
 
 
 def rule_namespace() -> dict:
@@ -266,7 +300,8 @@ def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = No
           math_name: str | None = None):
     define(name, primal, (dx,), "x", math_name)
     impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx, general=name,
-                    fallback=fallback or f"math.{name}(a)")
+                    fallback=fallback or f"math.{name}(a) if type(a) in NUMBER else "
+                    f"ad.via_float(rule_{name}, tape, (a,), math.{name})")
     _register(name, impl, *originals)
     UNARY_RULES[name] = (primal, dx)
 
@@ -276,7 +311,9 @@ def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
            math_name: str | None = None):
     define(name, primal, (dx, dy), "x, y", math_name)
     impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy, general=name,
-                    sym=sym or name, fallback=fallback or f"math.{name}(a, b)")
+                    sym=sym or name, fallback=fallback or f"math.{name}(a, b) if type(a) in "
+                    f"NUMBER and type(b) in NUMBER else "
+                    f"ad.via_float(rule_{name}, tape, (a, b), math.{name})")
     _register(name, impl, *originals)
     BINARY_RULES[name] = (primal, dx, dy)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
@@ -307,7 +344,8 @@ binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/",
        inplace="operator.itruediv(a, b)")
 # x % y == x - y * floor(x / y): d/dx = 1, d/dy = -floor(x / y) = -(x // y)
 binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%",
-       fallback=_user_fallback("a % b", "__mod__", "__rmod__", "operator.mod"),
+       fallback="ad.format_text(a, b) if type(a) is str or type(a) is bytes else "
+       + _user_fallback("a % b", "__mod__", "__rmod__", "operator.mod"),
        inplace="operator.imod(a, b)")
 unary("neg", "-x", "-1.0", operator.neg,
       fallback="-a if type(a) in PLAIN else ad.user_unary(tape, a, '__neg__', operator.neg)")
@@ -336,9 +374,16 @@ _register("divmod", divmod_, builtins.divmod)
 
 
 def _pow_partials(x, y, r, need_y: bool):
-    """Partials of x ** y on floats. d/dx = y x^(y-1); d/dy = r log x (0 where r == 0)."""
-    if x != 0.0:
-        dx = y * r / x
+    """Partials of x ** y on floats. d/dx = y x^(y-1): for y >= 1 as written (y r / x
+    would overflow or underflow where r does: x ** 2 at 1e154, x ** 3 at 1e-120), for
+    y < 1 as y (r / x) (x ** (y - 1) would raise OverflowError where the derivative is
+    merely infinite: x ** -1 at 1e-170), and 0 for y == 0 (x ** 0 is 1 everywhere);
+    d/dy = r log x, 0 where r == 0 or x == 0 (JAX's choice: the y-partial of 0 ** y at
+    y == 0 is 0, not log 0)."""
+    if y == 0:
+        dx = 0.0
+    elif x != 0.0:
+        dx = y * x ** (y - 1) if y >= 1 else y * (r / x)
     elif y == 1:
         dx = 1.0
     elif y > 1:
@@ -347,7 +392,7 @@ def _pow_partials(x, y, r, need_y: bool):
         dx = _INF if y != 0 else 0.0
     if not need_y:
         return dx, 0.0
-    if r == 0.0:
+    if r == 0.0 or x == 0.0:
         dy = 0.0
     elif x > 0.0:
         dy = r * math.log(x)
@@ -376,11 +421,11 @@ def _pow_dx(x, y, r):
         return 0.0
     if x == 0.0 and y < 1:
         return _INF
-    return y * x ** (y - 1)
+    return y * x ** (y - 1) if y >= 1 else y * (r / x)  # (as _pow_partials)
 
 
 def _pow_dy(x, y, r):
-    if r == 0.0:
+    if r == 0.0 or x == 0.0:
         return 0.0
     if x > 0.0:
         return r * ad.log(None, x)
@@ -391,8 +436,8 @@ RULES["pow"] = type(RULES["add"])("pow", _pow_primal, (_pow_dx, _pow_dy))
 
 
 def pow(tape, a, b, mod=None):  # noqa: A001 - the rule for ** and builtins.pow
-    if mod is not None:
-        return builtins.pow(a, b, mod)
+    if mod is not None:  # integers only, as Python says for floats (no derivative)
+        return builtins.pow(full_primal(a), full_primal(b), full_primal(mod))
     ta, tb = type(a) is Dual and a.t is tape, type(b) is Dual and b.t is tape
     if (ta or tb) and type(a.v if ta else a) is not bool and type(b.v if tb else b) in (
             float, int):  # the fast path: floats and ints on this tape, reverse mode
@@ -436,17 +481,22 @@ _register("math_pow", math_pow, math.pow)
 unary("sin", "sin(x)", "cos(x)", math.sin)
 unary("cos", "cos(x)", "-sin(x)", math.cos)
 unary("tan", "tan(x)", "1.0 + r * r", math.tan)
-unary("asin", "asin(x)", "_inv(sqrt(1.0 - x * x))", math.asin)
-unary("acos", "acos(x)", "-_inv(sqrt(1.0 - x * x))", math.acos)
-unary("atan", "atan(x)", "1.0 / (1.0 + x * x)", math.atan)
+# Every partial is written in a form that neither overflows, underflows nor cancels where
+# the function itself is fine (checked against high-precision finite differences at
+# special and extreme arguments: tests/test_rule_edges.py): (1 - x)(1 + x) rather than
+# 1 - x x near 1, hypot rather than x x + 1, sech^2 from exp(-2|x|) rather than 1 - r r.
+unary("asin", "asin(x)", "_inv(sqrt((1.0 - x) * (1.0 + x)))", math.asin)
+unary("acos", "acos(x)", "-_inv(sqrt((1.0 - x) * (1.0 + x)))", math.acos)
+unary("atan", "atan(x)", "1.0 / (1.0 + x * x) if -1e150 < x < 1e150 else 1.0 / x / x",
+      math.atan)
 unary("sinh", "sinh(x)", "cosh(x)", math.sinh)
 unary("cosh", "cosh(x)", "sinh(x)", math.cosh)
-unary("tanh", "tanh(x)", "1.0 - r * r", math.tanh)
-unary("asinh", "asinh(x)", "1.0 / sqrt(x * x + 1.0)", math.asinh)
-unary("acosh", "acosh(x)", "_inv(sqrt(x * x - 1.0))", math.acosh)
-unary("atanh", "atanh(x)", "1.0 / (1.0 - x * x)", math.atanh)
+unary("tanh", "tanh(x)", "1.0 - r * r if -0.5 < x < 0.5 else _sech2(x)", math.tanh)
+unary("asinh", "asinh(x)", "1.0 / hypot(x, 1.0)", math.asinh)
+unary("acosh", "acosh(x)", "_inv(sqrt(x - 1.0) * sqrt(x + 1.0))", math.acosh)
+unary("atanh", "atanh(x)", "1.0 / ((1.0 - x) * (1.0 + x))", math.atanh)
 unary("exp", "exp(x)", "r", math.exp)
-unary("expm1", "expm1(x)", "r + 1.0", math.expm1)
+unary("expm1", "expm1(x)", "exp(x)", math.expm1)
 unary("log1p", "log1p(x)", "1.0 / (1.0 + x)", math.log1p)
 unary("log2", "log2(x)", "1.0 / x / LN2", math.log2)
 unary("log10", "log10(x)", "1.0 / x / LN10", math.log10)
@@ -460,13 +510,16 @@ if hasattr(math, "exp2"):  # Python >= 3.11
     unary("exp2", "exp2(x)", "r * LN2", math.exp2)
 if hasattr(math, "cbrt"):
     unary("cbrt", "cbrt(x)", "_inv(3.0 * r * r)", math.cbrt)
-binary("atan2", "atan2(x, y)", "y / (x * x + y * y) if x or y else 0.0",
-       "-x / (x * x + y * y) if x or y else 0.0", math.atan2)
+binary("atan2", "atan2(x, y)", "y / hypot(x, y) / hypot(x, y) if x or y else 0.0",
+       "-x / hypot(x, y) / hypot(x, y) if x or y else 0.0", math.atan2)
 binary("hypot2", "hypot(x, y)", "x / r if r else 0.0", "y / r if r else 0.0",
        fallback="math.hypot(a, b)", math_name="hypot")
 binary("copysign", "copysign(x, y)", "copysign(1.0, x) * copysign(1.0, y)", "0.0",
        math.copysign)
-binary("fmod", "fmod(x, y)", "1.0", "-float(math.trunc(x / y))", math.fmod)
+# fmod(x, y) = x - q y with the integer q = (x - fmod(x, y)) / y exactly (not trunc(x / y),
+# which rounds: 1.0 / 0.1 is 10.000000000000002, the quotient fmod used is 9)
+binary("fmod", "fmod(x, y)", "1.0", "-float(round((x - r) / y))", math.fmod)
+unary("gamma", "gamma(x)", "r * _digamma(x)", math.gamma)
 unary("log1", "log(x)", "1.0 / x", fallback="math.log(a)")
 binary("log_base", "log(x, y)", "1.0 / x / log(y)", "-r / y / log(y)",
        fallback="math.log(a, b)")
@@ -527,6 +580,8 @@ def hypot(tape, *coordinates):
 
 
 _register("hypot", hypot, math.hypot)
+# the general math namespace's hypot: any number of coordinates, like math.hypot
+general_namespace()["hypot"] = lambda *coordinates: hypot(None, *coordinates)
 
 
 def _ones(xs, r):
@@ -628,6 +683,36 @@ def prod(tape, iterable, start=1):
 _register("prod", prod, math.prod)
 
 
+if hasattr(math, "sumprod"):  # Python >= 3.12
+    def sumprod(tape, p, q):
+        """math.sumprod(p, q) = sum of p[k] q[k] (computed as math does, in extended
+        precision, on floats): one entry, the partial of p[k] is q[k] and of q[k] p[k]."""
+        p, q = list(p), list(q)
+        n = len(p)
+        if len(q) != n:  # math's own error
+            math.sumprod([full_primal(v) for v in p], [full_primal(v) for v in q])
+
+        def primal(xs):
+            a, b = xs[:n], xs[n:]
+            if any(type(x) in SCALAR_DUALS for x in xs):  # a dual of an enclosing level
+                return builtins.sum([x * y for x, y in zip(a, b)])
+            return math.sumprod(a, b)
+        return _many(tape, p + q, primal, lambda xs, r: xs[n:] + xs[:n], primal)
+
+    _register("sumprod", sumprod, math.sumprod)
+
+if hasattr(math, "fma"):  # Python >= 3.13
+    def fma(tape, x, y, z):
+        """math.fma(x, y, z) = x y + z, rounded once: partials y, x, 1."""
+        def primal(xs):
+            if any(type(v) in SCALAR_DUALS for v in xs):
+                return xs[0] * xs[1] + xs[2]
+            return math.fma(*xs)
+        return _many(tape, [x, y, z], primal, lambda xs, r: [xs[1], xs[0], 1.0], primal)
+
+    _register("fma", fma, math.fma)
+
+
 # --- In-place operators (``t op= v``): Python's in-place semantics unless a dual is involved
 def _inplace(rule, python_op):
     def call(tape, a, b):
@@ -650,32 +735,64 @@ def _primal_only(fn):
     return call
 
 
-for _fn in (math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
-            math.isclose):
+PRIMAL_ONLY_FUNCTIONS = (math.floor, math.ceil, math.trunc, math.isnan, math.isinf,
+                         math.isfinite, math.isclose)
+for _fn in PRIMAL_ONLY_FUNCTIONS:
     _register(_fn.__name__, _primal_only(_fn), _fn)
 
 
 # --- Builtins that astad rewrites (they need to see through a dual) ------------------
 def float_(x=0.0):
-    """float(dual) is the dual itself: converting a float to float changes nothing; of a
-    one-element differentiated array, its element."""
-    if type(x) in SCALAR_DUALS:
-        return x
-    if type(x) is ArrayDual or type(x) is FArrayDual:
-        return x.item()
+    """float(dual) is the dual itself when its primal is a float: converting a float to
+    float changes nothing; of a numpy float or a float subclass, the same slot with a
+    float primal; of a one-element differentiated array, its element (as a float); of an
+    object whose ``__float__`` is Python code, that code, transformed."""
+    t = type(x)
+    if t in SCALAR_DUALS:
+        if type(x.v) is builtins.float:
+            return x
+        return ad.with_primal(x, builtins.float)
+    if t is ArrayDual or t is FArrayDual:
+        return float_(x.item())
+    if t not in _PLAIN_FLOAT_ARGUMENTS:
+        method = ad.python_method(t, "__float__")
+        if method is not None:  # a user class: its __float__ may return a dual
+            r = ad.rev(method)(None, x)
+            if type(r) in SCALAR_DUALS:
+                return float_(r)
     return builtins.float(x)
 
 
+_PLAIN_FLOAT_ARGUMENTS = frozenset({builtins.float, int, str, bool, bytes})
+
+
 def isinstance_(obj, classinfo):
-    return builtins.isinstance(full_primal(obj), classinfo)
+    """isinstance: a dual answers as its primal value does (its ``__class__``)."""
+    return builtins.isinstance(obj, classinfo)
 
 
 def type_(obj, *rest):
+    """type(x): a dual's type is its primal value's (float, numpy.float64, ndarray)."""
     if rest:
         return builtins.type(obj, *rest)
-    return builtins.float if builtins.type(obj) in SCALAR_DUALS else builtins.type(obj)
+    t = builtins.type(obj)
+    return obj.__class__ if t in DUAL_TYPES else t
 
 
+def via_float(rule, tape, args, plain):
+    """A math function's rule given an object of a user's class (no dual among the
+    arguments as they are): where its ``__float__`` (Python code, transformed) gives a
+    differentiated value, the rule on that value; otherwise the math function itself,
+    Python's own behaviour (its result, or its error for a string)."""
+    converted = [float_(a) if builtins.type(a) not in _PLAIN_FLOAT_ARGUMENTS and
+                 ad.python_method(builtins.type(a), "__float__") is not None else a
+                 for a in args]
+    if any(builtins.type(a) in SCALAR_DUALS for a in converted):
+        return rule(tape, *converted)
+    return plain(*args)
+
+
+ad.via_float = via_float
 ad.float = float_
 ad.isinstance = isinstance_
 ad.type = type_
@@ -748,7 +865,9 @@ def register_scalar(fn: F, *partials: Callable[..., float], name: str | None = N
                              "function returning a float")
         return r
 
-    def rule(tape, *args):
+    def rule(tape, *args, **kwargs):
+        if kwargs:  # f(x, y=2.0): the arguments in fn's positional order
+            args = _positional(fn, args, kwargs)
         for k, a in enumerate(args):
             if type(a) in SCALAR_DUALS:
                 if k >= len(partials) or partials[k] is None:  # never a dropped derivative
@@ -763,3 +882,20 @@ def register_scalar(fn: F, *partials: Callable[..., float], name: str | None = N
     rule.__name__ = rule_name
     _register(rule_name, rule, fn)
     return fn
+
+
+def _positional(fn, args, kwargs) -> tuple:
+    """``args`` and ``kwargs`` of a call of ``fn`` as positional arguments (a registered
+    function's partials are given per position)."""
+    import inspect
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except ValueError:  # no signature (a C function)
+        raise TypeError(f"{getattr(fn, '__name__', fn)!r} is registered by its partials per "
+                        "positional argument; call it with positional arguments") from None
+    if bound.kwargs:  # keyword-only arguments given: no partial is registered for them
+        raise TypeError(f"{getattr(fn, '__name__', fn)!r} is registered by its partials per "
+                        f"positional argument; its keyword-only arguments {sorted(bound.kwargs)}"
+                        " cannot be given: register a wrapper that takes them positionally")
+    bound.apply_defaults()
+    return bound.args

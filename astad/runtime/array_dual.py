@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
 from ..rules.lazy import rule_for as lazy_rule_for
-from .duals import (DUAL_TYPES, PrimalView, ScalarDual, innermost,
+from .duals import (DUAL_TYPES, PrimalView, ScalarDual, conversion_error, innermost,
                     is_forward, reverse_dual)
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
@@ -72,13 +72,14 @@ class ArrayDualBase(PrimalView):
             yield self[k]
 
     def __array__(self, dtype=None, copy=None):
-        raise AstadError(
+        raise conversion_error(
             "a differentiated array was converted to a plain array by code astad cannot "
             "follow (np.asarray, or a C function), which would lose its derivative")
 
     def __float__(self):
-        raise AstadError("float() of a differentiated array in code astad did not transform "
-                         "would lose its derivative; use x.item() or x[()] in your function")
+        raise conversion_error(
+            "float() of a differentiated array in code astad did not transform would lose "
+            "its derivative; use x.item() or x[()] in your function")
 
     # numpy's dispatch protocols: every numpy call on an array dual comes here
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -202,6 +203,7 @@ def dispatch(func, args, kwargs):
         raise NotDifferentiableError(
             "astad does not differentiate numpy's where= argument; select with np.where "
             "or multiply by the mask instead", *user_location())
+    args, kwargs = CONVERT_LISTS[0](func, args, kwargs)  # lists holding duals: arrays
     level = innermost(args) if not kwargs else innermost(list(args) + list(kwargs.values()))
     if level is None:  # (numpy asked because of a dual of no level: cannot happen)
         return func(*args, **kwargs)
@@ -231,6 +233,9 @@ def dispatch(func, args, kwargs):
 
 # forward mode's application of a rule (astad/forward/arrays.py sets it)
 FORWARD: list = [None]
+# (func, args, kwargs) -> (args, kwargs) with lists holding duals made arrays
+# (rules/numpy_values.py sets it)
+CONVERT_LISTS: list = [lambda func, args, kwargs: (args, kwargs)]
 WRITE: list = [None]  # array_writes.setitem
 WRITERS: dict = {}  # numpy functions that write into an argument (array_writes.py)
 # numpy function -> view(args, kwargs): its result as a view dual when numpy's result
@@ -249,6 +254,19 @@ def _dual_function(self, func, types, args, kwargs):
 # scalar duals take part in numpy calls too (np.exp(x) for a float x)
 ScalarDual.__array_ufunc__ = _dual_ufunc
 ScalarDual.__array_function__ = _dual_function
+
+
+def _scalar_array(self, dtype=None, copy=None):
+    """numpy converting a scalar dual to a plain array (np.asarray(x), np.array([x, y])
+    in code astad did not transform) would lose its derivative, or make an object array
+    of duals that no rule follows: refused. (Generated code converts with the rule of
+    np.array instead: rules/numpy_values.py.)"""
+    raise conversion_error(
+        "a differentiated value was converted to a numpy array by code astad did not "
+        "transform (np.asarray, np.array of a list), which would lose its derivative")
+
+
+ScalarDual.__array__ = _scalar_array
 
 
 # -- recording (reverse mode) ---------------------------------------------------------------
@@ -270,7 +288,7 @@ def new_scalar(tape, value, backward, parents, context):
     """Record a scalar result of an array operation (a reduction, an element)."""
     if not parents:
         return value
-    d = reverse_dual(float(value) if type(value) is np.float64 else value, len(tape), tape)
+    d = reverse_dual(value, len(tape), tape)  # (numpy.float64 stays: numpy's scalar type)
     tape.append((backward, parents, context))
     return d
 

@@ -14,6 +14,7 @@ D[a] -> D[b]). ``ad.rev(f)`` returns a callable taking the tape first:
 from __future__ import annotations
 
 import builtins
+import collections
 import copy
 import functools
 import itertools
@@ -23,7 +24,7 @@ import types
 
 from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
-from ..rules.scalar import PRIMITIVES, ad
+from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS, ad
 from ..rules import lazy
 import numpy as np
 
@@ -36,7 +37,7 @@ from ..structure import contains_dual
 GENERATED_CODE: set = set()
 
 # Builtin types whose methods only store, move or compare values (never compute on them).
-_CONTAINER_TYPES = (list, dict, set, frozenset, tuple, str, bytes, range)
+_CONTAINER_TYPES = (list, dict, set, frozenset, tuple, str, bytes, range, collections.deque)
 # Builtins that only store, move, compare or format values: safe with duals inside.
 _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.reversed, builtins.list, builtins.tuple, builtins.dict, builtins.set,
@@ -48,7 +49,8 @@ _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.issubclass, dataclasses.replace,
                dataclasses.astuple, dataclasses.asdict, copy.copy, copy.deepcopy,
                object.__setattr__, object.__delattr__, object.__getattribute__, builtins.vars,
-               builtins.isinstance, builtins.type, builtins.iter}
+               builtins.isinstance, builtins.type, builtins.iter, types.SimpleNamespace,
+               collections.deque}
 
 
 def _with_tape(f):
@@ -90,6 +92,10 @@ def _guarded(f, reason: str = ""):
 
 
 _WRAPPERS: dict = {}
+# float, isinstance and type by any name (check = isinstance; check(x, float)): the rules
+# that see through a dual, as generated code calls them for the builtins' own names
+_TAPELESS = {original: _with_tape(getattr(ad, name))
+             for original, name in TAPELESS_BUILTINS.items()}
 
 
 def _generated_init(cls) -> bool:
@@ -192,6 +198,10 @@ def rev(f):
         name = None
     if name is not None:
         return getattr(ad, name)
+    tapeless = _TAPELESS.get(f) if type(f) is type or type(f) is types.BuiltinFunctionType \
+        else None
+    if tapeless is not None:  # float, isinstance, type reached by another name
+        return tapeless
     if type(f) is type:  # a class seen before (Vec3(...)): its constructor, at once
         wrapper = _WRAPPERS.get(f)
         if wrapper is not None:
@@ -231,16 +241,17 @@ def rev(f):
                                     f.__self__)
         except AstadError as exc:
             return _guarded(f, _reason(exc))
-    if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) in _CONTAINER_TYPES:
-        return _with_tape(f)
+    if t is types.BuiltinMethodType and isinstance(getattr(f, "__self__", None),
+                                                   _CONTAINER_TYPES):
+        return _with_tape(f)  # (also of a subclass: list.append of a list subclass)
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ufunc:
         return _with_tape(f)  # np.add.at, np.add.reduce: numpy's dispatch finds the rule
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ndarray:
         return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:
         return _with_tape(f)  # already runs on the tape it was bound to
-    if is_numpy_callable(f):
-        return _with_tape(f)  # numpy's dispatch protocols find the array rules
+    if is_numpy_callable(f):  # numpy's dispatch finds the array rules (lists made arrays)
+        return lambda tape, *args, **kwargs: ad.numpy(f, *args, **kwargs)
     if t is functools.partial:  # D of a partial application: partial application of D
         inner, bound_args, bound_kwargs = rev(f.func), f.args, f.keywords
         return lambda tape, *args, **kwargs: inner(tape, *bound_args, *args,
@@ -330,6 +341,7 @@ def getattr_(tape, obj, name):
     return getattr(obj, name)
 
 
+ad.python_method = _python_method
 ad.user_binary = user_binary
 ad.user_unary = user_unary
 ad.getattr = getattr_
@@ -341,6 +353,7 @@ def is_numpy_callable(f) -> bool:
 
 
 # np.array / np.asarray of lists holding duals: numpy cannot dispatch on a list
+# (rules/numpy_values.py replaces them: a scalar dual too)
 _register_rule = PRIMITIVES.__setitem__
 ad.np_array = array_from
 ad.np_asarray = asarray_from

@@ -29,21 +29,45 @@ Representations (paper sections 2-3 and 7-8; measured in docs/design.md section 
 """
 from __future__ import annotations
 
+import dis
 import math
+import os
+import sys
 import threading
 
-from ..errors import NotDifferentiableError, user_location
+import numpy as np
+
+from .. import errors
+from ..errors import _ASTAD_DIR, NotDifferentiableError, user_location
 
 
 class StaleDualError(NotDifferentiableError):
     """A differentiated value was used after the differentiation it belongs to ended."""
 
 
+_set_class = object.__dict__["__class__"].__set__
+
+
 class PrimalView:
-    """What a differentiated value shows of itself: its primal value's text, so output
-    of the user's code reads as it does without astad."""
+    """What a differentiated value shows of itself: its primal value's text and class, so
+    output of the user's code reads as it does without astad, and every way Python code
+    asks "what type is this?" answers as for the original value."""
 
     __slots__ = ()
+
+    # ``isinstance(x, float)``, ``isinstance(x, np.ndarray)``, ``x.__class__ is float``,
+    # ``functools.singledispatch`` and ``match x: case numbers.Real():`` read
+    # ``__class__`` when the real type does not match (CPython's object_isinstance and
+    # abc's __instancecheck__), so a dual answers as its primal value does: float,
+    # numpy.float64, numpy.ndarray... ``type(x)`` still gives the dual's own class, which
+    # astad's checks use (generated code reads ``type(x)`` through ad.type).
+    @property
+    def __class__(self):
+        return self.v.__class__
+
+    @__class__.setter
+    def __class__(self, cls):
+        _set_class(self, cls)
 
     def __repr__(self):
         return repr(self.v)
@@ -133,15 +157,42 @@ class ScalarDual(PrimalView):
         raise AttributeError(f"'float' object has no attribute {name!r}")
 
     def __float__(self):
-        raise NotDifferentiableError(
+        raise conversion_error(
             "a differentiated value was converted to a plain float by code astad did not "
             "transform, which would lose its derivative. Call that function on values that "
             "are not differentiated, or register a derivative for it with "
-            "astad.register_scalar", *user_location())
+            "astad.register_scalar")
 
     def __complex__(self):
         raise NotDifferentiableError("complex() of a differentiated value: astad "
                                      "differentiates real floats only", *user_location())
+
+
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+_INDEX_TRICKS = f"{os.sep}numpy{os.sep}lib{os.sep}_index_tricks"
+
+
+def conversion_error(otherwise: str) -> NotDifferentiableError:
+    """The refusal of a dual converted to a plain number or array by code astad did not
+    transform (numpy's C code, a library), naming the construct where it can be seen:
+    an assignment into a plain numpy array, ``np.r_[...]``/``np.c_[...]``; else
+    ``otherwise``. Located at the user's line."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_ASTAD_DIR):
+        frame = frame.f_back
+    if frame is not None and _INDEX_TRICKS in frame.f_code.co_filename:
+        return NotDifferentiableError(
+            "np.r_[...] and np.c_[...] make plain arrays of differentiated ones, which would "
+            "lose their derivative: join them with np.concatenate, np.hstack, np.stack or "
+            "np.column_stack instead", *user_location())
+    if frame is not None and frame.f_lasti >= 0 and \
+            frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR:
+        return NotDifferentiableError(
+            "a differentiated value assigned into a plain numpy array (y[i] = x) would lose "
+            "its derivative: a numpy array holds plain floats. Build the array from the "
+            "values instead (np.array([...]) of them, np.stack, np.concatenate, np.where, or "
+            "a mask: y + mask * x)", *user_location())
+    return NotDifferentiableError(otherwise, *user_location())
 
 
 class Dual(ScalarDual):
@@ -182,10 +233,15 @@ class NestedFDual(FDual):
 
 new_dual = object.__new__  # dual creation without __init__: measurably faster in hot paths
 
+# The primals the rules' fast paths compute with: a float, or numpy's float64 (a float
+# subclass with numpy's own arithmetic: an element of a float array, np.sum(x), a
+# numpy.float64 argument), kept so that the value is the original's, of its type.
+FAST_PRIMALS = frozenset({float, np.float64})
+
 
 def reverse_dual(v, i: int, tape: list) -> Dual:
     """A reverse dual of the right class for its primal."""
-    d = new_dual(Dual if type(v) is float else NestedDual)
+    d = new_dual(Dual if type(v) in FAST_PRIMALS else NestedDual)
     d.v = v
     d.i = i
     d.t = tape
@@ -194,7 +250,7 @@ def reverse_dual(v, i: int, tape: list) -> Dual:
 
 def forward_dual(v, d, level) -> FDual:
     """A forward dual of the right class for its primal and tangent."""
-    x = new_dual(FDual if type(v) is float and type(d) is float else NestedFDual)
+    x = new_dual(FDual if type(v) in FAST_PRIMALS and type(d) in FAST_PRIMALS else NestedFDual)
     x.v = v
     x.d = d
     x.t = level
@@ -222,17 +278,33 @@ class _Running(threading.local):
     def __init__(self):
         self.stack: list = []
         self.depth: dict = {}  # id(handle) -> 1 + its position in stack
+        # astad's refusals (NotDifferentiableError) made while a differentiation runs, in
+        # order: each ends every differentiation running when it was made, even if the
+        # user's code caught it (``except Exception:`` around a refused call)
+        self.refusals: list = []
         self.writes: dict = {}  # id(handle) -> [(entry index, Write)] (array_writes.py)
 
 
 running = _Running()
 
 
+def _note_refusal(error) -> None:
+    state = running
+    if state.stack:
+        state.refusals.append(error)
+
+
+errors.note_refusal = _note_refusal
+
+
 class level:
     """``with level(handle):`` the differentiation ``handle`` runs inside the block.
-    ``writes`` then lists the writes into arrays it recorded (array_writes.py)."""
+    ``writes`` then lists the writes into arrays it recorded (array_writes.py). A
+    refusal made inside it ends it with that refusal, whatever the code inside caught:
+    a caught refusal would otherwise let the function compute a fallback, a silently
+    different result (``try: math.gamma(x) except Exception: x * x``)."""
 
-    __slots__ = ("handle", "writes")
+    __slots__ = ("handle", "mark", "writes")
 
     def __init__(self, handle):
         self.handle = handle
@@ -244,14 +316,22 @@ class level:
         state.depth[key] = len(state.stack) + 1
         state.stack.append(self.handle)
         state.writes[key] = self.writes
+        self.mark = len(state.refusals)
         return self.handle
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, traceback):
         state = running
         state.stack.pop()
         key = id(self.handle)
         del state.depth[key]
         del state.writes[key]
+        refusals = state.refusals
+        if len(refusals) > self.mark:
+            refusal = refusals[self.mark]
+            if not state.stack:
+                refusals.clear()
+            if exc is not refusal:  # caught, or replaced by another exception
+                raise refusal
         return False
 
 

@@ -1,0 +1,259 @@
+"""Issue 12, "crashes and misleading messages": supported code that was refused now runs
+(and gives the right derivative, derived by hand), exceptions come in Python's order, and
+every error names the construct and the user's line with advice that fits.
+"""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import astad
+from paths import check_every_path
+
+
+# -- supported code that was refused ------------------------------------------------------
+def compare_a_builtin_of_a_list(xs):
+    if math.tanh(sum(xs)) > 1.0:
+        return 0.0
+    while math.sqrt(sum(xs)) < 3.0:
+        xs = [x * 2.0 for x in xs]
+    return xs[0] * xs[1]
+
+
+class Vec:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __abs__(self):
+        return math.sqrt(self.a * self.a + self.b * self.b)
+
+
+def compare_a_user_abs(x, y):
+    v = Vec(x, y)
+    if abs(v) > 1.0 and abs(v) < 10.0:
+        return x * y
+    return x
+
+
+def test_comparisons_of_builtins_on_lists_and_objects():
+    # sum 3 -> doubled twice: xs = [4, 8] (sum 12 >= 9): f = 16 x0 x1
+    got = astad.reverse_diff(compare_a_builtin_of_a_list).value_and_grad([1.0, 2.0])
+    assert got == (32.0, [32.0, 16.0])
+    check_every_path(compare_a_user_abs, (3.0, 4.0), 12.0, (4.0, 3.0))
+
+
+def formats_text(x, y):
+    text = "%s|%.2f" % (x, x) + "|%s and %.1f" % (x, y) + "|%(a).3f" % {"a": y} + "|%g" % x  # noqa: UP031,E501
+    return x * y if text == "1.5|1.50|1.5 and 2.0|2.000|1.5" else 0.0
+
+
+def test_printf_formatting_reads_the_primal():
+    check_every_path(formats_text, (1.5, 2.0), 3.0, (2.0, 1.5))
+
+
+def numpy_truth_times_a_dual(w, x):
+    return np.sum((w[0] > 0) * x) + (w[1] > 0) * x
+
+
+def test_a_numpy_bool_times_a_dual():
+    value, (gw, gx) = astad.reverse_diff(numpy_truth_times_a_dual).value_and_grad(
+        np.array([1.0, -1.0]), 2.0)
+    assert value == 2.0 and gx == 1.0 and np.array_equal(gw, [0.0, 0.0])
+
+
+class Celsius:
+    def __init__(self, degrees):
+        self.degrees = degrees
+
+    def __float__(self):
+        return self.degrees * 1.8 + 32.0
+
+
+def float_of_a_user_class(x):
+    return float(Celsius(x)) * 2.0 + math.sin(Celsius(x)) + math.atan2(Celsius(x), 100.0)
+
+
+def test_a_user_class_whose_float_returns_a_differentiated_value():
+    f = 1.8 * 2.0 + 32.0
+    value = float_of_a_user_class(2.0)
+    derivative = 3.6 + 1.8 * math.cos(f) + 1.8 * 100.0 / (f * f + 100.0 ** 2)
+    check_every_path(float_of_a_user_class, (2.0,), value, derivative)
+
+
+def scaled(x, factor=1.0, *, offset=0.0):
+    return x * factor + offset
+
+
+astad.register_scalar(scaled, lambda x, factor=1.0, offset=0.0: factor,
+                      lambda x, factor=1.0, offset=0.0: x)
+
+
+def calls_with_keywords(x, y):
+    return scaled(x, factor=y) + scaled(y, 2.0)
+
+
+def test_a_registered_function_called_with_keywords():
+    check_every_path(calls_with_keywords, (1.5, 2.0), 3.0 + 4.0, (2.0, 1.5 + 2.0))
+    with pytest.raises(TypeError, match="keyword-only"):
+        astad.reverse_diff(offset_by_keyword).grad(1.5)
+
+
+def offset_by_keyword(x):
+    return scaled(x, offset=1.0)
+
+
+def test_pow_with_a_modulus_is_pythons_error():
+    with pytest.raises(TypeError, match="3rd argument not allowed"):
+        astad.reverse_diff(lambda x: pow(x, 2, 5)).grad(3.0)
+    assert astad.reverse_diff(lambda x, n: x * pow(n, 2, 5), argnums=0).grad(3.0, 3) == 4.0
+
+
+# -- exceptions in Python's order -------------------------------------------------------------
+def divides_before_an_unbound_name(w, x):
+    return w / x + undefined_global  # noqa: F821
+
+
+def divides_before_an_unbound_local(w, x, flag):
+    if flag:
+        late = 1.0
+    return w / x + late
+
+
+def catches_the_first_error(w, x):
+    try:
+        return w / x + undefined_global  # noqa: F821
+    except ZeroDivisionError:
+        return w * 3.0
+
+
+def test_exceptions_come_in_pythons_order():
+    for path in ({}, {"preaccumulate": False}):
+        with pytest.raises(ZeroDivisionError):
+            astad.reverse_diff(divides_before_an_unbound_name, **path).grad(1.0, 0.0)
+        with pytest.raises(ZeroDivisionError):
+            astad.reverse_diff(divides_before_an_unbound_local, **path).grad(1.0, 0.0, False)
+        assert astad.reverse_diff(catches_the_first_error, **path).grad(1.0, 0.0) == (3.0, 0.0)
+    with pytest.raises(ZeroDivisionError):
+        astad.jvp(divides_before_an_unbound_name, (1.0, 0.0), (1.0, 0.0))
+    # still one fused entry where nothing can raise out of order
+    _, pullback = astad.reverse_diff(lambda a, b: a * b + a / b).vjp(1.0, 2.0)
+    assert pullback.tape_length == 1
+
+
+# -- lambdas -------------------------------------------------------------------------------
+ACTIVATIONS = {
+    "double": lambda x: x * 2.0,
+    "square": lambda x: x * x,  # with a comment
+    "spread": lambda x: (x *
+                         3.0),
+    "scaled": lambda x, k=0.5: x * k,  # (its parameters' commas are its own)
+}
+PAIR = (lambda x: x * 4.0, lambda y: y * 5.0)
+
+
+def test_lambdas_in_multi_line_dict_literals_and_on_one_line():
+    assert [astad.grad(f)(3.0) for f in ACTIVATIONS.values()] == [2.0, 6.0, 3.0, 0.5]
+    assert [astad.grad(f)(3.0) for f in PAIR] == [4.0, 5.0]
+    assert "# \"square\": lambda x: x * x," in astad.reverse_diff(ACTIVATIONS["square"]).source
+
+
+# -- errors that name the construct and the line, with fitting advice ------------------------
+def assigns_into_a_plain_array(x):
+    y = np.zeros_like(x)
+    for i in range(len(x)):
+        y[i] = x[i]
+    return np.sum(y)
+
+
+def joins_with_index_tricks(x):
+    return np.sum(np.r_[x, x])
+
+
+def joins_columns_with_index_tricks(x):
+    return np.sum(np.c_[x, x])
+
+
+def assigns_a_whole_array(x):
+    y = np.zeros(2)
+    y[:] = x
+    return np.sum(y)
+
+
+OUTSIDE = np.zeros(2)
+
+
+def assigns_into_an_array_from_outside(x):
+    OUTSIDE[:] = x
+    return np.sum(OUTSIDE)
+
+
+def assigns_an_element_into_an_array_from_outside(x):
+    for i in range(len(x)):
+        OUTSIDE[i] = x[i]
+    return np.sum(OUTSIDE)
+
+
+@pytest.mark.parametrize("f, line", [
+    (assigns_into_an_array_from_outside, "OUTSIDE[:] = x"),
+    (assigns_an_element_into_an_array_from_outside, "OUTSIDE[i] = x[i]"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_errors_name_the_construct_and_the_users_line(f, line):
+    for run in (lambda: astad.reverse_diff(f).grad(np.array([1.0, 2.0])),
+                lambda: astad.jvp(f, (np.array([1.0, 2.0]),), (np.ones(2),))):
+        with pytest.raises(astad.NotDifferentiableError) as info:
+            run()
+        message = str(info.value)
+        assert "written into a plain array" in message and "copy" in message
+        assert "register_scalar" not in message
+        assert "test_crashes_and_messages.py" in message and line in message
+    assert not OUTSIDE.any()
+
+
+@pytest.mark.parametrize("f, factor", [
+    (assigns_into_a_plain_array, 1.0), (joins_with_index_tricks, 2.0),
+    (joins_columns_with_index_tricks, 2.0), (assigns_a_whole_array, 1.0),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_what_was_refused_with_a_misleading_message_is_differentiated(f, factor):
+    """(Refused with wrong advice when issue 12 was written; writes into arrays made
+    inside and np.r_/np.c_ are differentiated since.)"""
+    x = np.array([1.0, 2.0])
+    value, grad = astad.reverse_diff(f).value_and_grad(x)
+    assert value == 3.0 * factor and np.array_equal(grad, [factor, factor])
+    assert astad.jvp(f, (x,), (np.array([1.0, 0.5]),)) == (3.0 * factor, 1.5 * factor)
+
+
+def integer_part_and_repeats(w):
+    k = np.int64(w[:, -1])                       # integers: no derivative
+    return float(np.sum(k)) * np.sum(w) + np.sum(np.repeat(w, 0)) + np.sum(np.hstack(w[0]))
+
+
+def test_numpy_calls_that_crashed_inside_astads_rules():
+    w = np.array([[1.5, 2.0], [0.5, 3.0]])
+    value, grad = astad.reverse_diff(integer_part_and_repeats).value_and_grad(w)
+    # k = [2, 3]: 5 sum(w) + w[0, 0] + w[0, 1]
+    assert value == 5.0 * 7.0 + 3.5
+    assert np.array_equal(grad, [[6.0, 6.0], [5.0, 5.0]])
+
+
+def test_the_command_line_reports_a_missing_argument_without_a_traceback(tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text("def f(x, y):\n    return x * y\n")
+    result = subprocess.run([sys.executable, "-m", "astad", "check", f"{script}:f", "1.0"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "missing a required argument: 'y'" in result.stderr
+
+
+def gamma_of(x):
+    return math.gamma(x)
+
+
+def test_math_gamma_has_a_rule():
+    # gamma' = gamma digamma; digamma(5/2) = digamma(1/2) + 2 + 2/3 = 8/3 - euler - 2 ln 2
+    digamma = 8.0 / 3.0 - 0.5772156649015329 - 2.0 * math.log(2.0)
+    check_every_path(gamma_of, (2.5,), math.gamma(2.5), math.gamma(2.5) * digamma,
+                     rtol=1e-14)
