@@ -190,6 +190,11 @@ def _self_first(method):
     return lambda tape, obj, *args, **kwargs: method(obj, tape, *args, **kwargs)
 
 
+# modules Python 3.11 and later freeze (their source is not read there): their methods
+# (UserDict.values, ChainMap.keys: Mapping's) run as they are on 3.10 too
+_FROZEN_FROM_311 = frozenset({"_collections_abc", "collections.abc"})
+
+
 def rev(f):
     """The transformed version of callable ``f``, taking the tape as first argument."""
     try:  # a registered rule first: a custom derivative wins over the function's source
@@ -231,6 +236,8 @@ def rev(f):
         code = f.__func__.__code__
         if code in GENERATED_CODE:
             return _with_tape(f)
+        if f.__func__.__module__ in _FROZEN_FROM_311:  # the same on every Python version
+            return _guarded(f, "its source is not read: a method of Python's collections")
         if code.co_argcount == 0:  # def m(*args): the tape cannot follow self
             inner, obj = rev(f.__func__), f.__self__
             return lambda tape, *args, **kwargs: inner(tape, obj, *args, **kwargs)
