@@ -20,7 +20,6 @@ run time to build the gradient of each argument.
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import types
 
@@ -187,15 +186,9 @@ class Resolver:
     def value(self, name: str):
         if name in self.free:
             return _MISSING
-        from .transform import MISSING  # (the marker codegen's validity check expects)
-        value = self.globals.get(name, MISSING)
-        self.dependencies.append((self.globals, name, value))
-        if value is MISSING:
-            namespace = self.globals.get("__builtins__", builtins)
-            if isinstance(namespace, types.ModuleType):
-                namespace = vars(namespace)
-            value = namespace.get(name, _MISSING)
-        return value
+        from .transform import MISSING, global_value
+        value = global_value(self.globals, name, self.dependencies)
+        return _MISSING if value is MISSING else value
 
     def callee(self, func):
         """The object ``func`` (a name or ``module.name``) names, or _MISSING."""

@@ -43,6 +43,19 @@ _BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "t
                 gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow"}
 _UNARY_RULES = {gast.USub: "neg", gast.UAdd: "pos"}
 MISSING = object()
+
+
+def global_value(namespace: dict, name: str, dependencies: list):
+    """The value global ``name`` of ``namespace`` has now (a builtin when the module does
+    not bind it), or MISSING; the module's binding is recorded as a dependency."""
+    value = namespace.get(name, MISSING)
+    dependencies.append((namespace, name, value))
+    if value is MISSING:
+        builtins_ns = namespace.get("__builtins__", builtins)
+        if isinstance(builtins_ns, types.ModuleType):
+            builtins_ns = vars(builtins_ns)
+        value = builtins_ns.get(name, MISSING)
+    return value
 CALL_AS_IS = object()  # resolve_callee's answer for a callable whose D is itself
 
 
@@ -128,14 +141,7 @@ class ReverseTransform(gast.NodeTransformer):
         """The value a free name refers to now, recording the dependency."""
         if name in self.local_names or name in self.closure_names:
             return MISSING
-        value = self.globals.get(name, MISSING)
-        self.dependencies.append((self.globals, name, value))
-        if value is MISSING:
-            builtins_ns = self.globals.get("__builtins__", builtins)
-            if isinstance(builtins_ns, types.ModuleType):
-                builtins_ns = vars(builtins_ns)
-            value = builtins_ns.get(name, MISSING)
-        return value
+        return global_value(self.globals, name, self.dependencies)
 
     def _static_callee(self, func):
         """The callable ``func`` names, when it is resolvable at transform time. What it
