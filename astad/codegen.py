@@ -33,6 +33,9 @@ from .reverse.transform import CALL_AS_IS, MISSING, Names, transform
 _COMMENT_MARK = "@astad-comment@"
 
 
+UNBUILT = object()  # (what is written only when first asked for)
+
+
 class Transformed:
     """A transformed function: callable as ``rev(tape, *args, **kwargs)``."""
 
@@ -53,6 +56,9 @@ class Transformed:
         # tangent)`` or None (forward/floats.py), and its text
         self.jvp_floats = None
         self.forward_source = None
+        # Hessian-vector products on float arguments (forward/hvp.py), written when first
+        # asked for: ``(function, kinds, text)``, None if it cannot be written
+        self.hvp = UNBUILT
 
     def still_valid(self) -> bool:
         """False once a binding this code was specialised on has changed. A dependency
@@ -170,7 +176,9 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Transforme
             _building.discard(fn)
 
 
-def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
+def front(fn):
+    """The shared front end (front/): ``fn``'s source parsed, fenced and normalized, as
+    ``(parsed, node, local_names, names)``; raises what cannot be differentiated."""
     parsed = parse_function(fn)
     node = parsed.node
     if isinstance(node, gast.Lambda):
@@ -183,7 +191,11 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
     all_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
     names = Names(all_names | local_names | set(fn.__code__.co_names), fn.__name__)
     normalize(node, names.temp)
-    local_names = bound_names(node)
+    return parsed, node, bound_names(node), names
+
+
+def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
+    parsed, node, local_names, names = front(fn)
     callees = _Callees(fn, preaccumulate, as_method, names)
     node, dependencies, rules, straight, forward, guards = transform(
         node, fn, local_names, names, preaccumulate, as_method, parsed.filename, callees)

@@ -21,6 +21,7 @@ keyword arguments are never differentiated; ``has_aux=True`` means ``f`` returns
 from __future__ import annotations
 
 import types
+from math import isfinite
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass
 from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from .errors import AstadError, InputError
 from .forward.call import forward
+from .forward.hvp import hessian_vector_product
 from .runtime.calls import rev as transformed_callable, resolvable_function
 from .runtime.duals import is_nested
 from .runtime.tape import sweep, sweep_general
@@ -102,6 +104,7 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         argnums_positions(argnums, 1 << 30)  # (its form, checked now)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
         self._plain = None  # a DiffFunction for a plain Python function: its fast paths
+        self._selections: dict = {}  # number of arguments -> argnums_positions' answer
 
     def __call__(self, *args, **kwargs):
         argnums, has_aux = self.options["argnums"], self.options["has_aux"]
@@ -133,6 +136,20 @@ class grad(value_and_grad):  # noqa: N801
         if self.options["has_aux"]:
             return gradient, value[1]
         return gradient
+
+    def hessian_vector(self, primals, tangents):
+        """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
+        it (forward/hvp.py: one reverse pass over forward mode's code), else None."""
+        fun = self.fun
+        if self.options["has_aux"] or type(fun) is not types.FunctionType or \
+                not resolvable_function(fun):
+            return None
+        selection = self._selections.get(len(primals))
+        if selection is None:
+            selection = self._selections[len(primals)] = argnums_positions(
+                self.options["argnums"], len(primals))
+        return hessian_vector_product(codegen.transformed(fun), fun, *selection, primals,
+                                      tangents)
 
 
 class _VjpFunction:
@@ -172,6 +189,10 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     if len(primals) != len(tangents):
         raise InputError(f"jvp got {len(primals)} primals and {len(tangents)} tangents; give "
                          "one tangent per primal")
+    if type(fun) is grad and not has_aux and not is_nested():
+        out = fun.hessian_vector(primals, tangents)  # forward/hvp.py, or None
+        if out is not None:
+            return out
     if not has_aux and type(fun) is types.FunctionType and not is_nested() and \
             resolvable_function(fun):
         entry = codegen.transformed(fun)
@@ -180,7 +201,9 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
                 out = entry.jvp_floats(*primals, *tangents)  # forward/floats.py: no dual
             except Exception:  # noqa: BLE001 (it only reads its arguments: the forward
                 out = None  # duals run and raise the error at the user's line)
-            if out is not None:  # (None: not every primal and tangent is a float)
+            # (None: not every primal and tangent is a float; a tangent that is not
+            # finite may be a zero tangent through an infinite partial: the duals decide)
+            if out is not None and isfinite(out[1]):
                 return out
     pass_ = forward(transformed_callable(fun), tuple(primals), {},
                     tuple(range(len(primals))), tuple(tangents))

@@ -129,7 +129,7 @@ DOT_SPECIALISED = '''
     # specialised for float arguments: value_and_grad and grad run this when every argument is a list of floats
     def dot_floats(xs, ys):
         # every argument a list of floats: each float is a local and its tape index
-        _vexact = type(xs) is list and set(map(type, xs)) <= {float} and type(ys) is list and set(map(type, ys)) <= {float}
+        _vexact = ad.float_lists(xs, ys)
         if not _vexact and not ad.float_sequences((xs, ys), ()):
             return None  # not lists of floats: the transformed code runs instead
         _vlists = (xs, ys)

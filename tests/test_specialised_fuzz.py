@@ -267,3 +267,51 @@ def test_random_programs_agree_with_the_primitive_tape_and_forward_mode(k, tmp_p
     expected = math.fsum(g * d for g, d in zip(_flat(gradient), _flat(direction)))
     assert forward[0] == want_value
     assert forward[1] == pytest.approx(expected, rel=1e-9, abs=1e-11 * scale), source
+
+
+@pytest.mark.parametrize("k", range(COUNT))
+def test_random_programs_hessian_vector_products_written_out(k, tmp_path):
+    """``jvp(grad(f))`` by reverse mode over forward mode's code for floats
+    (forward/hvp.py) against the general path (forward duals through the reverse
+    transform) and against finite differences of the gradient."""
+    rng = random.Random(SEED * 100003 + k + 7919)
+    source = Program(rng).source()
+    module = _load(source, tmp_path, f"hvp_{k}")
+    xs = [rng.uniform(-1.5, 1.5) for _ in range(rng.randint(2, 5))]
+    m = [[rng.uniform(-1.5, 1.5) for _ in range(2)] for _ in range(rng.randint(1, 3))]
+    args = (rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5), xs, m, rng.randint(1, 4))
+    direction = (rng.uniform(-1, 1), rng.uniform(-1, 1), [rng.uniform(-1, 1) for _ in xs],
+                 [[rng.uniform(-1, 1) for _ in row] for row in m], None)
+    try:
+        want = module.f(*args)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        pytest.skip("the program raises at these arguments")
+    if not isinstance(want, float) or not math.isfinite(want):
+        pytest.skip("not a finite float")
+    grad = astad.grad(module.f, argnums=(0, 1, 2, 3))
+    fast = grad.hessian_vector(args, direction)
+    if "_power(" not in source:  # (a recursive helper: nested functions, the general path)
+        assert fast is not None, source
+    gradient, product = astad.jvp(grad, args, direction)
+    general_gradient, general_product = astad.jvp(lambda *a: grad(*a), args, direction)
+    flat = _flat(gradient + (None,))
+    scale = max(1.0, *map(abs, flat))
+    assert flat == pytest.approx(_flat(general_gradient + (None,)), rel=1e-9,
+                                 abs=1e-11 * scale), source
+    assert _flat(product + (None,)) == pytest.approx(
+        _flat(general_product + (None,)), rel=1e-8, abs=1e-10 * scale), source
+    h = 1e-5
+
+    def moved(step):
+        return (args[0] + step * direction[0], args[1] + step * direction[1],
+                [x + step * d for x, d in zip(xs, direction[2])],
+                [[v + step * d for v, d in zip(r, s)] for r, s in zip(m, direction[3])],
+                args[4])
+    try:
+        ahead, behind = _flat(grad(*moved(h)) + (None,)), _flat(grad(*moved(-h)) + (None,))
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return
+    fd = [(a - b) / (2 * h) for a, b in zip(ahead, behind)]
+    if any(a != pytest.approx(b, rel=1e-3) for a, b in zip(ahead, behind)):
+        return  # (a branch taken differently a step away: no derivative there to compare)
+    assert _flat(product + (None,)) == pytest.approx(fd, rel=1e-4, abs=1e-5 * scale), source

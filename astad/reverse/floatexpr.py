@@ -356,7 +356,7 @@ class Expressions:
             handle = handles[tree.index]
             return Float(value, handle) if handle is not None else Plain(value)
         lines, result, partials = differentiate(tree, values, self.counter,
-                                                self.names["temp"])
+                                                self.names["temp"], self.zero_guards)
         for text in lines:
             self.emit(depth, _tidy(text), line)
             self.check_real(tree, text, depth, line)

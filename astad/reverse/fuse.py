@@ -78,7 +78,8 @@ def _subst(expression: str, names: dict) -> str:
     return _WORD.sub(lambda m: names[m.group(1)], expression)
 
 
-def differentiate(tree, values: dict, counter: list, prefix: str = "") -> tuple:
+def differentiate(tree, values: dict, counter: list, prefix: str = "",
+                  zero_guards: bool = True) -> tuple:
     """Reverse mode over one expression tree, at transform time.
 
     ``values`` maps each leaf's index to the variable holding its value; ``counter`` numbers
@@ -86,7 +87,9 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "") -> tuple:
     Return the lines computing the primal (the same operations in Python's order), the
     variable holding the result, and for each leaf index the expressions whose sum is the
     partial derivative of the result with respect to that leaf. Temporaries are named
-    ``{prefix}t0``, ``{prefix}g1``...
+    ``{prefix}t0``, ``{prefix}g1``... Without ``zero_guards`` a zero adjoint times an
+    infinite partial is NaN, as plain arithmetic has it (code that is differentiated
+    again: a guard's own derivative would be wrong where the adjoint crosses zero).
     """
     lines: list = []
 
@@ -149,9 +152,11 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "") -> tuple:
                 child = f"({local})"
             elif g == "-1.0" or re.fullmatch(r"-?[\d.]+", local):
                 child = f"{g} * ({local})"
-            else:  # a zero adjoint is dropped, even before an infinite or NaN partial,
-                # exactly as the sweep skips a zero adjoint (runtime.sweep)
+            elif zero_guards:  # a zero adjoint is dropped, even before an infinite or
+                # NaN partial, exactly as the sweep skips a zero adjoint (runtime.sweep)
                 child = f"({g} * ({local}) if {g} else 0.0)"
+            else:
+                child = f"{g} * ({local})"
             if isinstance(operand, Op) and child not in ("1.0", "-1.0") \
                     and not re.fullmatch(r"-?[A-Za-z_]\w*", child):
                 var = f"{prefix}g{counter[0]}"

@@ -595,6 +595,29 @@ def float_sequences(lists: tuple, matrices: tuple) -> bool:
                 return False
     return True
 
+def float_lists(*lists) -> bool:
+    """Is each argument a list of floats (exactly those types)? The entry's check of its
+    list arguments (compiled in runtime/_native.c where it is built)."""
+    return all(type(xs) is list and set(map(type, xs)) <= _FLOAT_ONLY for xs in lists)
+
+
+def float_rows(*matrices) -> bool:
+    """Is each argument a list of lists of floats, all with the same number of rows and
+    row ``r`` of the same length in each (a matrix and its tangents)?"""
+    if not matrices:
+        return True
+    first = matrices[0]
+    if not all(type(m) is list and len(m) == len(first) for m in matrices):
+        return False
+    return all(float_lists(*rows) and len(set(map(len, rows))) == 1
+               for rows in zip(*matrices))
+
+
+_FLOAT_ONLY = frozenset({float})
+python_checks = (float_lists, float_rows)  # (the reference the compiled ones are tested on)
+if _tape_module._native is not None:
+    float_lists, float_rows = _tape_module._native.float_lists, _tape_module._native.float_rows
+
 # what generated code calls (through ``ad``, in the rules' namespace)
 ad.tape_gradient_of = tape_gradient_of
 ad.record_values = record_values
@@ -605,5 +628,7 @@ ad.numbers = frozenset({float, _FLOAT64, int, bool})
 ad.integers = _INTEGERS
 ad.record_gradient = record_gradient
 ad.float_sequences = float_sequences
+ad.float_lists = float_lists
+ad.float_rows = float_rows
 ad.record_tangents = record_tangents
 ad.float64 = _FLOAT64

@@ -107,6 +107,8 @@ class _Writer(Inliner, Expressions):
     """Writes one specialised function: statements here, expressions in floatexpr.py,
     inlined calls in inline.py. The default mode records a flat tape."""
 
+    zero_guards = True  # a zero adjoint or tangent passes nothing on (fuse.differentiate)
+
     def __init__(self, fn, names, taken: set, int_names: set):
         self.fn = fn
         self.names = names
@@ -637,12 +639,10 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
                      "    return None  # other arguments: the transformed code runs instead"]
         if lists or matrices:
             exact.append(f"{temp}exact")
-            tests = []
-            for p in lists:
-                tests += [f"type({p}) is list", f"set(map(type, {p})) <= {{float}}"]
-            for p in matrices:
-                tests += [f"type({p}) is list", f"all(type({temp}r) is list and "
-                          f"set(map(type, {temp}r)) <= {{float}} for {temp}r in {p})"]
+            tests = []  # (ad.float_lists: is each a list of floats, exactly those types?)
+            if lists:
+                tests.append(f"ad.float_lists({', '.join(lists)})")
+            tests += [f"ad.float_rows({p})" for p in matrices]
             text += [f"{temp}exact = {' and '.join(tests)}",
                      f"if not {temp}exact and not ad.float_sequences({_tuple(lists)}, "
                      f"{_tuple(matrices)}):",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import linecache
 import math
 import numbers
 import operator
@@ -161,7 +162,11 @@ _NAMESPACE = {
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
 _NAMESPACE.update({"ad": ad, "NUMBER": (int, float), "gradient_of": gradient_of,
                    "accumulate": itertools.accumulate})
-exec(compile(_SECH2, RULE_FILENAME, "exec"), _NAMESPACE)  # (plain math: the fast paths)
+# (plain math: the fast paths; its text readable, so code written for floats that is
+# differentiated again, forward/hvp.py, can inline it as it inlines a user's helper)
+_SECH2_FILENAME = "<astad rule _sech2>"
+linecache.cache[_SECH2_FILENAME] = (len(_SECH2), None, _SECH2.splitlines(True), _SECH2_FILENAME)
+exec(compile(_SECH2, _SECH2_FILENAME, "exec"), _NAMESPACE)
 
 
 def rule_namespace() -> dict:

@@ -22,6 +22,9 @@
  * goes through the number protocol exactly as the Python statement would: read
  * ``adjoint[i]``, multiply ``a * g``, ``+=``, store. A tape or adjoint that is not exactly
  * a list is handed to the Python implementation (tape.python_sweeps).
+ *
+ * Also float_lists and float_rows (reverse/kinds.py): the checks the specialised code
+ * makes of its list arguments on every call, a few times faster than set(map(type, xs)).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -444,7 +447,62 @@ native_sweep_flat(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* -- the specialised code's checks of its arguments' kinds ----------------------------- */
+
+static int
+floats_in(PyObject *list) /* an exact list of exact floats */
+{
+    if (!PyList_CheckExact(list))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
+        if (!PyFloat_CheckExact(PyList_GET_ITEM(list, i)))
+            return 0;
+    return 1;
+}
+
+PyDoc_STRVAR(float_lists_doc,
+"float_lists(*lists)\n--\n\n"
+"kinds.float_lists, compiled: is each argument a list of floats (exactly those types)?");
+
+static PyObject *
+native_float_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    for (Py_ssize_t k = 0; k < nargs; k++)
+        if (!floats_in(args[k]))
+            Py_RETURN_FALSE;
+    Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(float_rows_doc,
+"float_rows(*matrices)\n--\n\n"
+"kinds.float_rows, compiled: is each argument a list of lists of floats, all with the\n"
+"same number of rows and row r of the same length in each?");
+
+static PyObject *
+native_float_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs == 0)
+        Py_RETURN_TRUE;
+    for (Py_ssize_t k = 0; k < nargs; k++)
+        if (!PyList_CheckExact(args[k]) || PyList_GET_SIZE(args[k]) != PyList_GET_SIZE(args[0]))
+            Py_RETURN_FALSE;
+    /* (no Python code runs here: the lists cannot change while they are read) */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[0]); i++) {
+        PyObject *first = PyList_GET_ITEM(args[0], i);
+        for (Py_ssize_t k = 0; k < nargs; k++) {
+            PyObject *row = PyList_GET_ITEM(args[k], i);
+            if (!floats_in(row) || PyList_GET_SIZE(row) != PyList_GET_SIZE(first))
+                Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef native_methods[] = {
+    {"float_lists", (PyCFunction)(void (*)(void))native_float_lists, METH_FASTCALL,
+     float_lists_doc},
+    {"float_rows", (PyCFunction)(void (*)(void))native_float_rows, METH_FASTCALL,
+     float_rows_doc},
     {"sweep", (PyCFunction)(void (*)(void))native_sweep, METH_FASTCALL, sweep_doc},
     {"sweep_and_free", (PyCFunction)(void (*)(void))native_sweep_and_free, METH_FASTCALL,
      sweep_and_free_doc},
@@ -455,7 +513,8 @@ static PyMethodDef native_methods[] = {
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "astad.runtime._native",
-    .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit).",
+    .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit), "
+             "and the specialised code's checks of its arguments (reverse/kinds.py).",
     .m_size = -1,
     .m_methods = native_methods,
 };

@@ -1,0 +1,181 @@
+"""Hessian-vector products written out: reverse mode over forward mode's code for floats.
+
+``jvp(grad(f), (x,), (v,))`` is ``(grad f(x), H(x) v)``. Forward mode's code for floats
+(floats.py) computes ``t(x, v) = grad f(x) . v`` with plain floats; one reverse pass over
+that code (the specialised writer, reverse/scalarloops.py) gives, with respect to ``x``,
+``H(x) v``, and with respect to ``v``, since ``t`` is linear in ``v``, ``grad f(x)``:
+both results of the Hessian-vector product from one forward-mode pass taped once and swept
+once (Pearlmutter's R-operator, taken here as reverse over forward). No dual is made.
+
+Forward mode's code has no zero guards (``p * v if v else 0.0`` where a partial may be
+infinite), and must not here: a guard's own derivative is wrong where ``v`` or an adjoint
+is zero but its derivative is not. Without them, a zero times an infinite partial is NaN,
+so a result that is not finite is not returned from here: the general path (forward
+duals through the reverse transform) runs and gives its documented result.
+"""
+from __future__ import annotations
+
+import ast
+import linecache
+import math
+
+from ..codegen import UNBUILT, _compile_rules, front
+from ..errors import AstadError
+from ..reverse.floatexpr import _NotStraight
+from ..reverse.kinds import (float_lists, float_rows, record_gradient, record_tangents,
+                             record_values)
+from ..reverse.scalarloops import write_scalar_loops
+from .floats import _ForwardWriter, write_tangents
+
+
+class _TangentWriter(_ForwardWriter):
+    """Forward mode's writer for code that reverse mode differentiates again: the
+    function returns its tangent alone (``t(x, v)``)."""
+
+    def return_statement(self, value, index, depth, line):
+        if self.function is not None:  # (a nested function gives both to its caller)
+            super().return_statement(value, index, depth, line)
+        else:
+            self.emit(depth, f"return {index}", line)
+
+
+def tangent_function(fn):
+    """``fn``'s directional derivative ``t(*primals, *tangents)`` as Python code for
+    floats, compiled, with its text registered (reverse mode reads it as it reads the
+    user's), and each parameter's plan: ``(kind, fields)``, a dataclass passed as its
+    float fields ``fields``; None if forward mode has no code for floats for it."""
+    try:
+        parsed, node, local_names, _ = front(fn)
+        written = write_tangents(node, fn, local_names, parsed.filename, _TangentWriter,
+                                 head=False)
+    except (AstadError, _NotStraight):
+        return None
+    if written is None:
+        return None
+    writer = written[0]
+    plans, primals, tangents = [], [], []
+    for p in writer.params:
+        kind = writer.kinds[p]
+        if kind == "record":
+            fields = writer.scope.vars[p].value.fields
+            if not fields:
+                return None
+            plans.append((kind, tuple(fields)))
+            primals += [f.name for f in fields.values()]
+            tangents += [f.handle for f in fields.values()]
+        else:
+            plans.append((kind, None))
+            primals.append(p)
+            tangents.append(writer.tangents[p])
+    if all(kind == "plain" for kind, _ in plans):
+        return None
+    lines = [f"def {node.name}_tangent({', '.join(primals + tangents)}):",
+             f"    # d/dt {fn.__name__}(x + t v) at t = 0, with plain floats: each tangent a "
+             "local *_dot (forward/hvp.py)"]
+    lines += [text for text, _ in writer.functions_text + writer.lines]
+    text = "\n".join(lines) + "\n"
+    filename = f"<astad: the tangent of {fn.__qualname__} ({parsed.filename}:{node.lineno})>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    function = ast.parse(text).body[0]
+    compiled = _compile_rules([(function.name, function)], filename)[function.name]
+    return compiled, plans
+
+
+def hvp_function(fn):
+    """The Hessian-vector function of ``fn`` (``(t, gradients)`` for the arguments
+    ``(*primals, *tangents)``, as the specialised reverse code gives them), the
+    parameters' plans (tangent_function), and its text; None where it cannot be
+    written."""
+    made = tangent_function(fn)
+    if made is None:
+        return None
+    tangent, plans = made
+    try:
+        parsed, node, local_names, _ = front(tangent)
+        written = write_scalar_loops(node, tangent, local_names, parsed.filename, [])
+    except (AstadError, _NotStraight):
+        return None
+    if written is None:
+        return None
+    function, text = written
+    compiled = _compile_rules([(function.name, function)], parsed.filename)[function.name]
+    return compiled, plans, text
+
+
+def _exact(value, tangent, kind) -> bool:
+    if kind == "float":
+        return type(value) is float and type(tangent) is float
+    if kind == "list":
+        return float_lists(value, tangent) and len(value) == len(tangent)
+    return float_rows(value, tangent)
+
+
+def _finite(values) -> bool:
+    """No inf or NaN among the floats of ``values`` (a sum is: NaN and inf propagate;
+    a finite sum that overflows says no, and the general path runs)."""
+    total = 0.0
+    for value in values:
+        t = type(value)
+        if t is float:
+            total += value
+        elif t is list:
+            total += sum(value) if not value or type(value[0]) is float else \
+                sum(map(sum, value))
+        else:  # a dataclass
+            total += sum(v for v in value.__dict__.values() if type(v) is float)
+    return math.isfinite(total)
+
+
+def hessian_vector_product(entry, fn, positions, single, primals, tangents):
+    """``(gradient, H v)`` of ``fn`` with respect to ``positions`` (as ``grad`` gives the
+    gradient: one value if ``single``, else a tuple), or None where this code does not
+    apply (the general path runs)."""
+    built = entry.hvp
+    if built is UNBUILT:
+        built = entry.hvp = hvp_function(fn)
+    if built is None:
+        return None
+    function, plans, _ = built
+    if len(primals) != len(plans):
+        return None
+    values, dots, at = [], [], []  # (at: each parameter's first argument of ``function``)
+    for k, (kind, fields) in enumerate(plans):
+        at.append(len(values))
+        primal, tangent = primals[k], tangents[k]
+        if kind == "plain":
+            values.append(primal)
+            dots.append(None)  # (its tangent is never read)
+        elif kind == "record":
+            parts = record_values(primal, fields)
+            parts_dot = record_tangents(tangent, fields)
+            if parts is None or parts_dot is None or \
+                    not all(type(v) is float for v in parts):
+                return None
+            values += parts
+            dots += parts_dot
+        elif _exact(primal, tangent, kind):
+            values.append(primal)
+            dots.append(tangent)
+        else:
+            return None
+    if any(plans[k][0] == "plain" for k in positions):
+        return None  # (the error of a gradient with respect to an int: the general path)
+    out = function(*values, *dots)
+    if out is None:
+        return None
+    flat = out[1]
+    gradient, product = [], []
+    for k in positions:
+        kind, fields = plans[k]
+        i, j = at[k], len(values) + at[k]
+        if kind == "record":
+            gradient.append(record_gradient(primals[k], fields, flat[j:j + len(fields)]))
+            product.append(record_gradient(primals[k], fields, flat[i:i + len(fields)]))
+        else:
+            gradient.append(flat[j])
+            product.append(flat[i])
+    if not (_finite(gradient) and _finite(product)):
+        return None  # (a zero times an infinite partial: the guarded general path)
+    if single:
+        return gradient[0], product[0]
+    return tuple(gradient), tuple(product)

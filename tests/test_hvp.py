@@ -1,0 +1,136 @@
+"""Hessian-vector products written out (forward/hvp.py): ``astad.jvp(astad.grad(f), ...)``
+runs one reverse pass over forward mode's code for floats when ``f`` has it. Each case
+is checked against the general path (forward duals through the reverse transform, as
+``jvp`` of a wrapper of the gradient runs) and against hand-derived Hessians."""
+import dataclasses
+import math
+
+import pytest
+
+import astad
+
+
+def rosenbrock(x, y):
+    return (1.0 - x) ** 2 + 100.0 * (y - x * x) ** 2
+
+
+def rosenbrock_hessian(x, y):
+    return [[2.0 - 400.0 * (y - x * x) + 800.0 * x * x, -400.0 * x], [-400.0 * x, 200.0]]
+
+
+def general(fun, primals, tangents):
+    return astad.jvp(lambda *a: fun(*a), primals, tangents)
+
+
+def test_rosenbrock_against_its_hessian():
+    grad = astad.grad(rosenbrock, argnums=(0, 1))
+    x, y, v = 0.7, -0.4, (0.3, -1.1)
+    assert grad.hessian_vector((x, y), v) is not None  # (the code written out runs)
+    gradient, product = astad.jvp(grad, (x, y), v)
+    h = rosenbrock_hessian(x, y)
+    assert gradient == pytest.approx((-2.0 * (1.0 - x) - 400.0 * x * (y - x * x),
+                                      200.0 * (y - x * x)), rel=1e-14)
+    assert product == pytest.approx(tuple(h[i][0] * v[0] + h[i][1] * v[1] for i in range(2)),
+                                    rel=1e-13)
+
+
+def weighted_norm(xs, m, n):
+    s = 0.0
+    for row, x in zip(m, xs):
+        for k in range(n):
+            s += math.exp(row[k % len(row)] * x) / (1.0 + x * x)
+    total = 0.0
+    for x in reversed(xs):
+        total += x
+    return s + math.sqrt(1.0 + total ** 2)
+
+
+def test_lists_and_matrices_and_an_int_against_the_general_path():
+    xs, m = [0.3, -0.2, 0.5], [[0.1, 0.4], [-0.3, 0.2], [0.5, -0.6]]
+    v = ([1.0, 0.0, -0.5], [[0.2, 0.0], [0.0, 0.0], [0.1, -0.3]], None)
+    for argnums in (0, 1, (0, 1), (1, 0)):
+        grad = astad.grad(weighted_norm, argnums=argnums)
+        assert grad.hessian_vector((xs, m, 3), v) is not None
+        fast = astad.jvp(grad, (xs, m, 3), v)
+        slow = general(grad, (xs, m, 3), v)
+        assert _flat(fast) == pytest.approx(_flat(slow), rel=1e-12, abs=1e-14)
+
+
+@dataclasses.dataclass
+class Spring:
+    k: float
+    rest: float
+    label: str = "spring"
+
+
+def energy(s, x):
+    stretch = x - s.rest
+    return 0.5 * s.k * stretch * stretch + 0.1 * stretch ** 4
+
+
+def test_dataclass_arguments_give_dataclasses():
+    s, ds = Spring(3.0, 1.5), Spring(0.5, -0.25)
+    grad = astad.grad(energy, argnums=(0, 1))
+    assert grad.hessian_vector((s, 2.0), (ds, 0.7)) is not None
+    (gs, gx), (hs, hx) = astad.jvp(grad, (s, 2.0), (ds, 0.7))
+    (gs2, gx2), (hs2, hx2) = general(grad, (s, 2.0), (ds, 0.7))
+    assert type(gs) is type(hs) is Spring and gs.label == hs.label == "spring"
+    for a, b in ((gs, gs2), (hs, hs2)):
+        assert (a.k, a.rest) == pytest.approx((b.k, b.rest), rel=1e-14)
+    assert (gx, hx) == pytest.approx((gx2, hx2), rel=1e-14)
+    # by hand: e = k d^2 / 2 + d^4 / 10, d = x - rest
+    d, dd = 2.0 - 1.5, 0.7 + 0.25
+    assert hx == pytest.approx(ds.k * d + (s.k + 1.2 * d * d) * dd, rel=1e-14)
+
+
+def test_a_zero_tangent_through_an_infinite_partial_is_the_general_paths_result():
+    def f(x, y):
+        return math.sqrt(x) * y
+    grad = astad.grad(f, argnums=(0, 1))
+    # d/dx sqrt at 0 is infinite: without the guards, 0 * inf is NaN, so the general path
+    # runs and gives its documented result (a zero tangent passes nothing on)
+    assert grad.hessian_vector((0.0, 2.0), (0.0, 1.0)) is None
+    assert astad.jvp(grad, (0.0, 2.0), (0.0, 1.0)) == general(grad, (0.0, 2.0), (0.0, 1.0))
+
+
+def test_other_arguments_take_the_general_path():
+    grad = astad.grad(rosenbrock, argnums=(0, 1))
+    assert grad.hessian_vector((1, 2.0), (0.5, 0.5)) is None  # an int primal
+    assert grad.hessian_vector((1.0, 2.0), (1, 0.5)) is None  # an int tangent
+    assert astad.jvp(grad, (1, 2.0), (0.5, 0.5)) == general(grad, (1, 2.0), (0.5, 0.5))
+    list_grad = astad.grad(weighted_norm)
+    assert list_grad.hessian_vector(([0.1, 0.2], [[0.1], [0.2]], 1),
+                                    ([1.0], [[0.0], [0.0]], None)) is None  # lengths differ
+
+
+def recursive_power(x, k):
+    if k == 0:
+        return 1.0
+    return x * recursive_power(x, k - 1)
+
+
+def test_recursion_is_the_general_path_and_right():
+    grad = astad.grad(recursive_power)
+    assert grad.hessian_vector((1.3, 4), (1.0, None)) is None  # (nested functions)
+    gradient, product = astad.jvp(grad, (1.3, 4), (1.0, None))
+    assert (gradient, product) == pytest.approx((4 * 1.3 ** 3, 12 * 1.3 ** 2), rel=1e-14)
+
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return SCALE * x ** 3
+
+
+def test_a_rebound_global_rewrites_the_code(monkeypatch):
+    grad = astad.grad(scaled)
+    assert astad.jvp(grad, (1.5,), (1.0,)) == pytest.approx((2.0 * 3 * 2.25, 2.0 * 6 * 1.5))
+    monkeypatch.setitem(globals(), "SCALE", 5.0)
+    assert astad.jvp(grad, (1.5,), (1.0,)) == pytest.approx((5.0 * 3 * 2.25, 5.0 * 6 * 1.5))
+
+
+def _flat(value):
+    if isinstance(value, (tuple, list)):
+        return [x for item in value for x in _flat(item)]
+    return [value]
