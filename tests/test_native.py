@@ -421,3 +421,31 @@ def test_an_unknown_astad_runtime_is_refused_with_the_choices():
                             text=True, env=env, timeout=60)
     assert result.returncode != 0
     assert "ASTAD_RUNTIME='fortran'" in result.stderr and "'python'" in result.stderr
+
+
+class _FloatSubclass(float):
+    pass
+
+
+CHECKED = [[], [1.0], [1.0, 2.5], [1.0, 2], [1.0, np.float64(2.0)], [1.0, True],
+           [_FloatSubclass(1.0)], (1.0, 2.0), [1.0, None], "ab", None, [[1.0]], [1.0, 2.0, 3.0]]
+ROWS = [[], [[]], [[1.0], [2.0, 3.0]], [[1.0], [2.0, 3]], [[1.0], (2.0,)], ([1.0],),
+        [[1.0], [2.0, 4.0]], [[1.0, 5.0], [2.0, 3.0]], [[1.0], [2.0, 3.0], [4.0]], [1.0],
+        [[np.float64(1.0)]]]
+
+
+def test_the_argument_checks_answer_as_the_python_ones():
+    from astad.reverse import kinds
+    python_lists, python_rows = kinds.python_checks
+    for a in CHECKED:
+        assert native.float_lists(a) == python_lists(a), a
+        for b in CHECKED:
+            assert native.float_lists(a, b) == python_lists(a, b), (a, b)
+    assert native.float_lists() is python_lists() is True
+    for a in ROWS:
+        assert native.float_rows(a) == python_rows(a), a
+        for b in ROWS:
+            assert native.float_rows(a, b) == python_rows(a, b), (a, b)
+    assert native.float_rows() is python_rows() is True
+    assert kinds.float_lists is native.float_lists if runtime.RUNTIME == "native" else \
+        kinds.float_lists is python_lists
