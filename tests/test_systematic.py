@@ -467,3 +467,24 @@ def test_hessian_vector_product(case):
     probe = like(hvp, rng)
     close(inner(probe, fd), inner(probe, hvp), max(case.rtol, 1e-4),
           "Hessian-vector product vs finite differences of the gradient", case)
+
+
+@pytest.mark.parametrize("case", case_params(lambda c: c.jvp))
+def test_jacrev_takes_every_row_at_once(case, monkeypatch):
+    """``jacrev``'s one sweep with a vector of adjoints runs each array entry on all the
+    rows at once where its backward step can (runtime/tape.BATCHED_BACKWARDS: element-wise
+    functions, batched vjps, indexing, views): the same Jacobian as one row at a time."""
+    skip_overridden(case)
+    rng = np.random.default_rng(case.seed)
+    args = make_args(case.args, rng, np.float64)
+    diff = tuple(args[k] for k in case.positions)
+    if not any(np.size(x) > 1 for x in leaves(run(case, args))):
+        pytest.skip("one output scalar: no vector of adjoints")
+
+    def jacobian():
+        return astad.jacrev(lambda d: apply(d, case.call, args, case.kwargs,
+                                            case.positions))(diff)
+    from astad.runtime import tape
+    at_once = jacobian()
+    monkeypatch.setattr(tape, "BATCHED_BACKWARDS", {})
+    _same(at_once, jacobian(), case, "jacrev, all rows at once vs one row at a time")

@@ -389,3 +389,24 @@ def _columns_by_fd(f, x, h=1e-6):
     """The Jacobian of an array function by central differences, a column per input."""
     return np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)],
                     axis=-1)
+
+
+def test_jacrev_of_every_kind_of_index_matches_jacfwd():
+    """jacrev runs index entries on all rows at once (a leading ``:``), except where numpy
+    would move the indexed axes (arrays mixed with other integers): each kind against
+    forward mode."""
+    x = np.arange(1.0, 25.0).reshape(2, 3, 4) / 7.0
+    mask = x > 1.5
+    indexes = [(1,), (slice(None), 2), (Ellipsis, 1), (None, 0), ([0, 0, 1],),
+               (slice(None), [2, 0, 2]), (mask,), (0, [1, 2]), ([0, 1], slice(None), [3, 0]),
+               (1, 2, 3), (np.array([1, 1]), np.array([0, 2]))]
+    for index in indexes:
+        def f(a, index=index):
+            return np.sin(a)[index] * 2.0 + a[index] ** 2
+        np.testing.assert_allclose(astad.jacrev(f)(x), astad.jacfwd(f)(x), rtol=1e-13,
+                                   err_msg=repr(index))
+
+    def scalars(a):  # elements read one at a time: scalar entries
+        return np.array([a[0, 1, 2] * a[1, 0, 3], a[1, 2, 0] ** 3, a[0, 0, 0]])
+    np.testing.assert_allclose(astad.jacrev(scalars)(x), astad.jacfwd(scalars)(x),
+                               rtol=1e-13)

@@ -15,10 +15,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..runtime.array_dual import (ARRAY_RULES, CONVERT_LISTS, ArrayDual, accumulate,
-                                  add_check, cotangent, dispatch,
+                                  accumulate_rows, add_check, cotangent, dispatch,
                                   is_active, new_array, new_scalar, parent_of, primal_of,
-                                  unbroadcast)
+                                  rows_accept, rows_cotangent, unbroadcast, unbroadcast_rows)
 from ..runtime.duals import DUAL_TYPES, reverse_dual
+from ..runtime.tape import BATCHED_BACKWARDS
 from ..errors import NotDifferentiableError, user_location
 from .scalar import PRIMITIVES, ad, unique_rule_name
 
@@ -68,6 +69,30 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
         reduced = unbroadcast(value, parent[1])
         accumulate(adjoint, arrays, parent, reduced, fresh or reduced is not value)
 
+
+def _elementwise_rows(adjoint, arrays, k, parents, partials, width) -> bool:
+    """_elementwise_backward on all rows of a Jacobian at once (tape.BATCHED_BACKWARDS):
+    each partial multiplies every row; False for duals (derivatives of derivatives)."""
+    g = rows_cotangent(adjoint, arrays, k, width)
+    if g is None or not rows_accept(arrays, parents, width) or \
+            any(type(p) in DUAL_TYPES for p in partials):
+        return False
+    arrays.pop(k, None)
+    for parent, partial in zip(parents, partials):
+        if type(partial) is NonFinite:  # (a zero cotangent passes nothing on)
+            value = np.multiply(g, partial.partial)
+            np.copyto(value, 0.0, where=g == 0)
+        elif type(partial) is float and partial == 1.0:
+            value = g
+        else:
+            value = g * partial
+        reduced = unbroadcast_rows(value, parent[1], width)
+        accumulate_rows(adjoint, arrays, parent, reduced, width,
+                        fresh=value is not g or reduced is not value)
+    return True
+
+
+BATCHED_BACKWARDS[_elementwise_backward] = _elementwise_rows
 
 F = TypeVar("F", bound=Callable[..., Any])
 # element-wise function -> its partials (forward mode reads them too)
@@ -153,6 +178,35 @@ def _vjp_backward(adjoint, arrays, k, parents, context):
                    fresh)
 
 
+def _batched_vjp_backward(adjoint, arrays, k, parents, context):
+    """_vjp_backward, for a function in BATCHED_VJPS (the entry's backward says so)."""
+    _vjp_backward(adjoint, arrays, k, parents, context)
+
+
+def _vjp_rows(adjoint, arrays, k, parents, context, width) -> bool:
+    """The vjps on all rows of a Jacobian at once (BATCHED_VJPS: they take leading axes),
+    each result checked to have one row per output row before any is added."""
+    vjps, result, values, kwargs, _ = context
+    g = rows_cotangent(adjoint, arrays, k, width)
+    if g is None or not rows_accept(arrays, [parent for _, parent in parents], width):
+        return False
+    pieces = []
+    for position, parent in parents:
+        value = vjps[position](g, result, *values, **kwargs)
+        expected = (width,) if parent[1] is None else (width,) + parent[1]
+        if type(value) is not np.ndarray or value.shape != expected:
+            return False
+        pieces.append((parent, value))
+    arrays.pop(k, None)
+    fresh = context[4] is NEW_ARRAYS
+    for parent, value in pieces:
+        accumulate_rows(adjoint, arrays, parent, value, width, fresh)
+    return True
+
+
+BATCHED_BACKWARDS[_batched_vjp_backward] = _vjp_rows
+
+
 def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     """Register ``fn`` by one vector-Jacobian product per argument (None where the
     argument is not differentiable): ``vjps[k](g, result, *args, **kwargs)``.
@@ -180,11 +234,12 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
         kind = getattr(getattr(result, "dtype", None), "kind", "f")
         if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)
             return result
+        backward = _batched_vjp_backward if fn in BATCHED_VJPS else _vjp_backward
         if fn in SHAPES_ONLY:
-            return record(tape, result, _vjp_backward, tuple(parents),
+            return record(tape, result, backward, tuple(parents),
                           (vjps, None, [_placeholder(v) for v in values], kwargs,
                            RESULT_KIND.get(fn)))
-        return record(tape, result, _vjp_backward, tuple(parents),
+        return record(tape, result, backward, tuple(parents),
                       (vjps, result, values, kwargs, RESULT_KIND.get(fn)))
     ARRAY_RULES[fn] = rule
     if not _is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev),

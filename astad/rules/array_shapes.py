@@ -15,9 +15,11 @@ from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negati
     negative_axis, sum_to_shape)
 from ..runtime.array_dual import (ARRAY_RULES, ArrayDualBase, accumulate, add_check,
                                   cotangent, dispatch, is_active, new_array, new_scalar,
-                                  parent_of, plain_array, primal_of)
+                                  parent_of, plain_array, primal_of, rows_accept,
+                                  rows_cotangent)
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.duals import DUAL_TYPES, ScalarDual
+from ..runtime.tape import BATCHED_BACKWARDS
 
 
 # -- shape --------------------------------------------------------------------------------
@@ -287,6 +289,35 @@ def _index_backward(adjoint, arrays, k, parents, context):
         existing[index] += g  # ints, slices, None, masks: each element once (faster)
 
 
+def _index_rows(adjoint, arrays, k, parents, context, width) -> bool:
+    """_index_backward (and _scalar_index_backward) on all rows of a Jacobian at once:
+    the index with a leading ``:``. Not for an index mixing arrays with other integers or
+    arrays, where numpy moves the indexed axes first (and not for duals)."""
+    index, = context
+    (parent,) = parents
+    slot, shape, dtype = parent
+    g = rows_cotangent(adjoint, arrays, k, width)
+    parts = index if type(index) is tuple else (index,)
+    fancy = [p for p in parts if isinstance(p, (list, np.ndarray))]
+    if g is None or shape is None or not rows_accept(arrays, parents, width) or (
+            fancy and (len(fancy) > 1 or any(isinstance(p, (int, np.integer))
+                                             for p in parts))):
+        return False
+    arrays.pop(k, None)
+    existing = arrays.get(slot)
+    if existing is None:
+        existing = arrays[slot] = np.zeros((width,) + shape, dtype=dtype)
+    rows = (slice(None),) + parts
+    if _may_repeat(index):
+        np.add.at(existing, rows, g)
+    else:
+        existing[rows] += g
+    return True
+
+
+BATCHED_BACKWARDS[_index_backward] = _index_rows
+
+
 def _may_repeat(index) -> bool:
     """Does ``index`` hold an integer array or list (fancy indexing may repeat)?"""
     for part in index if type(index) is tuple else (index,):
@@ -307,6 +338,9 @@ def _scalar_index_backward(adjoint, arrays, k, parents, context):
     if existing is None:
         existing = arrays[slot] = np.zeros(shape, dtype=dtype)
     existing[index] += g  # O(1): no one-hot array
+
+
+BATCHED_BACKWARDS[_scalar_index_backward] = _index_rows
 
 
 def index_scatter(g, index, shape, dtype):

@@ -47,6 +47,7 @@ from ..runtime.duals import (DUAL_TYPES, innermost, is_forward, running)
 from .array import register_jvp, register_vjp
 from .array_shapes import index_scatter, take_index
 from .scalar import PRIMITIVES, ad
+from ..runtime.tape import BATCHED_BACKWARDS
 
 
 # -- views ---------------------------------------------------------------------------------
@@ -176,6 +177,28 @@ def _view_backward(adjoint, arrays, k, parent, view):
     if existing is None:
         existing = arrays[slot] = np.zeros(shape, dtype)
     view(existing)[...] += g
+
+
+def _view_rows(adjoint, arrays, k, parent, view, width) -> bool:
+    """_view_backward on all rows of a Jacobian at once (tape.BATCHED_BACKWARDS): the
+    view's steps taken with a leading axis."""
+    g = arrays.get(k)
+    if g is None:
+        return True  # (no cotangent: nothing to add, in any row)
+    slot, shape, dtype = parent
+    existing = arrays.get(slot)
+    if type(g) is not np.ndarray or g.shape[:1] != (width,) or (
+            existing is not None and (type(existing) is not np.ndarray or
+                                      existing.shape != (width,) + shape)):
+        return False
+    arrays.pop(k)
+    if existing is None:
+        existing = arrays[slot] = np.zeros((width,) + shape, dtype)
+    view(existing, True)[...] += g
+    return True
+
+
+BATCHED_BACKWARDS[_view_backward] = _view_rows
 
 
 def region_add(base, view, g, shape, dtype):

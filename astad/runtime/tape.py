@@ -90,11 +90,22 @@ def sweep_general(tape: list, adjoint: list, first: int, arrays: dict,
             adjoint[i] = adjoint[i] + term
 
 
+# Array entries whose backward step also runs on all the rows at once (a cotangent with
+# one leading axis per row): backward -> ``rows(adjoint, arrays, k, parents, context,
+# width)``, which returns False, having changed nothing, where it cannot (a dual of an
+# enclosing level, an index whose axes numpy would move); the entry then runs per row.
+BATCHED_BACKWARDS: dict = {}
+
+
 def _entry(e, adjoint, arrays, k, width):
-    """Run an array or custom entry; for vectors of adjoints, once per row (its backward
-    step is written for one cotangent), each row's reads and writes going to that row."""
+    """Run an array or custom entry; for vectors of adjoints, on all rows at once where
+    its backward step can (BATCHED_BACKWARDS), else once per row (its backward step is
+    written for one cotangent), each row's reads and writes going to that row."""
     if width is None:
         e[0](adjoint, arrays, k, e[1], e[2])
+        return
+    batched = BATCHED_BACKWARDS.get(e[0])
+    if batched is not None and batched(adjoint, arrays, k, e[1], e[2], width):
         return
     rows = []
     for j in range(width):
