@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import linecache
 import math
+import re
 
 from ..codegen import UNBUILT, _compile_rules, front
 from ..errors import AstadError
@@ -72,13 +73,56 @@ def tangent_function(fn):
     lines = [f"def {node.name}_tangent({', '.join(primals + tangents)}):",
              f"    # d/dt {fn.__name__}(x + t v) at t = 0, with plain floats: each tangent a "
              "local *_dot (forward/hvp.py)"]
-    lines += [text for text, _ in writer.functions_text + writer.lines]
+    body = writer.functions_text + writer.lines
+    lines += [text for text, _ in (body if writer.functions_text else _without_dead(body))]
     text = "\n".join(lines) + "\n"
     filename = f"<astad: the tangent of {fn.__qualname__} ({parsed.filename}:{node.lineno})>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     function = ast.parse(text).body[0]
     compiled = _compile_rules([(function.name, function)], filename)[function.name]
     return compiled, plans
+
+
+_CANNOT_RAISE = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.UnaryOp,
+                 ast.USub, ast.UAdd, ast.Name, ast.Load, ast.Constant)
+
+
+def _without_dead(lines: list) -> list:
+    """The lines without the assignments of values the tangent never needs (the primal of
+    a sum whose value is not returned, only its tangent): every line is kept, and what it
+    reads needed, except an assignment from arithmetic that cannot raise (+, -, *),
+    which is kept only if what it assigns is needed. Fewer entries on the tape reverse
+    mode keeps of this code."""
+    texts = [text for text, _ in lines]
+    candidates: dict = {}  # line -> (the name it assigns, the names it reads)
+    needed: set = set()
+    for k, text in enumerate(texts):
+        if text.lstrip().startswith("#"):
+            continue
+        match = re.fullmatch(r" *(\w+) = (.+)", text)
+        if match and all(isinstance(node, _CANNOT_RAISE) for node in
+                         ast.walk(ast.parse(match.group(2), mode="eval"))):
+            candidates[k] = (match.group(1), set(re.findall(r"[A-Za-z_]\w*", match.group(2))))
+        else:
+            needed |= set(re.findall(r"[A-Za-z_]\w*", text))
+    changed = True
+    while changed:
+        changed = False
+        for name, reads in candidates.values():
+            if name in needed and not reads <= needed:
+                needed |= reads
+                changed = True
+    kept = [line for k, line in enumerate(lines)
+            if k not in candidates or candidates[k][0] in needed]
+    out = []  # (a block left with no statement gets ``pass``)
+    for k, (text, user_line) in enumerate(kept):
+        out.append((text, user_line))
+        if text.rstrip().endswith(":") and not text.lstrip().startswith("#"):
+            depth = len(text) - len(text.lstrip())
+            following = [t for t, _ in kept[k + 1:] if not t.lstrip().startswith("#")]
+            if not following or len(following[0]) - len(following[0].lstrip()) <= depth:
+                out.append((" " * (depth + 4) + "pass", user_line))
+    return out
 
 
 def hvp_function(fn):
