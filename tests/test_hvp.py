@@ -134,3 +134,23 @@ def _flat(value):
     if isinstance(value, (tuple, list)):
         return [x for item in value for x in _flat(item)]
     return [value]
+
+
+def log_barrier(x, y):
+    return x * y + math.log(x) + y / (x - 1.0)
+
+
+def test_an_error_is_raised_by_the_general_path_at_the_users_line():
+    grad = astad.grad(log_barrier, argnums=(0, 1))
+    assert grad.hessian_vector((-1.0, 2.0), (1.0, 0.0)) is None
+    with pytest.raises(ValueError) as raised:
+        astad.jvp(grad, (-1.0, 2.0), (1.0, 0.0))
+    assert any(entry.name == "log_barrier" for entry in raised.traceback)
+    with pytest.raises(ZeroDivisionError):
+        astad.jvp(grad, (1.0, 2.0), (1.0, 0.0))
+    # away from them, the code written out, against the Hessian by hand
+    x, y, vx, vy = 2.0, 3.0, 0.5, -1.0
+    gradient, product = astad.jvp(grad, (x, y), (vx, vy))
+    hxx = -1.0 / x ** 2 + 2.0 * y / (x - 1.0) ** 3
+    hxy = 1.0 - 1.0 / (x - 1.0) ** 2
+    assert product == pytest.approx((hxx * vx + hxy * vy, hxy * vx), rel=1e-14)
