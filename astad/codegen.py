@@ -57,7 +57,7 @@ class Transformed:
         self.jvp_floats = None
         self.forward_source = None
         # Hessian-vector products on float arguments (forward/hvp.py), written when first
-        # asked for: ``(function, kinds, text)``, None if it cannot be written
+        # asked for: ``(function, plans, text, found)``, None if it cannot be written
         self.hvp = UNBUILT
 
     def still_valid(self) -> bool:

@@ -43,8 +43,9 @@ class _TangentWriter(_ForwardWriter):
 def tangent_function(fn):
     """``fn``'s directional derivative ``t(*primals, *tangents)`` as Python code for
     floats, compiled, with its text registered (reverse mode reads it as it reads the
-    user's), and each parameter's plan: ``(kind, fields)``, a dataclass passed as its
-    float fields ``fields``; None if forward mode has no code for floats for it."""
+    user's), each parameter's plan: ``(kind, fields)``, a dataclass passed as its float
+    fields ``fields``, and the global bindings it was written for; None if forward mode
+    has no code for floats for it."""
     try:
         parsed, node, local_names, _ = front(fn)
         written = write_tangents(node, fn, local_names, parsed.filename, _TangentWriter,
@@ -53,7 +54,7 @@ def tangent_function(fn):
         return None
     if written is None:
         return None
-    writer = written[0]
+    writer, _, found = written
     plans, primals, tangents = [], [], []
     for p in writer.params:
         kind = writer.kinds[p]
@@ -80,7 +81,7 @@ def tangent_function(fn):
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     function = ast.parse(text).body[0]
     compiled = _compile_rules([(function.name, function)], filename)[function.name]
-    return compiled, plans
+    return compiled, plans, found
 
 
 _CANNOT_RAISE = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.UnaryOp,
@@ -128,12 +129,12 @@ def _without_dead(lines: list) -> list:
 def hvp_function(fn):
     """The Hessian-vector function of ``fn`` (``(t, gradients)`` for the arguments
     ``(*primals, *tangents)``, as the specialised reverse code gives them), the
-    parameters' plans (tangent_function), and its text; None where it cannot be
-    written."""
+    parameters' plans (tangent_function), its text and the global bindings it was
+    written for; None where it cannot be written."""
     made = tangent_function(fn)
     if made is None:
         return None
-    tangent, plans = made
+    tangent, plans, found = made
     try:
         parsed, node, local_names, _ = front(tangent)
         written = write_scalar_loops(node, tangent, local_names, parsed.filename, [])
@@ -143,7 +144,7 @@ def hvp_function(fn):
         return None
     function, text = written
     compiled = _compile_rules([(function.name, function)], parsed.filename)[function.name]
-    return compiled, plans, text
+    return compiled, plans, text, found
 
 
 def _exact(value, tangent, kind) -> bool:
@@ -176,10 +177,13 @@ def hessian_vector_product(entry, fn, positions, single, primals, tangents):
     apply (the general path runs)."""
     built = entry.hvp
     if built is UNBUILT:
-        built = entry.hvp = hvp_function(fn)
+        built = hvp_function(fn)
+        if built is not None:  # (the globals it was written for: the entry's, rebuilt
+            entry.dependencies.extend(built[3])  # when one changes, as forward mode's)
+        entry.hvp = built
     if built is None:
         return None
-    function, plans, _ = built
+    function, plans = built[0], built[1]
     if len(primals) != len(plans):
         return None
     values, dots, at = [], [], []  # (at: each parameter's first argument of ``function``)
