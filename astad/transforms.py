@@ -141,6 +141,8 @@ class grad(value_and_grad):  # noqa: N801
         """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
         it (forward/hvp.py: one reverse pass over forward mode's code), else None."""
         fun = self.fun
+        if type(fun) is DiffFunction:  # (a @reverse_diff function: the one it decorates)
+            fun = fun._fn
         if self.options["has_aux"] or type(fun) is not types.FunctionType or \
                 not resolvable_function(fun):
             return None

@@ -154,3 +154,17 @@ def test_an_error_is_raised_by_the_general_path_at_the_users_line():
     hxx = -1.0 / x ** 2 + 2.0 * y / (x - 1.0) ** 3
     hxy = 1.0 - 1.0 / (x - 1.0) ** 2
     assert product == pytest.approx((hxx * vx + hxy * vy, hxy * vx), rel=1e-14)
+
+
+@astad.reverse_diff
+def decorated_rosenbrock(x, y):
+    return (1.0 - x) ** 2 + 100.0 * (y - x * x) ** 2
+
+
+def test_a_decorated_function_takes_the_code_written_out():
+    grad = astad.grad(decorated_rosenbrock, argnums=(0, 1))
+    assert grad.hessian_vector((0.7, -0.4), (0.3, -1.1)) is not None
+    fast = _flat(astad.jvp(grad, (0.7, -0.4), (0.3, -1.1)))
+    assert fast == _flat(astad.jvp(astad.grad(rosenbrock, argnums=(0, 1)), (0.7, -0.4),
+                                   (0.3, -1.1)))
+    assert fast == pytest.approx(_flat(general(grad, (0.7, -0.4), (0.3, -1.1))), rel=1e-14)
