@@ -29,6 +29,7 @@ import weakref
 import numpy as np
 
 from .containers import copy_mapping, set_entries, set_items
+from .front.source import code_names
 from .runtime.duals import DUAL_TYPES, level, running
 from .structure import _is_instance, _is_record, _new_object, record_attributes
 
@@ -88,14 +89,6 @@ def roots_of(fn) -> Roots:
     return found
 
 
-def _code_names(code) -> set:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
 def _find_roots(fn) -> Roots:
     roots = Roots()
     seen_functions, seen_entries, seen_classes = set(), set(), set()
@@ -106,7 +99,7 @@ def _find_roots(fn) -> Roots:
             continue
         seen_functions.add(id(f))
         code = f.__code__
-        names = _code_names(code)
+        names = code_names(code)
         namespace = f.__globals__
         for name in names:
             if name not in namespace:

@@ -35,6 +35,8 @@ import sys
 import threading
 import types
 
+from .front.source import code_names
+
 __all__ = ["machinery", "rebuild_transform", "transform_reduction", "transform_token",
            "function_token", "importable", "source_bundle", "install_sources"]
 
@@ -87,14 +89,6 @@ def needs_source(fn) -> bool:
 _MAX_REACHED = 2000  # objects walked at most (a guard against pathological namespaces)
 
 
-def _names(code: types.CodeType) -> set:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names(const)
-    return names
-
-
 def _functions_in(value) -> list:
     """The Python functions and classes a global, closure cell or default may hand on."""
     if isinstance(value, (staticmethod, classmethod)):
@@ -136,7 +130,7 @@ def source_bundle(fn) -> dict:
             if lines:
                 files[code.co_filename] = list(lines)
         namespace = obj.__globals__
-        for name in _names(code):
+        for name in code_names(code):
             if name in namespace:
                 stack += _functions_in(namespace[name])
         for cell in obj.__closure__ or ():
@@ -241,7 +235,7 @@ def function_token(fn) -> tuple:
     try:
         namespace = fn.__globals__
         reads = [(name, _value_token(namespace[name], normalize_token))
-                 for name in sorted(_names(fn.__code__)) if name in namespace]
+                 for name in sorted(code_names(fn.__code__)) if name in namespace]
         closure = [_value_token(cell.cell_contents, normalize_token)
                    if _filled(cell) else "<empty>" for cell in fn.__closure__ or ()]
         return ("value", fn.__module__, fn.__qualname__, code_digest(fn.__code__),

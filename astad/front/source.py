@@ -310,6 +310,15 @@ def _compile_alone(node: ast.AST, code: types.CodeType, owner, imports: list):
     return found[0] if len(found) == 1 else None
 
 
+def code_names(code: types.CodeType) -> set:
+    """The global and attribute names ``code`` reads (``co_names``), its nested code's
+    (comprehensions, lambdas, inner functions) included."""
+    names = set(code.co_names)
+    for nested in _nested_code(code):
+        names |= set(nested.co_names)
+    return names
+
+
 def _nested_code(code: types.CodeType):
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
