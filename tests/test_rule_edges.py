@@ -32,7 +32,7 @@ import pytest
 
 import astad
 from astad.rules.scalar import BINARY_RULES, PRIMAL_ONLY_FUNCTIONS, PRIMITIVES, UNARY_RULES
-from paths import check_every_path
+from paths import check_every_path, decorated
 
 TINY, SUB, HUGE = 1e-300, 5e-324, 1e300
 ONE_MINUS = 1.0 - 2.0 ** -53   # the float just below 1
@@ -214,17 +214,6 @@ def close(got, want) -> bool:
 
 
 # -- the paths -----------------------------------------------------------------------------
-_DECORATED: dict = {}
-
-
-def decorated(fn, **options):
-    """``astad.reverse_diff(fn, **options)``, made once (each decoration transforms)."""
-    key = (fn, tuple(sorted(options.items())))
-    if key not in _DECORATED:
-        _DECORATED[key] = astad.reverse_diff(fn, **options)
-    return _DECORATED[key]
-
-
 def _grads(fn, args, **options):
     out = decorated(fn, **options).grad(*args)
     return out if isinstance(out, tuple) else (out,)

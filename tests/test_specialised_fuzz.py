@@ -214,6 +214,28 @@ def _load(source, tmp_path, k):
     return module
 
 
+def _program(rng, tmp_path, name):
+    """A random program (its source and module) and arguments for it:
+    ``(x, y, xs, m, n)``."""
+    source = Program(rng).source()
+    module = _load(source, tmp_path, name)
+    xs = [rng.uniform(-1.5, 1.5) for _ in range(rng.randint(2, 5))]
+    m = [[rng.uniform(-1.5, 1.5) for _ in range(2)] for _ in range(rng.randint(1, 3))]
+    return source, module, (rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5), xs, m,
+                            rng.randint(1, 4))
+
+
+def _finite_value(f, args):
+    """``f(*args)``; the test is skipped where it raises or is not a finite float."""
+    try:
+        value = f(*args)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        pytest.skip("the program raises at these arguments")
+    if not isinstance(value, float) or not math.isfinite(value):
+        pytest.skip("not a finite float")
+    return value
+
+
 def _flat(gradient):
     x, y, xs, m, n = gradient
     return [x, y, *xs, *(v for row in m for v in row)]
@@ -222,11 +244,8 @@ def _flat(gradient):
 @pytest.mark.parametrize("k", range(COUNT))
 def test_random_programs_agree_with_the_primitive_tape_and_forward_mode(k, tmp_path):
     rng = random.Random(SEED * 100003 + k)
-    source = Program(rng).source()
-    module = _load(source, tmp_path, k)
-    xs = [rng.uniform(-1.5, 1.5) for _ in range(rng.randint(2, 5))]
-    m = [[rng.uniform(-1.5, 1.5) for _ in range(2)] for _ in range(rng.randint(1, 3))]
-    args = (rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5), xs, m, rng.randint(1, 4))
+    source, module, args = _program(rng, tmp_path, k)
+    xs, m = args[2], args[3]
     # one program in three also takes other numbers where it takes floats: an int (a
     # constant, its gradient itself) or lists of numpy.float64 (gradients of that type)
     variant = k % 3
@@ -234,12 +253,7 @@ def test_random_programs_agree_with_the_primitive_tape_and_forward_mode(k, tmp_p
         args = (rng.randint(-2, 2),) + args[1:]
     elif variant == 2:
         args = args[:2] + ([np.float64(v) for v in xs],) + args[3:]
-    try:
-        want_value = module.f(*args)
-    except (ZeroDivisionError, OverflowError, ValueError):
-        pytest.skip("the program raises at these arguments")
-    if not isinstance(want_value, float) or not math.isfinite(want_value):
-        pytest.skip("not a finite float")
+    want_value = _finite_value(module.f, args)
     entry = codegen.build(module.f)
     assert entry.floats is not None, source  # the subset is the specialised code's
     assert entry.floats(*args) is not None, source
@@ -275,19 +289,11 @@ def test_random_programs_hessian_vector_products_written_out(k, tmp_path):
     (forward/hvp.py) against the general path (forward duals through the reverse
     transform) and against finite differences of the gradient."""
     rng = random.Random(SEED * 100003 + k + 7919)
-    source = Program(rng).source()
-    module = _load(source, tmp_path, f"hvp_{k}")
-    xs = [rng.uniform(-1.5, 1.5) for _ in range(rng.randint(2, 5))]
-    m = [[rng.uniform(-1.5, 1.5) for _ in range(2)] for _ in range(rng.randint(1, 3))]
-    args = (rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5), xs, m, rng.randint(1, 4))
+    source, module, args = _program(rng, tmp_path, f"hvp_{k}")
+    xs, m = args[2], args[3]
     direction = (rng.uniform(-1, 1), rng.uniform(-1, 1), [rng.uniform(-1, 1) for _ in xs],
                  [[rng.uniform(-1, 1) for _ in row] for row in m], None)
-    try:
-        want = module.f(*args)
-    except (ZeroDivisionError, OverflowError, ValueError):
-        pytest.skip("the program raises at these arguments")
-    if not isinstance(want, float) or not math.isfinite(want):
-        pytest.skip("not a finite float")
+    _finite_value(module.f, args)
     grad = astad.grad(module.f, argnums=(0, 1, 2, 3))
     fast = grad.hessian_vector(args, direction)
     if "_power(" not in source:  # (a recursive helper: nested functions, the general path)

@@ -595,6 +595,7 @@ def float_sequences(lists: tuple, matrices: tuple) -> bool:
                 return False
     return True
 
+
 def float_lists(*lists) -> bool:
     """Is each argument a list of floats (exactly those types)? The entry's check of its
     list arguments (compiled in runtime/_native.c where it is built)."""
