@@ -8,6 +8,8 @@ structure of its argument.
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import functools
 import gc
 import inspect
@@ -19,6 +21,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 import numpy as np
 
 from . import codegen
+from .codegen import MISSING, unchanged
 
 from . import display
 from . import pickling
@@ -26,11 +29,11 @@ from .argnums import argnums_positions, check_form
 from .runtime.array_dual import ArrayDual, index_of
 from .errors import AstadError, InputError, SignatureError
 from .leftovers import run
-from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
+from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual, running
 from .runtime.tape import sweep, sweep_and_free, sweep_general
 from .rules.array_writes import UNDO
-from .structure import (Interleaving, build_gradient, contains_float, float_gradient, primal,
-                        seed)
+from .structure import (Interleaving, build_gradient, contains_float, float_gradient,
+                        new_object, primal, seed, slot_names)
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
@@ -56,6 +59,85 @@ class Pullback:
             adjoint, arrays = [0.0] * len(forward.tape), {}
             seed(forward.result, cotangent, adjoint, arrays, level=forward.tape)
             return forward.gradients(adjoint, arrays, sweep_general if is_nested() else sweep)
+
+
+class ScaledPullback(Pullback):
+    """The pullback of a float result whose gradient the specialised code gave
+    (straightline.py, scalarloops.py): a pullback is linear in its cotangent, so
+    ``pullback(c)`` is ``c`` times the gradient at 1.0, and no tape is kept. A cotangent
+    that is not a finite float or int (nan, inf, a dual of an enclosing level, an array)
+    takes the tape as ``Pullback`` does: the forward pass runs on the arguments as they
+    were at the call (copied then), once, as does ``tape_length``."""
+
+    def __init__(self, function, args, gradient):
+        self._function, self._args, self._gradient = function, args, gradient
+        self._taped = None
+
+    def __call__(self, cotangent: Any) -> Any:
+        t = type(cotangent)
+        if t is float or t is int:
+            c = float(cotangent)
+            if c - c == 0.0:  # finite (an infinite or nan seed reaches fewer leaves)
+                return _scaled(self._gradient, c, {})
+        return self._tape()(cotangent)
+
+    def _tape(self) -> Pullback:
+        if self._taped is None:
+            function, args = self._function, self._args
+            with _pause_gc():
+                self._taped = Pullback(function._forward(args, {}))
+        return self._taped
+
+    @property
+    def tape_length(self) -> int:  # type: ignore[override]
+        return self._tape().tape_length
+
+
+def _scaled(gradient, c: float, memo: dict):
+    """``gradient`` (floats in lists, tuples and records, constants elsewhere) times
+    ``c``, with the same structure and aliasing."""
+    t = type(gradient)
+    if t is float or t is np.float64:
+        return gradient * c
+    if t in _PLAIN:
+        return gradient
+    made = memo.get(id(gradient))
+    if made is not None:
+        return made
+    if t is list:
+        made = memo[id(gradient)] = []
+        made.extend([g * c if type(g) is float else _scaled(g, c, memo) for g in gradient])
+        return made
+    if t is tuple:
+        return tuple([_scaled(g, c, memo) for g in gradient])
+    made = memo[id(gradient)] = new_object(t)  # a record (_scalable)
+    made.__dict__.update({name: _scaled(g, c, memo) for name, g in gradient.__dict__.items()})
+    return made
+
+
+def _scalable(gradient) -> bool:
+    """Whether ``_scaled`` takes ``gradient``: floats, numpy.float64, plain constants,
+    lists, tuples, and records kept in a ``__dict__`` alone (no slots)."""
+    t = type(gradient)
+    if t is float or t is np.float64 or t in _PLAIN:
+        return True
+    if t is list:
+        return all(type(g) is float for g in gradient) or all(map(_scalable, gradient))
+    if t is tuple:
+        return all(map(_scalable, gradient))
+    return dataclasses.is_dataclass(gradient) and not slot_names(t) and \
+        all(map(_scalable, gradient.__dict__.values()))
+
+
+def _snapshot(value):
+    """A copy of an argument of the specialised code, for a later forward pass."""
+    t = type(value)
+    if t is float or t in _PLAIN or t is np.float64:
+        return value
+    if t is list:
+        return value[:] if all(type(v) is float for v in value) else list(map(_snapshot,
+                                                                               value))
+    return copy.deepcopy(value)
 
 
 class _Forward:
@@ -321,38 +403,52 @@ class DiffFunction:
         return reverse_pass(self._rev(entry), args, kwargs, positions, others, single,
                             self._no_float_error)
 
+    def _specialised(self, args, kwargs):
+        """``(value, gradient)`` by the specialised float code (straightline.py,
+        scalarloops.py), or None where it does not apply: other kinds of arguments, a
+        result that is not a float, an enclosing differentiation, an error (the
+        transformed code then runs and raises it at the user's line)."""
+        entry = self._entry
+        if entry.floats is None or kwargs or len(args) != entry.arity or running.stack or \
+                entry.code is not self._fn.__code__ or (
+                    entry.dependencies and not unchanged(entry.dependencies, MISSING)):
+            return None  # (entry.still_valid and is_nested, inline: this is per call)
+        try:
+            if entry.tapes:  # scalarloops.py: a tape of entries (see _pause_gc)
+                with _pause_gc():
+                    out = entry.floats(*args)
+            else:  # straightline.py: no tape at all
+                out = entry.floats(*args)
+        except Exception:  # noqa: BLE001 (the specialised code only reads its arguments)
+            return None
+        if out is None:  # the arguments are not of the kinds it was written for
+            return None
+        select = self._select.get(len(args))
+        if select is None:
+            select = self._selection(len(args))
+        if select is _ALL:
+            return out
+        if type(select) is int:
+            if type(args[select]) not in _PLAIN:  # (else: the error no float gives)
+                return out[0], out[1][select]
+        elif not all(type(args[k]) in _PLAIN for k in select):
+            return out[0], tuple([out[1][k] for k in select])
+        return None
+
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
+        out = self._specialised(args, kwargs)
+        if out is not None and _scalable(out[1]):
+            return out[0], ScaledPullback(self, tuple(map(_snapshot, args)), out[1])
         with _pause_gc():
             forward = self._forward(args, kwargs)
         return forward.value(), Pullback(forward)
 
     def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         """Return ``(value, gradient)`` of a float-valued function."""
-        entry = self._entry
-        if entry.floats is not None and not kwargs and len(args) == entry.arity and \
-                not is_nested() and \
-                entry.code is self._fn.__code__ and (not entry.dependencies or
-                                                     entry.still_valid()):
-            try:
-                if entry.tapes:  # scalarloops.py: a tape of entries (see _pause_gc)
-                    with _pause_gc():
-                        out = entry.floats(*args)
-                else:  # straightline.py: no tape at all
-                    out = entry.floats(*args)
-            except Exception:  # noqa: BLE001 (the specialised code only reads its arguments:
-                out = None  # the transformed code runs and raises the error at the user's line)
-            if out is not None:  # None: the arguments are not of the kinds it was written for
-                select = self._select.get(len(args))
-                if select is None:
-                    select = self._selection(len(args))
-                if select is _ALL:
-                    return out
-                if type(select) is int:
-                    if type(args[select]) not in _PLAIN:  # (else: the error no float gives)
-                        return out[0], out[1][select]
-                elif not all(type(args[k]) in _PLAIN for k in select):
-                    return out[0], tuple([out[1][k] for k in select])
+        out = self._specialised(args, kwargs)
+        if out is not None:
+            return out
         paused = gc.isenabled()  # see _pause_gc
         if paused:
             gc.disable()
@@ -507,4 +603,4 @@ def reverse_diff(fn: Any = None, *,
 
 from . import methods  # noqa: E402  (methods.py builds on DiffFunction)
 
-pickling.register_refusals(Pullback)
+pickling.register_refusals(Pullback, ScaledPullback)

@@ -24,6 +24,7 @@ import gast
 
 from .front import fence
 from .front.activity import bound_names
+from .runtime.tape import _native
 from .runtime.calls import GENERATED_CODE, calls_as_is, resolvable_function
 from .front.normalize import normalize
 from .rules.scalar import PRIMITIVES, ad, rule_namespace
@@ -63,12 +64,29 @@ class Transformed:
     def still_valid(self) -> bool:
         """False once a binding this code was specialised on has changed. A dependency
         is (namespace, name, value): a global, an entry of PRIMITIVES (no rule may be
-        registered later for a callee called directly), or a callee's ``__code__``
-        (_AttributesOf)."""
-        for namespace, name, value in self.dependencies:
-            if namespace.get(name, MISSING) is not value:
+        registered later for a callee called directly), or an attribute of a callee (its
+        ``__code__``, ``__defaults__``, a class's ``__init__``), its namespace then a weak
+        reference to it: the cache of transformed code must not keep it alive."""
+        return unchanged(self.dependencies, MISSING)
+
+
+def unchanged(dependencies: list, missing) -> bool:
+    """Is every dependency ``(namespace, name, value)`` still bound so? A namespace is a
+    dict or a weak reference to an object, whose attribute is read (compiled in
+    runtime/_native.c where it is built)."""
+    for namespace, name, value in dependencies:
+        if type(namespace) is weakref.ref:
+            obj = namespace()
+            if (missing if obj is None else getattr(obj, name, missing)) is not value:
                 return False
-        return True
+        elif namespace.get(name, missing) is not value:
+            return False
+    return True
+
+
+python_unchanged = unchanged  # (the reference the compiled one is tested on)
+if _native is not None:
+    unchanged = _native.unchanged
 
 
 # (id(fn), preaccumulate, as_method) -> Transformed, dropped when fn is: a function made
@@ -76,20 +94,6 @@ class Transformed:
 _cache: dict = {}
 _lock = threading.RLock()
 _building: set = set()  # functions being transformed now, by this thread (under _lock)
-
-
-class _AttributesOf:
-    """A function's attributes read like a namespace: a dependency on a callee's
-    ``__code__`` is then checked as one on a global is (still_valid)."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn):
-        self.fn = weakref.ref(fn)  # (the cache entry must not keep its own key alive)
-
-    def get(self, name, default):
-        fn = self.fn()
-        return default if fn is None else getattr(fn, name, default)
 
 
 class _Callees:
@@ -125,7 +129,7 @@ class _Callees:
             getattr(getattr(decorated, "__self__", None), "_preaccumulate", None)
         if preaccumulate is None:  # not api.DiffFunction's: leave it to ad.rev
             return None
-        code_of = [(_AttributesOf(callee), "__code__", callee.__code__)]
+        code_of = [(weakref.ref(callee), "__code__", callee.__code__)]
         if callee is self.fn:
             if self.as_method or preaccumulate != self.preaccumulate:
                 return None
@@ -147,10 +151,10 @@ def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Tran
     """The cached transformation of ``fn``, rebuilt if a global it resolved has changed.
 
     ``as_method``: the tape is the second parameter, after ``self`` (calls.rev)."""
-    key = (id(fn), preaccumulate, as_method)
-    entry = _cache.get(key)  # (fn is alive, so an entry under its id is its own)
-    if entry is not None and entry.code is fn.__code__ and entry.still_valid():
+    entry = cached(fn, preaccumulate, as_method)
+    if entry is not None:
         return entry
+    key = (id(fn), preaccumulate, as_method)
     with _lock:
         entry = _cache.get(key)
         if entry is None or entry.code is not fn.__code__ or entry.function() is not fn \
@@ -161,6 +165,16 @@ def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Tran
                 weakref.finalize(fn, _cache.pop, key, None)
             _cache[key] = entry
     return entry
+
+
+def cached(fn, preaccumulate: bool = True, as_method: bool = False):
+    """The transformation of ``fn`` if it is cached and still valid, else None (then
+    ``transformed`` builds it, for a function astad may transform)."""
+    entry = _cache.get((id(fn), preaccumulate, as_method))  # (fn is alive, so an entry
+    if entry is not None and entry.code is fn.__code__ and (  # under its id is its own)
+            not entry.dependencies or unchanged(entry.dependencies, MISSING)):
+        return entry
+    return None
 
 
 def transformed_function(fn, as_method: bool = False):
@@ -201,7 +215,7 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
         node, fn, local_names, names, preaccumulate, as_method, parsed.filename, callees)
     # ``rev`` copies the defaults now: a new __defaults__ tuple must rebuild it (and its
     # callers, which include these dependencies), as a call of ``fn`` would use it
-    dependencies += [(_AttributesOf(fn), name, getattr(fn, name))
+    dependencies += [(weakref.ref(fn), name, getattr(fn, name))
                      for name in ("__defaults__", "__kwdefaults__")
                      if getattr(fn, name) is not None]
     dependencies = _distinct(dependencies)
@@ -262,7 +276,7 @@ def readable_source(fn, entry: Transformed, preaccumulate: bool) -> str:
 def _distinct(dependencies: list) -> list:
     seen, out = set(), []
     for namespace, name, value in dependencies:
-        key = (id(getattr(namespace, "fn", namespace)), id(name), id(value))
+        key = (id(namespace), id(name), id(value))  # (one weak reference per object)
         if key not in seen:
             seen.add(key)
             out.append((namespace, name, value))

@@ -31,7 +31,7 @@ import numpy as np
 from .containers import copy_mapping, set_entries, set_items
 from .front.source import code_names
 from .runtime.duals import DUAL_TYPES, level, running
-from .structure import _is_instance, _is_record, _new_object, record_attributes
+from .structure import _is_instance, _is_record, new_object, record_attributes
 
 _setattr = object.__setattr__
 _LIBRARY_DIRS = tuple({os.path.normcase(p) for p in (
@@ -423,7 +423,7 @@ def detached(value):
                 attributes = record_attributes(x)
             except Exception:  # noqa: BLE001
                 return x
-            obj = memo[id(x)] = _new_object(t)
+            obj = memo[id(x)] = new_object(t)
             for name, v in attributes:
                 _setattr(obj, name, copy(v))
             return obj

@@ -306,5 +306,6 @@ def _refuse_pullback(pullback):
         ".grad) where the pullback is used")
 
 
-def register_refusals(pullback_type) -> None:
-    copyreg.pickle(pullback_type, _refuse_pullback)
+def register_refusals(*pullback_types) -> None:
+    for pullback_type in pullback_types:
+        copyreg.pickle(pullback_type, _refuse_pullback)

@@ -85,7 +85,7 @@ def _is_record(value) -> bool:
         not isinstance(value, type)
 
 
-def _new_object(cls):
+def new_object(cls):
     """An instance of ``cls`` made without running its ``__init__``."""
     return object.__new__(cls) if cls.__new__ is object.__new__ else cls.__new__(cls)
 
@@ -93,7 +93,7 @@ def _new_object(cls):
 _SLOTS: dict = {}  # class -> the names of its (and its bases') slots
 
 
-def _slot_names(cls) -> tuple:
+def slot_names(cls) -> tuple:
     names = _SLOTS.get(cls)
     if names is None:
         names = []
@@ -108,7 +108,7 @@ def _slot_names(cls) -> tuple:
 
 def record_attributes(obj) -> list:
     """All instance attributes of ``obj``: its ``__dict__`` and every filled slot."""
-    slots = _slot_names(type(obj))
+    slots = slot_names(type(obj))
     if not slots:  # (the common case: no class scan per call)
         return [(name, getattr(obj, name)) for name in getattr(obj, "__dict__", ())]
     names = list(getattr(obj, "__dict__", {}))
@@ -201,7 +201,7 @@ def _plain_record_kind(cls) -> int:
     read and written as stored (no slots, properties or other data descriptors, no
     ``__getattribute__`` of its own)? Then its ``__dict__`` is its record_attributes."""
     kind = 0
-    if dataclasses.is_dataclass(cls) and not _slot_names(cls) and \
+    if dataclasses.is_dataclass(cls) and not slot_names(cls) and \
             cls.__getattribute__ is object.__getattribute__ and not any(
                 hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")
                 for klass in cls.__mro__ for name, attr in vars(klass).items()
@@ -406,7 +406,7 @@ class Interleaving:
                 plan.cls, plan.original = t, value
             return types.MappingProxyType(inner), plan
         if _is_record(value):
-            copy = _new_object(t)
+            copy = new_object(t)
             plan = _Node("record", t, [], None)
             frozen = getattr(getattr(t, "__dataclass_params__", None), "frozen", False)
             self._remember(value, copy, plan)
@@ -583,7 +583,7 @@ def _build(plan, adjoint, arrays, memo):
         for key, child in plan.children:
             dict.__setitem__(out, key, (yield _build(child, adjoint, arrays, memo)))
         return types.MappingProxyType(out) if proxy else out
-    obj = _new_object(plan.cls)  # record
+    obj = new_object(plan.cls)  # record
     memo[id(plan)] = obj
     for name, child in plan.children:
         _setattr(obj, name, float_gradient(adjoint[child]) if type(child) is int else
@@ -686,7 +686,7 @@ def _primal(value, originals, memo, level):
         if not any(type(x) in DUAL_TYPES or not isinstance(x, (int, float, str, type(None)))
                    for _, x in attributes):
             return value  # nothing to strip: keep the object itself
-        obj = _new_object(t)
+        obj = new_object(t)
         memo[id(value)] = obj
         for name, x in attributes:
             _setattr(obj, name, (yield _primal(x, originals, memo, level)))
@@ -703,7 +703,7 @@ def _is_instance(value) -> bool:
     """An object of a class that keeps values in attributes (a user's class), whose
     attributes astad may read: not a class, a module, a function or a numpy value."""
     return not isinstance(value, _NOT_INSTANCES) and (
-        hasattr(value, "__dict__") or bool(_slot_names(type(value))))
+        hasattr(value, "__dict__") or bool(slot_names(type(value))))
 
 
 # -- seed ---------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from .errors import AstadError, InputError
 from .forward.call import forward
 from .forward.hvp import hessian_vector_product
 from .runtime.calls import rev as transformed_callable, resolvable_function
-from .runtime.duals import is_nested
+from .runtime.duals import is_nested, running
 from .runtime.tape import sweep, sweep_general
 from .structure import seed
 
@@ -104,17 +104,27 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         argnums_positions(argnums, 1 << 30)  # (its form, checked now)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
         self._plain = None  # a DiffFunction for a plain Python function: its fast paths
+        self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
         self._selections: dict = {}  # number of arguments -> argnums_positions' answer
 
+    def _selection(self, n_args: int):
+        selection = self._selections.get(n_args)
+        if selection is None:
+            selection = self._selections[n_args] = argnums_positions(
+                self.options["argnums"], n_args)
+        return selection
+
     def __call__(self, *args, **kwargs):
-        argnums, has_aux = self.options["argnums"], self.options["has_aux"]
-        positions, single = argnums_positions(argnums, len(args))
-        fun = self.fun
+        fun, plain = self.fun, self._plain
+        if plain is not None and self._resolvable is fun.__code__:
+            return plain.value_and_grad(*args, **kwargs)  # (checked below, once per code)
+        has_aux = self.options["has_aux"]
+        positions, single = self._selection(len(args))
         if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
-            plain = self._plain
             if plain is None:
                 plain = self._plain = DiffFunction(fun, positions[0] if single else positions)
                 plain._entry = codegen.transformed(fun)
+            self._resolvable = fun.__code__
             return plain.value_and_grad(*args, **kwargs)
         pass_ = reverse(fun, args, kwargs, positions, single)
         out, aux = _split_aux(pass_.result, has_aux, fun)
@@ -146,12 +156,8 @@ class grad(value_and_grad):  # noqa: N801
         if self.options["has_aux"] or type(fun) is not types.FunctionType or \
                 not resolvable_function(fun):
             return None
-        selection = self._selections.get(len(primals))
-        if selection is None:
-            selection = self._selections[len(primals)] = argnums_positions(
-                self.options["argnums"], len(primals))
-        return hessian_vector_product(codegen.transformed(fun), fun, *selection, primals,
-                                      tangents)
+        return hessian_vector_product(codegen.transformed(fun), fun,
+                                      *self._selection(len(primals)), primals, tangents)
 
 
 class _VjpFunction:
@@ -191,14 +197,15 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     if len(primals) != len(tangents):
         raise InputError(f"jvp got {len(primals)} primals and {len(tangents)} tangents; give "
                          "one tangent per primal")
-    if type(fun) is grad and not has_aux and not is_nested():
+    if type(fun) is grad and not has_aux and not running.stack:
         out = fun.hessian_vector(primals, tangents)  # forward/hvp.py, or None
         if out is not None:
             return out
-    if not has_aux and type(fun) is types.FunctionType and not is_nested() and \
-            resolvable_function(fun):
-        entry = codegen.transformed(fun)
-        if entry.jvp_floats is not None and len(primals) == entry.arity:
+    if not has_aux and type(fun) is types.FunctionType and not running.stack:
+        entry = codegen.cached(fun) or (codegen.transformed(fun) if resolvable_function(fun)
+                                        else None)  # (cached: it was resolvable)
+        if entry is not None and entry.jvp_floats is not None and \
+                len(primals) == entry.arity:
             try:
                 out = entry.jvp_floats(*primals, *tangents)  # forward/floats.py: no dual
             except Exception:  # noqa: BLE001 (it only reads its arguments: the forward

@@ -197,6 +197,13 @@ def path_of(fn, args) -> str:
     return "specialised" if entry.tapes else "straight-line"
 
 
+def _path(form) -> str:
+    path = path_of(form.fn, form.args)
+    if form.call != "vjp":
+        return path
+    return "general (vjp)" if path == "general" else f"{path}, a scaled pullback"
+
+
 def check(form, ad) -> None:
     """The form's value and gradient against the ordinary code and finite differences."""
     case = programs.Case(form.family, None, form.fn, ad, form.args)
@@ -218,8 +225,7 @@ def bench_form(form, samples, target) -> dict:
                              samples, target)
     primal, grad = t["primal"]["median"], t["grad"]["median"]
     return {"family": form.family, "form": form.name, "size": form.size,
-            "call": form.call, "path": path_of(form.fn, form.args) if form.call ==
-            "value_and_grad" else "general (vjp)", "primal_s": primal, "grad_s": grad,
+            "call": form.call, "path": _path(form), "primal_s": primal, "grad_s": grad,
             "grad_over_primal": grad / primal, "timings": t}
 
 

@@ -377,10 +377,11 @@ FIGURE1_STRAIGHT = '''
     def figure1_floats(x, y):
         # every argument a float: the forward pass, then its sweep written out (no tape)
         _vfloats = type(x) is float and type(y) is float
-        if not _vfloats and not (type(x) in ad.numbers and type(y) in ad.numbers):
-            return None  # other arguments: the transformed code runs instead
-        if type(x) in ad.integers and type(y) in ad.integers:
-            return None  # no float: the transformed code says so
+        if not _vfloats:
+            if not (type(x) in ad.numbers and type(y) in ad.numbers):
+                return None  # other arguments: the transformed code runs instead
+            if type(x) in ad.integers and type(y) in ad.integers:
+                return None  # no float: the transformed code says so
         # z = x + y
         _vt0 = x + y
         # return x * z

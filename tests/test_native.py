@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import types
+import weakref
 from fractions import Fraction
 
 import numpy as np
@@ -449,3 +450,38 @@ def test_the_argument_checks_answer_as_the_python_ones():
     assert native.float_rows() is python_rows() is True
     assert kinds.float_lists is native.float_lists if runtime.RUNTIME == "native" else \
         kinds.float_lists is python_lists
+
+
+def test_the_check_of_bindings_answers_as_the_python_one():
+    from astad import codegen
+
+    def helper():
+        pass
+
+    class Namespace:  # neither a dict nor a weak reference: read through its get
+        def get(self, name, default):
+            return {"a": 1}.get(name, default)
+
+    def gone():
+        pass
+
+    dead = weakref.ref(gone)
+    del gone
+    missing, code = codegen.MISSING, helper.__code__
+    namespace, attributes = {"a": helper, "b": None}, weakref.ref(helper)
+    cases = [(namespace, "a", helper), (namespace, "a", None), (namespace, "b", None),
+             (namespace, "c", missing), (namespace, "c", None),
+             (attributes, "__code__", code), (attributes, "__code__", None),
+             (attributes, "no_such", missing), (attributes, "__defaults__", None),
+             (dead, "__code__", missing), (dead, "__code__", code),
+             (Namespace(), "a", 1), (Namespace(), "b", missing), (Namespace(), "a", 2)]
+    for k in range(len(cases) + 1):
+        for dependencies in ([cases[k - 1]] if k else [], cases[:k], cases[k:]):
+            assert native.unchanged(dependencies, missing) == \
+                codegen.python_unchanged(dependencies, missing), dependencies
+    assert not native.unchanged([(attributes, "__code__", code)] * 3 + [(dead, "x", 1)],
+                                missing)
+    with pytest.raises(TypeError):
+        native.unchanged([(namespace, "a")], missing)
+    assert codegen.unchanged is native.unchanged if runtime.RUNTIME == "native" else \
+        codegen.unchanged is codegen.python_unchanged

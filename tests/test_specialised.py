@@ -417,6 +417,58 @@ def test_specialised_forward_mode_agrees_with_the_gradient(fn, args):
     assert tangent == pytest.approx(expected, rel=1e-12, abs=1e-14)
 
 
+@pytest.mark.parametrize("fn, args", CASES, ids=IDS)
+def test_a_pullback_of_the_specialised_code_agrees_with_the_tape(fn, args):
+    """``.vjp`` of a float result the specialised code differentiates scales its gradient
+    (api.ScaledPullback); a cotangent that is not a finite float or int sweeps a tape."""
+    f = astad.reverse_diff(fn)
+    value, pullback = f.vjp(*args)
+    assert type(pullback) is astad.api.ScaledPullback and value == fn(*args)
+    taped = astad.Pullback(f.vjp.__self__._forward(args, {}))  # the general path's
+    assert pullback.tape_length == taped.tape_length
+    for c in (1.0, 2.5, -3, 0.0, math.nan, -math.inf, np.float64(0.75)):
+        got, want = pullback(c), taped(c)
+        assert type(got) is type(want)
+        for a, b in zip(_leaves(got), _leaves(want), strict=True):
+            assert type(a) is type(b)
+            if type(b) is float and math.isnan(b):
+                assert math.isnan(a)
+            else:
+                tolerance = 1e-15 * max(1.0, abs(c)) if math.isfinite(c) else 0.0
+                assert a == (pytest.approx(b, rel=1e-13, abs=tolerance) if type(b) is float
+                             else b)
+
+
+def test_a_pullback_keeps_the_arguments_it_was_made_at():
+    f = astad.reverse_diff(dot_zip)
+    xs, ys = list(XS), list(YS)
+    _, pullback = f.vjp(xs, ys)
+    xs[0] = ys[0] = 100.0  # changed after the call: the pullback is of the call
+    gx, gy = pullback(math.inf)  # (a tape, made now from the arguments as they were)
+    assert gx == [math.copysign(math.inf, y) for y in YS]
+    assert gy == [math.copysign(math.inf, x) for x in XS]
+    assert pullback(2.0) == ([2.0 * y for y in YS], [2.0 * x for x in XS])
+    assert pullback(2.0)[0] is not pullback(2.0)[0]  # a new gradient each call
+
+
+def test_a_pullback_of_one_list_passed_twice_is_of_one_input():
+    f = astad.reverse_diff(dot_zip)
+    gx, gy = f.vjp(XS, XS)[1](0.5)
+    assert gx == gy == pytest.approx([x for x in XS])  # 0.5 * 2x
+
+
+def test_a_pullback_called_inside_a_differentiation():
+    f = astad.reverse_diff(scale)
+    _, pullback = f.vjp(1.5, 2.5)
+
+    def outer(c):
+        gx, gy = pullback(c)  # c a dual of this differentiation: the tape's sweep
+        return gx * gy
+
+    gx, gy = pullback(1.0)
+    assert astad.grad(outer)(0.5) == pytest.approx(2 * 0.5 * gx * gy)
+
+
 # -- argument kinds ------------------------------------------------------------------------
 def test_an_int_argument_keeps_the_specialised_code_and_comes_back_as_itself():
     f = astad.reverse_diff(series)

@@ -272,7 +272,7 @@ class Expressions:
         fields = record_fields(cls) if plain_record_class(cls) else None
         if fields is None or any(isinstance(a, gast.Starred) for a in node.args):
             raise _NotStraight
-        self.scope.resolver.dependencies.append((_ClassInit(cls), "__init__", cls.__init__))
+        self.scope.resolver.dependencies.append((weakref.ref(cls), "__init__", cls.__init__))
         given = {}
         positional = [name for name, _, kw_only in fields if not kw_only]
         if len(node.args) > len(positional):
@@ -672,20 +672,6 @@ def _in_rules(func):
 _COMPARE = {gast.Eq: "==", gast.NotEq: "!=", gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">",
             gast.GtE: ">=", gast.Is: "is", gast.IsNot: "is not", gast.In: "in",
             gast.NotIn: "not in"}
-
-
-class _ClassInit:
-    """A class's ``__init__`` read like a namespace (a dependency: a class whose
-    constructor changes is no longer written as its fields). Weak: the cache of
-    transformed code must not keep the class alive."""
-    __slots__ = ("cls",)
-
-    def __init__(self, cls):
-        self.cls = weakref.ref(cls)
-
-    def get(self, name, default):
-        cls = self.cls()
-        return default if cls is None else getattr(cls, name, default)
 
 
 __all__ = ["Expressions", "Retry", "Alias", "RecordLocal", "RowLocal", "TupleLocal"]

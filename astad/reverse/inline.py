@@ -12,6 +12,7 @@ through another helper), or takes ``*args`` is not inlined: the ordinary code ru
 from __future__ import annotations
 
 import types
+import weakref
 
 import gast
 
@@ -55,9 +56,8 @@ class Inliner:
         local_names = bound_names(root) | set(params)
         plain = {p for p, v in values.items() if isinstance(v, Plain)}
         activity = seeded_activity(root, local_names, params, plain)
-        from ..codegen import _AttributesOf
         dependencies = self.scope.resolver.dependencies
-        dependencies.append((_AttributesOf(callee), "__code__", callee.__code__))
+        dependencies.append((weakref.ref(callee), "__code__", callee.__code__))
         scope = _Scope(callee, root, Resolver(callee, dependencies), activity, local_names,
                        filename, prefix=f"{callee.__name__}_", call_line=line,
                        same_file=filename == self.filename)
@@ -115,7 +115,6 @@ class Inliner:
 
     def write_function(self, name, callee, root, filename, params, kinds, body, line):
         from .scalarloops import _rule_helpers, _Scope, seeded_activity
-        from ..codegen import _AttributesOf
         local_names = bound_names(root) | set(params)
         reserved = {self.names[k] for k in ("tape", "extend", "sink", "last", "layout")}
         if local_names & (_rule_helpers() | reserved) or any(
@@ -124,7 +123,7 @@ class Inliner:
         plain = {p for p, (kind, _) in zip(params, kinds) if kind == "plain"}
         activity = seeded_activity(root, local_names, params, plain)
         dependencies = self.scope.resolver.dependencies
-        dependencies.append((_AttributesOf(callee), "__code__", callee.__code__))
+        dependencies.append((weakref.ref(callee), "__code__", callee.__code__))
         scope = _Scope(callee, root, Resolver(callee, dependencies), activity, local_names,
                        filename, call_line=line, same_file=filename == self.filename)
         scope.writer = self
@@ -174,9 +173,8 @@ class Inliner:
                 continue
             if k < first_default or not constant_global(defaults[k - first_default]):
                 raise _NotStraight
-            from ..codegen import _AttributesOf
-            self.scope.resolver.dependencies.append(
-                (_AttributesOf(callee), "__defaults__", callee.__defaults__))
+                self.scope.resolver.dependencies.append(
+                (weakref.ref(callee), "__defaults__", callee.__defaults__))
             from .floatexpr import _literal
             values[p] = Plain(_literal(defaults[k - first_default]))
         return values

@@ -229,13 +229,14 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
     if floats:  # floats; an int (a constant: its gradient itself), a numpy.float64
         head += [(f"    {temp}floats = {' and '.join(f'type({p}) is float' for p in floats)}",
                   first),
-                 (f"    if not {temp}floats and not ("
-                  f"{' and '.join(f'type({p}) in ad.numbers' for p in floats)}):", first),
-                 ("        return None  # other arguments: the transformed code runs instead",
-                  first)]
+                 (f"    if not {temp}floats:", first),
+                 (f"        if not ({' and '.join(f'type({p}) in ad.numbers' for p in floats)}):",
+                  first),
+                 ("            return None  # other arguments: the transformed code runs "
+                  "instead", first)]
         if "record" not in kinds.values():
-            head += [("    if " + " and ".join(f"type({p}) in ad.integers" for p in floats)
-                      + ":", first), ("        return None  # no float: the transformed "
+            head += [("        if " + " and ".join(f"type({p}) in ad.integers" for p in floats)
+                      + ":", first), ("            return None  # no float: the transformed "
                                       "code says so", first)]
     head += [(f"    {text}", first) for text in reads]
     value, _, line = writer.result

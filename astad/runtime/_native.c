@@ -498,6 +498,90 @@ native_float_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
+/* -- the generated code's dependencies (codegen.Transformed.still_valid) --------------- */
+
+PyDoc_STRVAR(unchanged_doc,
+"unchanged(dependencies, missing)\n--\n\n"
+"codegen.unchanged, compiled: is every (namespace, name, value) of the list still bound\n"
+"so? A dict is read directly, a weak reference's object by its attribute name, any\n"
+"other namespace through its get method.");
+
+static PyObject *
+native_unchanged(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "unchanged(dependencies: list, missing)");
+        return NULL;
+    }
+    PyObject *dependencies = args[0], *missing = args[1];
+    /* (a key's __eq__ may run Python code: the length is read again at each step and the
+       item held while it is used) */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dependencies); i++) {
+        PyObject *dependency = PyList_GET_ITEM(dependencies, i);
+        if (!PyTuple_CheckExact(dependency) || PyTuple_GET_SIZE(dependency) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a dependency is (namespace, name, value)");
+            return NULL;
+        }
+        Py_INCREF(dependency);
+        PyObject *namespace = PyTuple_GET_ITEM(dependency, 0);
+        PyObject *name = PyTuple_GET_ITEM(dependency, 1);
+        PyObject *bound;
+        if (PyDict_CheckExact(namespace)) {
+            bound = PyDict_GetItemWithError(namespace, name); /* borrowed */
+            if (bound == NULL && PyErr_Occurred()) {
+                Py_DECREF(dependency);
+                return NULL;
+            }
+            Py_XINCREF(bound);
+            if (bound == NULL) {
+                bound = missing;
+                Py_INCREF(bound);
+            }
+        }
+        else if (PyWeakref_CheckRefExact(namespace)) { /* an attribute of a callee */
+            PyObject *obj;
+#if PY_VERSION_HEX >= 0x030D0000
+            if (PyWeakref_GetRef(namespace, &obj) < 0) {
+                Py_DECREF(dependency);
+                return NULL;
+            }
+#else
+            obj = PyWeakref_GetObject(namespace); /* borrowed; Py_None once dead */
+            obj = obj == Py_None ? NULL : (Py_INCREF(obj), obj);
+#endif
+            bound = NULL;
+            if (obj != NULL) {
+                bound = PyObject_GetAttr(obj, name);
+                Py_DECREF(obj);
+                if (bound == NULL) {
+                    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                        Py_DECREF(dependency);
+                        return NULL;
+                    }
+                    PyErr_Clear();
+                }
+            }
+            if (bound == NULL) {
+                bound = missing;
+                Py_INCREF(bound);
+            }
+        }
+        else {
+            bound = PyObject_CallMethod(namespace, "get", "OO", name, missing);
+            if (bound == NULL) {
+                Py_DECREF(dependency);
+                return NULL;
+            }
+        }
+        int same = bound == PyTuple_GET_ITEM(dependency, 2);
+        Py_DECREF(bound);
+        Py_DECREF(dependency);
+        if (!same)
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef native_methods[] = {
     {"float_lists", (PyCFunction)(void (*)(void))native_float_lists, METH_FASTCALL,
      float_lists_doc},
@@ -508,13 +592,15 @@ static PyMethodDef native_methods[] = {
      sweep_and_free_doc},
     {"sweep_flat", (PyCFunction)(void (*)(void))native_sweep_flat, METH_FASTCALL,
      sweep_flat_doc},
+    {"unchanged", (PyCFunction)(void (*)(void))native_unchanged, METH_FASTCALL, unchanged_doc},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "astad.runtime._native",
     .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit), "
-             "and the specialised code's checks of its arguments (reverse/kinds.py).",
+             "the specialised code's checks of its arguments (reverse/kinds.py) and of the bindings "
+             "it was written for (codegen.py).",
     .m_size = -1,
     .m_methods = native_methods,
 };
