@@ -470,10 +470,8 @@ class DiffFunction:
         """``(value, tangent)`` by forward mode: the function at ``primals`` (its
         positional arguments) and its directional derivative along ``tangents`` (one per
         primal, the same structures; None is zero). Keyword arguments are constants."""
-        from .transforms import jvp
-        from functools import partial
-        function = partial(self._fn, **kwargs) if kwargs else self._fn
-        return jvp(function, primals, tangents)
+        function = functools.partial(self._fn, **kwargs) if kwargs else self._fn
+        return transforms.jvp(function, primals, tangents)
 
 
 def float_result_gradient(forward: _Forward, out, name: str):
@@ -602,5 +600,6 @@ def reverse_diff(fn: Any = None, *,
 
 
 from . import methods  # noqa: E402  (methods.py builds on DiffFunction)
+from . import transforms  # noqa: E402  (transforms.py builds on this module)
 
 pickling.register_refusals(Pullback, ScaledPullback)
