@@ -68,8 +68,10 @@ def sources(f: Callable[..., Any]) -> tuple[list[tuple[int, str]], str, str]:
     name with where it is defined (``model.py:7``, or ``Cell In[22], line 5`` in a
     notebook)."""
     decorated = _decorated(f)
-    original, location = _original(decorated)
-    name = getattr(decorated, "__qualname__", decorated.__code__.co_name)
+    # (astad.grad(f) has the source of f and of its Hessian-vector products: f's lines)
+    function = decorated if hasattr(decorated, "__code__") else decorated.__wrapped__
+    original, location = _original(function)
+    name = getattr(decorated, "__qualname__", function.__code__.co_name)
     title = f"{name} ({location})" if location else name
     return original, decorated.source.rstrip("\n"), title
 

@@ -30,7 +30,7 @@ from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass
 from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from .errors import AstadError, InputError
 from .forward.call import forward
-from .forward.hvp import hessian_vector_product
+from .forward.hvp import hessian_vector_product, hvp_source
 from .runtime.calls import rev as transformed_callable, resolvable_function
 from .runtime.duals import is_nested, running
 from .runtime.tape import sweep, sweep_general
@@ -147,14 +147,30 @@ class grad(value_and_grad):  # noqa: N801
             return gradient, value[1]
         return gradient
 
-    def hessian_vector(self, primals, tangents):
-        """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
-        it (forward/hvp.py: one reverse pass over forward mode's code), else None."""
+    @property
+    def source(self) -> str:
+        """The code this gradient runs (``f``'s, as ``.source`` shows it) and, after it,
+        the code ``jvp`` of this gradient runs for float arguments (forward/hvp.py)."""
+        fun = self._function()
+        if fun is None:
+            raise AttributeError(f"{self!r} has no source: astad transforms Python functions")
+        entry = codegen.transformed(fun)
+        text = codegen.readable_source(fun, entry, True)
+        nested = None if self.options["has_aux"] else hvp_source(entry, fun)
+        return text if nested is None else text.rstrip("\n") + "\n\n" + nested
+
+    def _function(self):
+        """The Python function this gradient is of (a @reverse_diff function's own)."""
         fun = self.fun
         if type(fun) is DiffFunction:  # (a @reverse_diff function: the one it decorates)
             fun = fun._fn
-        if self.options["has_aux"] or type(fun) is not types.FunctionType or \
-                not resolvable_function(fun):
+        return fun if type(fun) is types.FunctionType and resolvable_function(fun) else None
+
+    def hessian_vector(self, primals, tangents):
+        """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
+        it (forward/hvp.py: one reverse pass over forward mode's code), else None."""
+        fun = self._function()
+        if self.options["has_aux"] or fun is None:
             return None
         return hessian_vector_product(codegen.transformed(fun), fun,
                                       *self._selection(len(primals)), primals, tangents)

@@ -168,3 +168,40 @@ def test_a_decorated_function_takes_the_code_written_out():
     assert fast == _flat(astad.jvp(astad.grad(rosenbrock, argnums=(0, 1)), (0.7, -0.4),
                                    (0.3, -1.1)))
     assert fast == pytest.approx(_flat(general(grad, (0.7, -0.4), (0.3, -1.1))), rel=1e-14)
+
+
+def test_the_source_of_a_gradient_shows_the_hessian_vector_code():
+    grad = astad.grad(rosenbrock, argnums=(0, 1))
+    source = grad.source
+    assert source.startswith(astad.reverse_diff(rosenbrock).source.rstrip("\n"))
+    nested = source[source.index("# a Hessian-vector product"):]
+    # forward mode's tangent code, with the user's names, then reverse mode's code of it
+    tangent = nested[nested.index("def rosenbrock_tangent(x, y, x_dot, y_dot):"):]
+    assert "return (1.0 - x) ** 2 + 100.0 * (y - x * x) ** 2" in tangent  # (a comment)
+    assert "def rosenbrock_tangent_floats(x, y, x_dot, y_dot):" in tangent
+    # the code shown is the code that runs: its function gives H v and the gradient
+    run = astad.codegen.transformed(rosenbrock).hvp[0]
+    assert run.__name__ == "rosenbrock_tangent_floats"
+    value, (dx, dy, gx, gy) = run(0.5, 1.5, 1.0, -2.0)
+    (hxx, hxy), (hyx, hyy) = rosenbrock_hessian(0.5, 1.5)
+    assert (dx, dy) == pytest.approx((hxx - 2.0 * hxy, hyx - 2.0 * hyy), rel=1e-14)
+    assert (gx, gy) == pytest.approx(astad.grad(rosenbrock, argnums=(0, 1))(0.5, 1.5))
+    assert grad.source == source  # written once, the same text every time
+
+
+def test_the_source_of_a_gradient_without_hessian_vector_code_is_the_functions():
+    source = astad.grad(recursive_power).source  # (recursion: the general path)
+    assert "def recursive_power(_tape, x, k):" in source and "Hessian-vector" not in source
+    with_aux = astad.grad(lambda x: (x * x, 1.0), has_aux=True)
+    assert "Hessian-vector" not in with_aux.source
+    with pytest.raises(AttributeError):
+        astad.grad(math.sin).source
+
+
+def test_show_prints_a_gradient_with_the_users_lines():
+    import io
+    out = io.StringIO()
+    astad.show(astad.grad(rosenbrock), file=out, layout="stacked")
+    text = out.getvalue()
+    assert "def rosenbrock(x, y):" in text and "grad_rosenbrock" in text
+    assert "rosenbrock_tangent_floats" in text

@@ -147,6 +147,32 @@ def hvp_function(fn):
     return compiled, plans, text, found
 
 
+def _built(entry, fn):
+    """``entry.hvp``, written now if it was not (hvp_function)."""
+    built = entry.hvp
+    if built is UNBUILT:
+        built = hvp_function(fn)
+        if built is not None:  # (the globals it was written for: the entry's, rebuilt
+            entry.dependencies.extend(built[3])  # when one changes, as forward mode's)
+        entry.hvp = built
+    return built
+
+
+def hvp_source(entry, fn) -> str | None:
+    """The code a Hessian-vector product of ``fn`` runs for floats: forward mode's
+    tangent code, then reverse mode's code of it; None where it is not written."""
+    built = _built(entry, fn)
+    if built is None:
+        return None
+    function, _, text, _ = built
+    tangent = "".join(linecache.getlines(function.__code__.co_filename)).rstrip("\n")
+    return ("# a Hessian-vector product, jvp(grad(f), (x,), (v,)), for float arguments "
+            "(forward/hvp.py):\n# forward mode's tangent t(x, v) = grad f(x) . v, "
+            "written with plain floats\n" + tangent + "\n\n# and reverse mode of it, "
+            "which jvp runs: H v with respect to x, grad f(x) with respect to v\n"
+            + text.rstrip("\n") + "\n")
+
+
 def _exact(value, tangent, kind) -> bool:
     if kind == "float":
         return type(value) is float and type(tangent) is float
@@ -175,12 +201,7 @@ def hessian_vector_product(entry, fn, positions, single, primals, tangents):
     """``(gradient, H v)`` of ``fn`` with respect to ``positions`` (as ``grad`` gives the
     gradient: one value if ``single``, else a tuple), or None where this code does not
     apply (the general path runs)."""
-    built = entry.hvp
-    if built is UNBUILT:
-        built = hvp_function(fn)
-        if built is not None:  # (the globals it was written for: the entry's, rebuilt
-            entry.dependencies.extend(built[3])  # when one changes, as forward mode's)
-        entry.hvp = built
+    built = _built(entry, fn)
     if built is None:
         return None
     function, plans = built[0], built[1]
