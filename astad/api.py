@@ -8,7 +8,6 @@ structure of its argument.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import functools
 import gc
@@ -130,14 +129,20 @@ def _scalable(gradient) -> bool:
 
 
 def _snapshot(value):
-    """A copy of an argument of the specialised code, for a later forward pass."""
+    """A copy of an argument of the specialised code (floats, lists, tuples, dataclasses
+    in a ``__dict__``) for a later forward pass: its containers copied, its values not."""
     t = type(value)
-    if t is float or t in _PLAIN or t is np.float64:
-        return value
     if t is list:
         return value[:] if all(type(v) is float for v in value) else list(map(_snapshot,
                                                                                value))
-    return copy.deepcopy(value)
+    if t is tuple:
+        return tuple(map(_snapshot, value))
+    if dataclasses.is_dataclass(value) and hasattr(value, "__dict__") and \
+            not isinstance(value, type):
+        made = new_object(t)
+        made.__dict__.update({name: _snapshot(v) for name, v in value.__dict__.items()})
+        return made
+    return value  # (a float, an int, a string, None: nothing to copy)
 
 
 class _Forward:

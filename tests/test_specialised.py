@@ -451,6 +451,18 @@ def test_a_pullback_keeps_the_arguments_it_was_made_at():
     assert pullback(2.0)[0] is not pullback(2.0)[0]  # a new gradient each call
 
 
+def test_a_pullback_keeps_a_dataclass_as_it_was_at_the_call():
+    f = astad.reverse_diff(records)
+    args = (Pt(1.5, -0.5), Vec3(0.3, -0.7, 1.1), 2.0)
+    _, pullback = f.vjp(*args)
+    want = pullback(np.float64(2.0))  # (not a float: a tape, made now)
+    _, pullback = f.vjp(*args)
+    args[0].x = 100.0  # changed after the call
+    got = pullback(np.float64(2.0))
+    assert got == want
+    assert f.vjp(*args)[1](np.float64(2.0)) != want  # (the change would have shown)
+
+
 def test_a_pullback_of_one_list_passed_twice_is_of_one_input():
     f = astad.reverse_diff(dot_zip)
     gx, gy = f.vjp(XS, XS)[1](0.5)
