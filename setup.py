@@ -22,6 +22,7 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
-native = Extension("astad.runtime._native", ["astad/runtime/_native.c"], optional=True)
+native = Extension("astad.runtime._native",
+                   ["astad/runtime/_native.c", "astad/runtime/_specialised.c"], optional=True)
 build = os.environ.get("ASTAD_BUILD_NATIVE", "1").strip().lower() not in ("0", "no", "false")
 setup(ext_modules=[native] if build else [], cmdclass={"build_ext": BuildExt})

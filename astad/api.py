@@ -29,7 +29,7 @@ from .runtime.array_dual import ArrayDual, index_of
 from .errors import AstadError, InputError, SignatureError
 from .leftovers import run
 from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual, running
-from .runtime.tape import sweep, sweep_and_free, sweep_general
+from .runtime.tape import _native, sweep, sweep_and_free, sweep_general
 from .rules.array_writes import UNDO
 from .structure import (Interleaving, build_gradient, contains_float, float_gradient,
                         new_object, primal, seed, slot_names)
@@ -276,8 +276,8 @@ class DiffFunction:
                                      fn.__defaults__, fn.__closure__)
         functools.update_wrapper(wrapper, fn)
         wrapper.__kwdefaults__ = fn.__kwdefaults__
-        wrapper.grad = self.grad
-        wrapper.value_and_grad = self.value_and_grad
+        wrapper.grad = specialised_call(self, True)
+        wrapper.value_and_grad = specialised_call(self, False)
         wrapper.vjp = self.vjp
         wrapper.jvp = self.jvp
         # From now on the gradient follows the function callers see: if its __code__ is
@@ -454,6 +454,9 @@ class DiffFunction:
         out = self._specialised(args, kwargs)
         if out is not None:
             return out
+        return self._value_and_grad_general(*args, **kwargs)
+
+    def _value_and_grad_general(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         paused = gc.isenabled()  # see _pause_gc
         if paused:
             gc.disable()
@@ -470,6 +473,10 @@ class DiffFunction:
     def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient of a float-valued function with respect to ``argnums``."""
         return self.value_and_grad(*args, **kwargs)[1]
+
+    def _grad_general(self, *args: Any, **kwargs: Any) -> Any:
+        """The gradient of a float-valued function with respect to ``argnums``."""
+        return self._value_and_grad_general(*args, **kwargs)[1]
 
     def jvp(self, primals: tuple, tangents: tuple, **kwargs: Any) -> tuple[Any, Any]:
         """``(value, tangent)`` by forward mode: the function at ``primals`` (its
@@ -529,6 +536,18 @@ def _pause_gc():
     finally:
         if paused:
             gc.enable()
+
+
+def specialised_call(diff: DiffFunction, gradient_only: bool):
+    """``f.grad`` (``gradient_only``) or ``f.value_and_grad`` of a decorated function:
+    with the compiled runtime a ``SpecialisedCall`` (runtime/_specialised.c: the checks of
+    ``DiffFunction._specialised``, compiled, around the specialised code, else the general
+    path), else the DiffFunction's bound method. Pickles as this call."""
+    if _native is None:
+        return diff.grad if gradient_only else diff.value_and_grad
+    general = diff._grad_general if gradient_only else diff._value_and_grad_general
+    return _native.SpecialisedCall(diff, general, running, MISSING, specialised_call,
+                                   gradient_only)
 
 
 _ALL = "all"  # (a marker: every gradient, in argument order)

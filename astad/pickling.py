@@ -16,7 +16,11 @@ rebuilds that on first use, from the same source.
   a notebook cell or of a script on another machine, so the source text of the files the
   function reaches that the other side may lack (``needs_source``) travels with it and is
   put in ``linecache`` (IPython keeps cells there the same way), where ``inspect`` finds
-  it. A closure of an importable module needs none: its module's file is there.
+  it. A closure of an importable module needs none: its module's file is there. Since
+  cloudpickle 3.1.3 a code object travels with the file name ``<dynamic-code>``; the
+  bundle also names the file of every code object that travels by value (by name, first
+  line and bytecode), and astad gives a function its file name back before reading its
+  source (``front.source.restore_filename``).
 
 Function transforms (``astad.grad(f, argnums=...)`` and the like, transforms.py) use the
 same mechanism: their ``__reduce__`` is ``transform_reduction(factory, fn, options)``,
@@ -35,7 +39,7 @@ import sys
 import threading
 import types
 
-from .front.source import code_names
+from .front.source import TRAVELLED, code_identity, code_names, restore_filename
 
 __all__ = ["machinery", "rebuild_transform", "transform_reduction", "transform_token",
            "function_token", "importable", "source_bundle", "install_sources"]
@@ -105,10 +109,14 @@ def _functions_in(value) -> list:
 
 
 def source_bundle(fn) -> dict:
-    """``{filename: lines}`` of ``fn``'s file and of the files of every function and class
-    it reaches by name (globals, closure, defaults, methods, recursively) whose source the
-    other side may not have (``needs_source``): what it needs to transform them."""
+    """What the other side needs to transform ``fn`` and what it calls: ``files``,
+    ``{filename: lines}`` of ``fn``'s file and of the files of every function and class it
+    reaches by name (globals, closure, defaults, methods, recursively) whose source the
+    other side may not have (``needs_source``); ``codes``, the file of each code object of
+    the functions among them that travel by value, by ``code_identity`` (cloudpickle sends
+    their code without its file name: front/source.py restores it)."""
     files: dict = {}
+    codes: list = []
     seen: set = set()
     stack = [fn]
     while stack and len(seen) < _MAX_REACHED:
@@ -116,6 +124,10 @@ def source_bundle(fn) -> dict:
         if id(obj) in seen:
             continue
         seen.add(id(obj))
+        if isinstance(obj, types.FunctionType):
+            restore_filename(obj)  # (a function that travelled here, passed on)
+            if not importable(obj):
+                codes += _code_files(obj.__code__)
         if obj is not fn and not needs_source(obj):
             continue  # the other side imports it, with its file
         if isinstance(obj, type):
@@ -125,7 +137,7 @@ def source_bundle(fn) -> dict:
                 stack += _functions_in(value)
             continue
         code = obj.__code__
-        if code.co_filename not in files:
+        if code.co_filename not in files and needs_source(obj):
             lines = linecache.getlines(code.co_filename)
             if lines:
                 files[code.co_filename] = list(lines)
@@ -140,16 +152,30 @@ def source_bundle(fn) -> dict:
                 pass
         for default in (obj.__defaults__ or ()) + tuple((obj.__kwdefaults__ or {}).values()):
             stack += _functions_in(default)
-    return files
+    return {"files": files, "codes": codes}
+
+
+def _code_files(code: types.CodeType) -> list:
+    """``(code_identity, filename)`` of ``code`` and of the code objects nested in it
+    (inner functions, lambdas)."""
+    found = [(code_identity(code), code.co_filename)]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found += _code_files(const)
+    return found
 
 
 def install_sources(bundle: dict | None) -> None:
     """Put source text that travelled with a function into ``linecache`` (unless the same
     text is there already), as IPython does for notebook cells: an entry without a
-    modification time is never checked against the disk, so it stays."""
-    for filename, lines in (bundle or {}).items():
+    modification time is never checked against the disk, so it stays. Note the files of
+    the code objects that travelled (``source.TRAVELLED``)."""
+    if not bundle:
+        return
+    for filename, lines in bundle["files"].items():
         if linecache.getlines(filename) != lines:
             linecache.cache[filename] = (sum(map(len, lines)), None, list(lines), filename)
+    TRAVELLED.update(bundle["codes"])
 
 
 # -- the machinery of a decorated function --------------------------------------------------
@@ -157,8 +183,15 @@ def reduce_machinery(diff) -> tuple:
     """``DiffFunction.__reduce__``: the decorated function, its options and, when it
     travels by value, its source."""
     fn = diff._fn
-    sources = source_bundle(fn) if needs_source(fn) else None
-    return machinery, (fn, diff._argnums, diff._preaccumulate, sources)
+    return machinery, (fn, diff._argnums, diff._preaccumulate, _bundle_for(fn))
+
+
+def _bundle_for(fn):
+    """``source_bundle(fn)`` for a function that travels by value, else None."""
+    if fn is None or importable(fn):
+        return None
+    bundle = source_bundle(fn)
+    return bundle if bundle["files"] or bundle["codes"] else None
 
 
 def machinery(fn, argnums, preaccumulate: bool, sources=None):
@@ -187,9 +220,7 @@ def transform_reduction(factory, fn, options: dict) -> tuple:
     the importable factory, the options, and ``fn`` by reference or by value; a Python
     function that travels by value takes its source along, as a decorated one does."""
     function = _python_function(fn)
-    sources = source_bundle(function) if function is not None and needs_source(function) \
-        else None
-    return rebuild_transform, (factory, fn, dict(options), sources)
+    return rebuild_transform, (factory, fn, dict(options), _bundle_for(function))
 
 
 def transform_token(factory, fn, options: dict) -> tuple:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import codegen, pickling
-from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass
+from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass, specialised_call
 from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from .errors import AstadError, InputError
 from .forward.call import forward
@@ -99,11 +99,12 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
     with ``has_aux``, ``((value, aux), gradient)``."""
 
     kind = "value_and_grad"
+    gradient_only = False  # (grad: what the fast call returns)
 
     def __init__(self, fun, argnums=0, has_aux=False):
         argnums_positions(argnums, 1 << 30)  # (its form, checked now)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
-        self._plain = None  # a DiffFunction for a plain Python function: its fast paths
+        self._plain = None  # for a plain Python function: its DiffFunction's fast call
         self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
         self._selections: dict = {}  # number of arguments -> argnums_positions' answer
 
@@ -115,22 +116,30 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         return selection
 
     def __call__(self, *args, **kwargs):
-        fun, plain = self.fun, self._plain
-        if plain is not None and self._resolvable is fun.__code__:
-            return plain.value_and_grad(*args, **kwargs)  # (checked below, once per code)
-        has_aux = self.options["has_aux"]
+        plain = self._plain
+        if plain is not None and self._resolvable is self.fun.__code__:
+            return plain(*args, **kwargs)  # (checked in _evaluate, once per code)
+        return self._evaluate(args, kwargs)
+
+    def _evaluate(self, args, kwargs):
+        """What ``__call__`` returns: by a DiffFunction's fast call (``api.specialised_call``)
+        for a plain Python function, else by one reverse pass of any callable."""
+        fun, has_aux = self.fun, self.options["has_aux"]
         positions, single = self._selection(len(args))
         if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
-            if plain is None:
-                plain = self._plain = DiffFunction(fun, positions[0] if single else positions)
-                plain._entry = codegen.transformed(fun)
+            if self._plain is None:
+                diff = DiffFunction(fun, positions[0] if single else positions)
+                diff._entry = codegen.transformed(fun)
+                self._plain = specialised_call(diff, self.gradient_only)
             self._resolvable = fun.__code__
-            return plain.value_and_grad(*args, **kwargs)
+            return self._plain(*args, **kwargs)
         pass_ = reverse(fun, args, kwargs, positions, single)
         out, aux = _split_aux(pass_.result, has_aux, fun)
         value, gradient = float_result_gradient(pass_, out, _name(fun))
         if has_aux:
-            return (value, pass_.primal_of(aux)), gradient
+            value = value, pass_.primal_of(aux)
+        if self.gradient_only:
+            return (gradient, value[1]) if has_aux else gradient
         return value, gradient
 
 
@@ -140,12 +149,7 @@ class grad(value_and_grad):  # noqa: N801
     ``(gradient, aux)``."""
 
     kind = "grad"
-
-    def __call__(self, *args, **kwargs):
-        value, gradient = super().__call__(*args, **kwargs)
-        if self.options["has_aux"]:
-            return gradient, value[1]
-        return gradient
+    gradient_only = True
 
     @property
     def source(self) -> str:

@@ -12,6 +12,7 @@ import multiprocessing
 import pickle
 import subprocess
 import sys
+import types
 from concurrent.futures import ProcessPoolExecutor
 
 import cloudpickle
@@ -118,6 +119,38 @@ def test_a_closure_travels_by_value_with_cloudpickle():
     assert function is not fit and function(1.2, 0.5) == fit(1.2, 0.5)
     assert function.value_and_grad(1.2, 0.5) == fit.value_and_grad(1.2, 0.5)
     assert "def fit(" in function.source
+
+
+def _travelled(fn):
+    """``fn`` as cloudpickle 3.1.3 and later rebuild it: its code (and the code nested in
+    it) named ``<dynamic-code>`` instead of its file, whatever version is installed."""
+    def strip(code):
+        consts = tuple(strip(c) if isinstance(c, types.CodeType) else c
+                       for c in code.co_consts)
+        return code.replace(co_filename="<dynamic-code>", co_consts=consts)
+    return types.FunctionType(strip(fn.__code__), fn.__globals__, fn.__name__,
+                              fn.__defaults__, fn.__closure__)
+
+
+def test_code_that_travelled_without_its_file_name_gets_it_back():
+    fit = models.make_loss([(0.1 * k, math.exp(-0.7 * 0.1 * k)) for k in range(8)],
+                           decorate=False)
+    bundle = astad.pickling.source_bundle(fit)  # (what travels with it)
+    codes = dict(bundle["codes"])
+    assert set(codes.values()) == {models.__file__}  # fit and its generator expression
+    arrived = _travelled(fit)
+    astad.pickling.install_sources(bundle)
+    decorated = astad.reverse_diff(arrived)
+    assert decorated.grad(1.2, 0.5) == astad.reverse_diff(fit).grad(1.2, 0.5)
+    assert "def fit(" in decorated.source
+    code = decorated.__code__  # its file name back, and its nested code's
+    assert code.co_filename == models.__file__ and code.co_code == fit.__code__.co_code
+    assert {c.co_filename for c in code.co_consts if isinstance(c, types.CodeType)} == \
+        {models.__file__}
+    # passed on from here (a Dask client that unpickled a copy), it still names its file
+    passed_on = _travelled(fit)
+    assert dict(astad.pickling.source_bundle(passed_on)["codes"]) == codes
+    assert passed_on.__code__.co_filename == models.__file__
 
 
 def test_dask_tokens_are_deterministic_and_tell_functions_apart():

@@ -48,8 +48,46 @@ def _shift_columns(tree: gast.AST, indent: int) -> None:
                 setattr(node, attr, getattr(node, attr) + indent)
 
 
+# -- code that travelled by value ------------------------------------------------------------
+# cloudpickle (from 3.1.3) sends a function's code with the file name "<dynamic-code>", so
+# that its bytes do not depend on where the function was defined. What astad sends along
+# (pickling.source_bundle) names the file of each code object it may have to read, by
+# what identifies the code on both sides: its name, first line and bytecode.
+DYNAMIC_CODE = "<dynamic-code>"
+TRAVELLED: dict = {}  # (co_name, co_firstlineno, co_code) -> the file it was defined in
+
+
+def code_identity(code: types.CodeType) -> tuple:
+    return code.co_name, code.co_firstlineno, code.co_code
+
+
+def restore_filename(fn) -> None:
+    """Give a Python function whose code travelled by value its file name back (nested
+    code objects too), when astad sent it: its source is then found, and tracebacks and
+    errors name the user's file again. The code runs exactly as before."""
+    code = getattr(fn, "__code__", None)
+    if type(code) is types.CodeType and code.co_filename == DYNAMIC_CODE:
+        filename = TRAVELLED.get(code_identity(code))
+        if filename is not None:
+            fn.__code__ = _with_filename(code, filename)
+
+
+def filename_of(fn) -> str | None:
+    """The file ``fn``'s code was written in (after ``restore_filename``)."""
+    restore_filename(fn)
+    code = getattr(fn, "__code__", None)
+    return code.co_filename if type(code) is types.CodeType else None
+
+
+def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_with_filename(c, filename) if type(c) is types.CodeType and
+                   c.co_filename == DYNAMIC_CODE else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
 def parse_function(fn) -> ParsedFunction:
     """Parse ``fn``'s source; raise SourceUnavailableError when it cannot be read."""
+    restore_filename(fn)
     code = getattr(fn, "__code__", None)
     if code is None:
         raise SourceUnavailableError(f"{fn!r} is not a Python function; astad reads source text")

@@ -26,6 +26,7 @@ import types
 import gast
 import numpy as np
 
+from ..front.source import filename_of
 from ..rules.scalar import ad
 from ..runtime import tape as _tape_module
 
@@ -229,8 +230,7 @@ def plain_record_class(cls) -> bool:
     if kind is None:
         kind = _plain_record_kind(cls)
     return bool(kind) and not hasattr(cls, "__post_init__") and \
-        getattr(cls.__init__, "__code__", None) is not None and \
-        cls.__init__.__code__.co_filename == "<string>"  # the one dataclasses wrote
+        filename_of(cls.__init__) == "<string>"  # the one dataclasses wrote
 
 
 def record_fields(cls) -> list | None:

@@ -29,6 +29,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+int astad_add_specialised_call(PyObject *module); /* _specialised.c */
+
 #define SWEEP_CHUNK 256 /* tape._SWEEP_CHUNK: entries swept, then freed, at a time */
 
 /* tape.python_sweeps[which] (the Python sweep, sweep_and_free or sweep_flat) called with
@@ -506,21 +508,17 @@ PyDoc_STRVAR(unchanged_doc,
 "so? A dict is read directly, a weak reference's object by its attribute name, any\n"
 "other namespace through its get method.");
 
-static PyObject *
-native_unchanged(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* 1 unchanged, 0 changed, -1 an error (also used by _specialised.c) */
+int
+astad_unchanged(PyObject *dependencies, PyObject *missing)
 {
-    if (nargs != 2 || !PyList_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "unchanged(dependencies: list, missing)");
-        return NULL;
-    }
-    PyObject *dependencies = args[0], *missing = args[1];
     /* (a key's __eq__ may run Python code: the length is read again at each step and the
        item held while it is used) */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dependencies); i++) {
         PyObject *dependency = PyList_GET_ITEM(dependencies, i);
         if (!PyTuple_CheckExact(dependency) || PyTuple_GET_SIZE(dependency) != 3) {
             PyErr_SetString(PyExc_TypeError, "a dependency is (namespace, name, value)");
-            return NULL;
+            return -1;
         }
         Py_INCREF(dependency);
         PyObject *namespace = PyTuple_GET_ITEM(dependency, 0);
@@ -530,7 +528,7 @@ native_unchanged(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             bound = PyDict_GetItemWithError(namespace, name); /* borrowed */
             if (bound == NULL && PyErr_Occurred()) {
                 Py_DECREF(dependency);
-                return NULL;
+                return -1;
             }
             Py_XINCREF(bound);
             if (bound == NULL) {
@@ -543,7 +541,7 @@ native_unchanged(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 #if PY_VERSION_HEX >= 0x030D0000
             if (PyWeakref_GetRef(namespace, &obj) < 0) {
                 Py_DECREF(dependency);
-                return NULL;
+                return -1;
             }
 #else
             obj = PyWeakref_GetObject(namespace); /* borrowed; Py_None once dead */
@@ -556,7 +554,7 @@ native_unchanged(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 if (bound == NULL) {
                     if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
                         Py_DECREF(dependency);
-                        return NULL;
+                        return -1;
                     }
                     PyErr_Clear();
                 }
@@ -570,16 +568,27 @@ native_unchanged(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             bound = PyObject_CallMethod(namespace, "get", "OO", name, missing);
             if (bound == NULL) {
                 Py_DECREF(dependency);
-                return NULL;
+                return -1;
             }
         }
         int same = bound == PyTuple_GET_ITEM(dependency, 2);
         Py_DECREF(bound);
         Py_DECREF(dependency);
         if (!same)
-            Py_RETURN_FALSE;
+            return 0;
     }
-    Py_RETURN_TRUE;
+    return 1;
+}
+
+static PyObject *
+native_unchanged(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "unchanged(dependencies: list, missing)");
+        return NULL;
+    }
+    int same = astad_unchanged(args[0], args[1]);
+    return same < 0 ? NULL : PyBool_FromLong(same);
 }
 
 static PyMethodDef native_methods[] = {
@@ -600,7 +609,7 @@ static struct PyModuleDef native_module = {
     .m_name = "astad.runtime._native",
     .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit), "
              "the specialised code's checks of its arguments (reverse/kinds.py) and of the bindings "
-             "it was written for (codegen.py).",
+             "it was written for (codegen.py), and SpecialisedCall (_specialised.c).",
     .m_size = -1,
     .m_methods = native_methods,
 };
@@ -609,7 +618,8 @@ PyMODINIT_FUNC
 PyInit__native(void)
 {
     PyObject *module = PyModule_Create(&native_module);
-    if (module != NULL && PyModule_AddIntConstant(module, "SWEEP_CHUNK", SWEEP_CHUNK) < 0)
+    if (module != NULL && (PyModule_AddIntConstant(module, "SWEEP_CHUNK", SWEEP_CHUNK) < 0 ||
+                           astad_add_specialised_call(module) < 0))
         Py_CLEAR(module);
     return module;
 }

@@ -24,6 +24,7 @@ import types
 
 from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
+from ..front.source import filename_of
 from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS, ad
 from ..rules import lazy
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from ..rules.array import array_from, constant_array_method
 from ..rules.array_shapes import asarray_from
 from .array_dual import ARRAY_DUALS
+from .tape import _native
 from ..structure import contains_dual
 
 # Code objects astad generated: their functions already take part in the transform.
@@ -100,8 +102,8 @@ _TAPELESS = {original: _with_tape(getattr(ad, name))
 
 def _generated_init(cls) -> bool:
     """Is ``cls.__init__`` the one ``dataclass`` wrote (not user code)?"""
-    code = getattr(cls.__init__, "__code__", None)
-    return code is not None and code.co_filename.startswith("<")
+    filename = filename_of(cls.__init__)
+    return filename is not None and filename.startswith("<")
 
 
 def _dataclass_constructor(cls):
@@ -195,6 +197,11 @@ def _self_first(method):
 _FROZEN_FROM_311 = frozenset({"_collections_abc", "collections.abc"})
 
 
+# what astad's own API is made of: functions, bound methods, and f.grad / f.value_and_grad
+_API_CALLABLES = (types.FunctionType, types.MethodType) + (
+    (_native.SpecialisedCall,) if _native is not None else ())
+
+
 def rev(f):
     """The transformed version of callable ``f``, taking the tape as first argument."""
     try:  # a registered rule first: a custom derivative wins over the function's source
@@ -215,8 +222,7 @@ def rev(f):
     if transformed is not None and type(f) is not types.MethodType:
         return transformed()
     t = type(f)
-    if t in (types.FunctionType, types.MethodType) and \
-            (getattr(f, "__module__", None) or "").startswith("astad."):
+    if t in _API_CALLABLES and (getattr(f, "__module__", None) or "").startswith("astad."):
         return _with_tape(f)  # astad's own API (a gradient inside differentiated code)
     if t is types.FunctionType:
         if lazy.pending and lazy.load_rules_for(f):  # scipy.special's rules, on first use
