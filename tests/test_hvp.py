@@ -5,6 +5,7 @@ is checked against the general path (forward duals through the reverse transform
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 import astad
@@ -109,11 +110,43 @@ def recursive_power(x, k):
     return x * recursive_power(x, k - 1)
 
 
-def test_recursion_is_the_general_path_and_right():
+def test_recursion_is_reverse_mode_of_its_tangent_code():
+    """Forward mode's code of a recursive function has a recursive helper returning value
+    and tangent; the specialised writer has no code for it, so reverse mode's general
+    transform differentiates it: one taped pass of floats, no forward duals."""
     grad = astad.grad(recursive_power)
-    assert grad.hessian_vector((1.3, 4), (1.0, None)) is None  # (nested functions)
+    assert grad.hessian_vector((1.3, 4), (1.0, None)) is not None
     gradient, product = astad.jvp(grad, (1.3, 4), (1.0, None))
     assert (gradient, product) == pytest.approx((4 * 1.3 ** 3, 12 * 1.3 ** 2), rel=1e-14)
+    assert (gradient, product) == pytest.approx(general(grad, (1.3, 4), (1.0, None)),
+                                                rel=1e-14)
+
+
+def damped_orbit(x, y, n):
+    """Recursion with two floats, a branch and an early exit."""
+    if n == 0:
+        return x * y
+    if x > 10.0:
+        return x
+    return damped_orbit(math.sin(x) * y + 0.5 * x, math.cos(y) * x, n - 1) + 0.1 * x * x
+
+
+@pytest.mark.parametrize("depth", [0, 1, 7, 40])
+def test_a_recursive_hessian_vector_product_against_the_general_path_and_differences(depth):
+    grad = astad.grad(damped_orbit, argnums=(0, 1))
+    point, v = (0.7, -0.4, depth), (0.3, -1.1, None)
+    assert grad.hessian_vector(point, v) is not None
+    gradient, product = astad.jvp(grad, point, v)
+    assert _flat((gradient, product)) == pytest.approx(_flat(general(grad, point, v)),
+                                                       rel=1e-12)
+    eps = 1e-6  # (H v is the directional derivative of the gradient)
+    plus = grad(0.7 + eps * 0.3, -0.4 - eps * 1.1, depth)
+    minus = grad(0.7 - eps * 0.3, -0.4 + eps * 1.1, depth)
+    difference = [(a - b) / (2 * eps) for a, b in zip(plus, minus)]
+    assert list(product) == pytest.approx(difference, rel=1e-6, abs=1e-8)
+    hessian = astad.hessian(damped_orbit, argnums=(0, 1))(*point)
+    columns = [astad.jvp(grad, point, e)[1] for e in ((1.0, 0.0, None), (0.0, 1.0, None))]
+    assert _flat(hessian) == pytest.approx(_flat(list(zip(*columns))), rel=1e-12)
 
 
 SCALE = 2.0
@@ -189,9 +222,13 @@ def test_the_source_of_a_gradient_shows_the_hessian_vector_code():
     assert grad.source == source  # written once, the same text every time
 
 
+def numpy_sum_of_squares(x):
+    return np.sum(x * x)
+
+
 def test_the_source_of_a_gradient_without_hessian_vector_code_is_the_functions():
-    source = astad.grad(recursive_power).source  # (recursion: the general path)
-    assert "def recursive_power(_tape, x, k):" in source and "Hessian-vector" not in source
+    source = astad.grad(numpy_sum_of_squares).source  # (arrays: the general path)
+    assert "def numpy_sum_of_squares(_tape, x):" in source and "Hessian-vector" not in source
     with_aux = astad.grad(lambda x: (x * x, 1.0), has_aux=True)
     assert "Hessian-vector" not in with_aux.source
     with pytest.raises(AttributeError):

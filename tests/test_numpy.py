@@ -405,6 +405,34 @@ def test_unary_elementwise_large_array_sampled(name):
     check_grad(ad(f), x)
 
 
+@pytest.mark.parametrize("size", [3, 16, 17, 400])
+def test_infinite_partial_under_a_zero_cotangent_passes_nothing(size):
+    """sqrt's partial is inf at 0; np.where gives those elements a zero cotangent, so the
+    gradient there is 0, not 0 * inf = nan: on small arrays (checked element by element
+    as Python floats) and large ones (checked by one sum), in both modes."""
+    x = np.linspace(-1.0, 2.0, size)
+    x[::3] = 0.0
+
+    def f(x):
+        return np.sum(np.where(x > 0, np.sqrt(np.where(x > 0, x, 0.0)), 0.0))
+
+    expected = np.where(x > 0, 0.5 / np.sqrt(np.where(x > 0, x, 1.0)), 0.0)
+    np.testing.assert_allclose(ad(f).grad(x), expected, rtol=1e-12)
+    np.testing.assert_allclose(astad.jacfwd(f)(x), expected, rtol=1e-12)
+
+
+def test_all_finite_reads_every_element():
+    from astad.rules.array import all_finite
+
+    for size in (1, 3, 16, 17, 1000):
+        for bad in (np.inf, -np.inf, np.nan):
+            a = np.ones(size)
+            a[size // 2] = bad
+            assert not all_finite(a) and all_finite(np.ones(size))
+    assert all_finite(np.arange(5)) and all_finite(np.ones(3, np.float32))
+    assert not all_finite(np.array([1.0, np.nan], np.float32))
+
+
 @pytest.mark.parametrize("name", ["exp", "sin", "log", "sqrt"])
 def test_unary_ufunc_on_a_float_argument(name):
     """np.exp(x) of a plain float argument (a scalar dual) mixed with arrays."""

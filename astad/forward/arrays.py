@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..rules.array import (BATCHED_JVPS, ELEMENTWISE, FINITE_PARTIALS, JVPS, PRIMAL_ONLY,
-                           NonFinite)
+                           NonFinite, all_finite)
 from ..rules.array_shapes import take_index
 from ..runtime.array_dual import FORWARD, FArrayDual
 from ..runtime.duals import DUAL_TYPES, forward_dual
@@ -87,7 +87,7 @@ def _times(partial, tangent):
     partial (as the sweep skips a zero cotangent)."""
     if type(partial) is NonFinite:
         partial = partial.partial
-    if type(partial) is np.ndarray and not np.isfinite(partial).all():
+    if type(partial) is np.ndarray and not all_finite(partial):
         return np.where(tangent != 0, partial * tangent, 0.0)
     return partial * tangent
 

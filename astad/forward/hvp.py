@@ -16,6 +16,7 @@ duals through the reverse transform) runs and gives its documented result.
 from __future__ import annotations
 
 import ast
+import inspect
 import linecache
 import math
 import re
@@ -140,11 +141,42 @@ def hvp_function(fn):
         written = write_scalar_loops(node, tangent, local_names, parsed.filename, [])
     except (AstadError, _NotStraight):
         return None
-    if written is None:
-        return None
+    if written is None:  # (a recursive helper returning its tangent with its value)
+        return _general_reverse(tangent, plans, found)
     function, text = written
     compiled = _compile_rules([(function.name, function)], parsed.filename)[function.name]
     return compiled, plans, text, found
+
+
+def _general_reverse(tangent, plans, found):
+    """``hvp_function`` where the specialised writer has no code for the tangent: the
+    tangent code through reverse mode's general transform (a tape of duals; recursion,
+    tuples and nested functions as it supports them), still one pass of plain floats
+    taped once, rather than forward duals carried through the whole reverse transform."""
+    from ..api import reverse_diff  # (api imports the transforms, which import this)
+
+    n = len(inspect.signature(tangent).parameters) // 2
+    plain = {k for k, (kind, _) in enumerate(plans) if kind == "plain"}
+    flat, position = [], 0
+    for k, (kind, fields) in enumerate(plans):  # (a record's fields: one float each)
+        width = len(fields) if kind == "record" else 1
+        flat += [position + i for i in range(width) if k not in plain]
+        position += width
+    positions = tuple(flat) + tuple(n + p for p in flat)
+    try:
+        diff = reverse_diff(tangent, argnums=positions)
+    except AstadError:
+        return None
+    value_and_grad = diff.value_and_grad
+
+    def function(*args):
+        value, gradients = value_and_grad(*args)
+        out = [None] * len(args)
+        for p, g in zip(positions, gradients):
+            out[p] = g
+        return value, out
+    text = diff.source
+    return function, plans, text, found
 
 
 def _built(entry, fn):

@@ -10,6 +10,7 @@ call (``register_elementwise`` and ``register_vjp`` in the style of autograd's d
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import isfinite
 from typing import Any, TypeVar
 
 import numpy as np
@@ -42,6 +43,15 @@ class NonFinite:
 
     def __init__(self, partial):
         self.partial = partial
+
+
+def all_finite(array: np.ndarray) -> bool:
+    """No inf or nan in ``array``? (False may also mean a sum too large for a float: then
+    the partial is only treated with the care a non-finite one gets.)"""
+    if array.size <= 16 and array.dtype.kind == "f":
+        # a few elements: Python floats are ~4x quicker than one numpy reduction
+        return all(map(isfinite, array.ravel().tolist()))
+    return bool(np.isfinite(array.sum()))  # (one pass, reading: an inf or nan makes it so)
 
 
 def _elementwise_backward(adjoint, arrays, k, parents, partials):
@@ -125,8 +135,7 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
                     scalars_only = False
                 parents.append(parent_of(a))
                 partial = partials[k](*values, result)
-                if check_finite and type(partial) is np.ndarray and not np.isfinite(
-                        partial.sum()):  # (one pass, reading: an inf or nan makes it so)
+                if check_finite and type(partial) is np.ndarray and not all_finite(partial):
                     partial = NonFinite(partial)
                 local.append(partial)
         if scalars_only and type(result) in _PLAIN_SCALARS and all(
