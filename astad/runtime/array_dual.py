@@ -26,8 +26,8 @@ import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
 from ..rules.lazy import rule_for as lazy_rule_for
-from .duals import (DUAL_TYPES, PrimalView, ScalarDual, conversion_error, innermost,
-                    is_forward, reverse_dual)
+from .duals import (DUAL_TYPES, Dual, NestedDual, PrimalView, ScalarDual, conversion_error,
+                    innermost, is_forward, reverse_dual, running)
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
 ARRAY_RULES: dict = {}
@@ -189,6 +189,12 @@ def plain_array(value):
 def dispatch(func, args, kwargs):
     """Run numpy ``func`` on arguments holding duals through its rule, at the innermost
     level among them: a reverse rule (``ARRAY_RULES``) or forward mode (astad/forward)."""
+    if not kwargs and type(func) is np.ufunc:  # the most common call, checked in one pass
+        tape = _one_tape(args)
+        if tape is not None and func not in PREPARE:
+            rule = ARRAY_RULES.get(func)
+            if rule is not None:
+                return rule(tape, *args)
     out = kwargs.get("out")
     if out is not None:  # numpy's out=: the result, then written into out (array_writes)
         kwargs = {k: v for k, v in kwargs.items() if k != "out"}
@@ -230,6 +236,28 @@ def dispatch(func, args, kwargs):
         return FORWARD[0](func, rule, level, args, kwargs)
     return rule(level, *args, **kwargs)
 
+
+def _one_tape(args):
+    """The tape when ``args`` are plain arrays and numbers and duals of one running
+    reverse differentiation, the case whose rule ``dispatch`` may call at once (no list
+    to convert, no level to choose); else None (the whole of ``dispatch`` runs)."""
+    tape = None
+    for a in args:
+        t = type(a)
+        if t is ArrayDual or t is Dual or t is NestedDual:
+            if tape is None:
+                tape = a.t
+            elif a.t is not tape:
+                return None
+        elif t not in _PLAIN_OPERANDS:
+            return None
+    if type(tape) is list and id(tape) in running.depth:
+        return tape
+    return None
+
+
+_PLAIN_OPERANDS = frozenset({np.ndarray, float, int, bool, np.float64, np.float32, np.int64,
+                             np.bool_})
 
 # forward mode's application of a rule (astad/forward/arrays.py sets it)
 FORWARD: list = [None]
