@@ -27,6 +27,7 @@ from ..reverse.floatexpr import _NotStraight
 from ..reverse.kinds import (float_lists, float_rows, record_gradient, record_tangents,
                              record_values)
 from ..reverse.scalarloops import write_scalar_loops
+from ..reverse.straightline import write_straight_line
 from .floats import _ForwardWriter, write_tangents
 
 
@@ -138,7 +139,8 @@ def hvp_function(fn):
     tangent, plans, found = made
     try:
         parsed, node, local_names, _ = front(tangent)
-        written = write_scalar_loops(node, tangent, local_names, parsed.filename, [])
+        written = write_straight_line(node, tangent, local_names, parsed.filename, []) or \
+            write_scalar_loops(node, tangent, local_names, parsed.filename, [])
     except (AstadError, _NotStraight):
         return None
     if written is None:  # (a recursive helper returning its tangent with its value)
@@ -239,6 +241,8 @@ def hessian_vector_product(entry, fn, positions, single, primals, tangents):
     function, plans = built[0], built[1]
     if len(primals) != len(plans):
         return None
+    if _floats_only(plans, primals, tangents):
+        return _of_floats(function, positions, single, primals, tangents)
     values, dots, at = [], [], []  # (at: each parameter's first argument of ``function``)
     for k, (kind, fields) in enumerate(plans):
         at.append(len(values))
@@ -282,4 +286,34 @@ def hessian_vector_product(entry, fn, positions, single, primals, tangents):
         return None  # (a zero times an infinite partial: the guarded general path)
     if single:
         return gradient[0], product[0]
+    return tuple(gradient), tuple(product)
+
+
+def _floats_only(plans, primals, tangents) -> bool:
+    for (kind, _), primal, tangent in zip(plans, primals, tangents):
+        if kind != "float" or type(primal) is not float or type(tangent) is not float:
+            return False
+    return True
+
+
+def _of_floats(function, positions, single, primals, tangents):
+    """``hessian_vector_product`` when every argument is a float (the common case, and the
+    one whose fixed cost shows: ``x * y``)."""
+    try:
+        out = function(*primals, *tangents)
+    except Exception:  # noqa: BLE001 (as hessian_vector_product)
+        return None
+    if out is None:
+        return None
+    flat, n = out[1], len(primals)
+    if single:
+        k = positions[0]
+        gradient, product = flat[n + k], flat[k]
+        return (gradient, product) if math.isfinite(gradient + product) else None
+    gradient, product = [], []  # (a loop: a comprehension costs a function call here)
+    for k in positions:
+        gradient.append(flat[n + k])
+        product.append(flat[k])
+    if not math.isfinite(sum(gradient) + sum(product)):
+        return None  # (as hessian_vector_product)
     return tuple(gradient), tuple(product)
