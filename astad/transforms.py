@@ -217,11 +217,12 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     if len(primals) != len(tangents):
         raise InputError(f"jvp got {len(primals)} primals and {len(tangents)} tangents; give "
                          "one tangent per primal")
-    if type(fun) is grad and not has_aux and not running.stack:
+    outermost = not has_aux and not running.stack
+    if outermost and type(fun) is grad:
         out = fun.hessian_vector(primals, tangents)  # forward/hvp.py, or None
         if out is not None:
             return out
-    if not has_aux and type(fun) is types.FunctionType and not running.stack:
+    if outermost and type(fun) is types.FunctionType:
         entry = codegen.cached(fun) or (codegen.transformed(fun) if resolvable_function(fun)
                                         else None)  # (cached: it was resolvable)
         if entry is not None and entry.jvp_floats is not None and \
