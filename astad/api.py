@@ -492,8 +492,9 @@ def float_result_gradient(forward: _Forward, out, name: str):
     tape = forward.tape
     if type(out) not in SCALAR_DUALS and not _zero_dimensional(out) and (
             isinstance(out, bool) or not isinstance(out, float)):
+        value = forward.primal_of(out)  # (what the user's function returns, not a dual)
         raise InputError(
-            f"{name} returned {type(out).__name__} {_short(forward.primal_of(out))}; "
+            f"{name} returned {type(value).__name__} {_short(value)}; "
             f".grad needs a float result. Use {name}.vjp(...) and call the pullback with a "
             "cotangent shaped like the result")
     adjoint, arrays = [0.0] * len(tape), {}

@@ -257,3 +257,21 @@ def test_math_gamma_has_a_rule():
     digamma = 8.0 / 3.0 - 0.5772156649015329 - 2.0 * math.log(2.0)
     check_every_path(gamma_of, (2.5,), math.gamma(2.5), math.gamma(2.5) * digamma,
                      rtol=1e-14)
+
+
+def doubles(x):
+    return x * 2.0
+
+
+def pairs(x):
+    return [x, x * x]
+
+
+def test_grad_of_a_result_that_is_not_a_float_names_what_the_function_returned():
+    """The message shows the user's value and its type (an ndarray, a list), never the
+    dual astad carried it in."""
+    with pytest.raises(astad.InputError, match=r"doubles returned ndarray array\(\[2\., 4\.\]\); "
+                       r"\.grad needs a float result"):
+        astad.reverse_diff(doubles).grad(np.array([1.0, 2.0]))
+    with pytest.raises(astad.InputError, match=r"pairs returned list \[3\.0, 9\.0\]"):
+        astad.reverse_diff(pairs).grad(3.0)

@@ -218,6 +218,49 @@ def test_a_dual_kept_from_a_finished_call_raises_where_it_is_used():
     KEPT.clear()
 
 
+def keeps_array(x):
+    KEPT.append(iter([x]))
+    return np.sum(x)
+
+
+def uses_kept_array(x):
+    kept = next(KEPT[-1])
+    return np.sum(np.sin(kept) * x + np.multiply(x, kept))  # (ufuncs called at once)
+
+
+@pytest.mark.parametrize("use", ["np.sin", "operator"])
+def test_a_kept_array_dual_raises_in_a_ufunc_as_anywhere(use):
+    """A numpy ufunc on duals of one tape calls its rule at once (array_dual.ufunc_at_once):
+    only for a tape that is running; an array kept from a finished call still raises."""
+    KEPT.clear()
+    astad.reverse_diff(keeps_array).grad(np.array([1.0, 2.0]))
+    f = uses_kept_array if use == "np.sin" else (lambda x: np.sum(x * next(KEPT[-1])))
+    with pytest.raises(duals.StaleDualError, match="has returned"):
+        astad.reverse_diff(f).grad(np.array([2.0, 3.0]))
+    KEPT.clear()
+
+
+def ufuncs_of_two_levels(c, x):
+    return np.sum(np.sin(x * c) * np.exp(x))
+
+
+def test_ufuncs_mixing_two_levels_take_the_inner_level_and_the_outer_sees_it():
+    """d/dc of (d/dx sum(sin(c x) exp(x))) by hand: the inner gradient's ufuncs hold a
+    dual of the outer call (no single tape: the whole dispatch runs)."""
+    x = np.array([0.3, -0.7, 1.1])
+
+    def inner_gradient_sum(c):
+        return np.sum(astad.grad(ufuncs_of_two_levels, argnums=1)(c, x))
+
+    c = 0.8
+    # d/dx = c cos(cx) e^x + sin(cx) e^x; d/dc of that = cos(cx) e^x - c x sin(cx) e^x
+    #                                                    + x cos(cx) e^x
+    expected = np.sum(np.exp(x) * (np.cos(c * x) * (1.0 + x) - c * x * np.sin(c * x)))
+    assert astad.grad(inner_gradient_sum)(c) == pytest.approx(expected, rel=1e-12)
+    assert astad.jvp(inner_gradient_sum, (c,), (1.0,))[1] == pytest.approx(expected,
+                                                                           rel=1e-12)
+
+
 def remembers(x, seen=[]):  # noqa: B006 (a mutable default keeping a value on purpose)
     seen.append(x)
     return x * seen[0]

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import (ARRAY_DUALS, ARRAY_RULES, accumulate, cotangent, dispatch,
-                                  new_array, parent_of, primal_of)
+                                  new_array, parent_of, primal_of, ufunc_at_once)
 from ..runtime import array_dual
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, ScalarDual,
                              forward_dual, reverse_dual)
@@ -194,7 +194,11 @@ def numpy_call(func, /, *args, **kwargs):
     """``func(*args, **kwargs)`` for a numpy callable called from differentiated code:
     lists holding duals made arrays, numpy's scalar types converting duals, and never an
     object array of duals returned."""
-    if type(func) is type and issubclass(func, np.generic):
+    if type(func) is np.ufunc and not kwargs:
+        result = ufunc_at_once(func, args)
+        if result is not NotImplemented:
+            return result
+    elif type(func) is type and issubclass(func, np.generic):
         return scalar_type(func, args, kwargs)
     special = SPECIAL.get(func)
     if special is not None:

@@ -190,11 +190,9 @@ def dispatch(func, args, kwargs):
     """Run numpy ``func`` on arguments holding duals through its rule, at the innermost
     level among them: a reverse rule (``ARRAY_RULES``) or forward mode (astad/forward)."""
     if not kwargs and type(func) is np.ufunc:  # the most common call, checked in one pass
-        tape = _one_tape(args)
-        if tape is not None and func not in PREPARE:
-            rule = ARRAY_RULES.get(func)
-            if rule is not None:
-                return rule(tape, *args)
+        result = ufunc_at_once(func, args)
+        if result is not NotImplemented:
+            return result
     out = kwargs.get("out")
     if out is not None:  # numpy's out=: the result, then written into out (array_writes)
         kwargs = {k: v for k, v in kwargs.items() if k != "out"}
@@ -235,6 +233,20 @@ def dispatch(func, args, kwargs):
     if is_forward(level):
         return FORWARD[0](func, rule, level, args, kwargs)
     return rule(level, *args, **kwargs)
+
+
+def ufunc_at_once(func, args):
+    """numpy ufunc ``func`` on positional ``args`` through its rule at once, when they
+    are plain arrays and numbers and duals of one running reverse differentiation (no
+    list to convert, no level to choose: what ``dispatch`` would do, without its steps);
+    NotImplemented otherwise. Generated code calls it before numpy's own dispatch
+    (rules/numpy_values.numpy_call), which costs a microsecond per call on small arrays."""
+    tape = _one_tape(args)
+    if tape is not None and func not in PREPARE:
+        rule = ARRAY_RULES.get(func)
+        if rule is not None:
+            return rule(tape, *args)
+    return NotImplemented
 
 
 def _one_tape(args):
