@@ -4,6 +4,7 @@ is checked against the general path (forward duals through the reverse transform
 ``jvp`` of a wrapper of the gradient runs) and against hand-derived Hessians."""
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -147,6 +148,39 @@ def test_a_recursive_hessian_vector_product_against_the_general_path_and_differe
     hessian = astad.hessian(damped_orbit, argnums=(0, 1))(*point)
     columns = [astad.jvp(grad, point, e)[1] for e in ((1.0, 0.0, None), (0.0, 1.0, None))]
     assert _flat(hessian) == pytest.approx(_flat(list(zip(*columns))), rel=1e-12)
+
+
+def relax(x, y):
+    for _ in range(3):
+        x = 0.5 * x + 0.1 * math.sin(x) * y - 0.2 * y * y
+        y = y * 0.9 + 0.05 * x * x
+    return x * y
+
+
+def test_the_tangent_code_keeps_the_users_expressions_whole():
+    """Forward mode's temporaries read once are written back into their reader, so the
+    reverse pass over the tangent code records one entry per statement, not one per
+    operation; a temporary read twice (a value shared by the primal and its tangent)
+    stays. The result is the general path's (up to rounding) and the differences'."""
+    grad = astad.grad(relax, argnums=(0, 1))
+    source = grad.source
+    tangent = source[source.index("def relax_tangent"):source.index("# and reverse mode")]
+    loop = [line.strip() for line in tangent.splitlines()
+            if line.startswith(" " * 8) and not line.strip().startswith("#")]
+    assert len(loop) <= 8, loop  # (one operation a line would be more than twenty)
+    assert any(line.startswith("x = 0.5 * x + ") for line in loop)
+    for name in re.findall(r"(_v[tg]\d+) = ", tangent):
+        assert len(re.findall(rf"\b{name}\b", tangent)) >= 3, name  # (read twice or more)
+    point, v = (0.7, -0.4), (0.3, -1.1)
+    assert grad.hessian_vector(point, v) is not None
+    gradient, product = astad.jvp(grad, point, v)
+    assert _flat((gradient, product)) == pytest.approx(_flat(general(grad, point, v)),
+                                                       rel=1e-13)
+    eps = 1e-6
+    plus = grad(0.7 + eps * 0.3, -0.4 - eps * 1.1)
+    minus = grad(0.7 - eps * 0.3, -0.4 + eps * 1.1)
+    assert list(product) == pytest.approx([(a - b) / (2 * eps) for a, b in zip(plus, minus)],
+                                          rel=1e-6)
 
 
 SCALE = 2.0

@@ -77,13 +77,61 @@ def tangent_function(fn):
              f"    # d/dt {fn.__name__}(x + t v) at t = 0, with plain floats: each tangent a "
              "local *_dot (forward/hvp.py)"]
     body = writer.functions_text + writer.lines
-    lines += [text for text, _ in (body if writer.functions_text else _without_dead(body))]
+    body = body if writer.functions_text else _without_dead(body)
+    lines += [text for text, _ in _inline_single_uses(body, writer.names["temp"])]
     text = "\n".join(lines) + "\n"
     filename = f"<astad: the tangent of {fn.__qualname__} ({parsed.filename}:{node.lineno})>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     function = ast.parse(text).body[0]
     compiled = _compile_rules([(function.name, function)], filename)[function.name]
     return compiled, plans, found
+
+
+_SIMPLE = re.compile(r"( *)([A-Za-z_][\w, ]*) = (.+)")  # an assignment: indent, targets, value
+
+
+def _inline_single_uses(lines: list, prefix: str) -> list:
+    """The lines with each temporary the writer made (``{prefix}t3 = ...``) that is read
+    once, by an assignment or a return later in the same run of assignments, written into
+    that reader: the user's expressions come back whole, and reverse mode records one
+    entry per statement of this code with its partials preaccumulated (reverse/fuse.py)
+    rather than one per operation. A temporary read twice stays: its value is shared."""
+    temp = re.compile(re.escape(prefix) + r"[tgxd]\d+")
+    lines = list(lines)
+    changed = True
+    while changed:
+        changed = False
+        words = [re.findall(r"[A-Za-z_]\w*", text) if not text.lstrip().startswith("#")
+                 else [] for text, _ in lines]
+        counts: dict = {}
+        for found in words:
+            for word in found:
+                counts[word] = counts.get(word, 0) + 1
+        for k, (text, _) in enumerate(lines):
+            match = _SIMPLE.fullmatch(text)
+            if not match or not temp.fullmatch(match.group(2)) or counts[match.group(2)] != 2:
+                continue
+            indent, name, value = match.groups()
+            reads = set(re.findall(r"[A-Za-z_]\w*", value))
+            for u in range(k + 1, len(lines)):
+                if not words[u]:
+                    continue  # (a comment)
+                use = _SIMPLE.fullmatch(lines[u][0])
+                is_return = lines[u][0].startswith(f"{indent}return ") and \
+                    lines[u][0][len(indent)] == "r"
+                if (use is None or use.group(1) != indent) and not is_return:
+                    break  # (a block begins or ends: the value stays where it is)
+                if name in words[u]:
+                    new = re.sub(rf"\b{name}\b", f"({value})", lines[u][0])
+                    lines[u] = (indent + ast.unparse(ast.parse(new.strip())), lines[u][1])
+                    del lines[k]
+                    changed = True
+                    break
+                if is_return or reads & set(re.findall(r"[A-Za-z_]\w*", use.group(2))):
+                    break  # (a name the value reads is assigned before the reader)
+            if changed:
+                break
+    return lines
 
 
 _CANNOT_RAISE = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.UnaryOp,
