@@ -117,8 +117,7 @@ def _inline_single_uses(lines: list, prefix: str) -> list:
                 if not words[u]:
                     continue  # (a comment)
                 use = _SIMPLE.fullmatch(lines[u][0])
-                is_return = lines[u][0].startswith(f"{indent}return ") and \
-                    lines[u][0][len(indent)] == "r"
+                is_return = lines[u][0].startswith(f"{indent}return ")
                 if (use is None or use.group(1) != indent) and not is_return:
                     break  # (a block begins or ends: the value stays where it is)
                 if name in words[u]:

@@ -242,7 +242,7 @@ def ufunc_at_once(func, args):
     NotImplemented otherwise. Generated code calls it before numpy's own dispatch
     (rules/numpy_values.numpy_call), which costs a microsecond per call on small arrays."""
     tape = _one_tape(args)
-    if tape is not None and func not in PREPARE:
+    if tape is not None and func not in PREPARE and func not in VIEWS and func not in WRITERS:
         rule = ARRAY_RULES.get(func)
         if rule is not None:
             return rule(tape, *args)
