@@ -421,16 +421,25 @@ def test_infinite_partial_under_a_zero_cotangent_passes_nothing(size):
     np.testing.assert_allclose(astad.jacfwd(f)(x), expected, rtol=1e-12)
 
 
-def test_all_finite_reads_every_element():
-    from astad.rules.array import all_finite
+@pytest.mark.parametrize("compiled", [True, False])
+def test_all_finite_reads_every_element(compiled, monkeypatch):
+    from astad.rules import array
+    from astad.runtime.tape import RUNTIME
 
+    if compiled and RUNTIME != "native":
+        pytest.skip("the compiled runtime is not built")
+    if not compiled:  # (the Python reference, which the Python runtime runs)
+        monkeypatch.setattr(array, "_compiled_all_finite", None)
     for size in (1, 3, 16, 17, 1000):
         for bad in (np.inf, -np.inf, np.nan):
-            a = np.ones(size)
-            a[size // 2] = bad
-            assert not all_finite(a) and all_finite(np.ones(size))
-    assert all_finite(np.arange(5)) and all_finite(np.ones(3, np.float32))
-    assert not all_finite(np.array([1.0, np.nan], np.float32))
+            for dtype in (np.float64, np.float32):
+                a = np.ones(size, dtype)
+                a[size // 2] = bad
+                assert not array.all_finite(a) and array.all_finite(np.ones(size, dtype))
+                assert not array.all_finite(np.tile(a, (2, 1)).T)  # (not contiguous)
+                assert not array.all_finite(a.astype(a.dtype.newbyteorder(">")))
+    assert array.all_finite(np.arange(5)) and array.all_finite(np.ones((3, 4))[:, 1])
+    assert array.all_finite(np.ones(0)) and array.all_finite(np.ones((2, 3), order="F"))
 
 
 @pytest.mark.parametrize("name", ["exp", "sin", "log", "sqrt"])

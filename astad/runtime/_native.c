@@ -28,6 +28,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 
 int astad_add_specialised_call(PyObject *module); /* _specialised.c */
 
@@ -591,7 +592,57 @@ native_unchanged(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return same < 0 ? NULL : PyBool_FromLong(same);
 }
 
+PyDoc_STRVAR(all_finite_doc,
+"all_finite(array) -> bool or None\n\n"
+"No inf or nan among the elements of a C-contiguous float64 or float32 array (read "
+"through the buffer protocol); None for any other object, which the caller checks "
+"itself (rules/array.all_finite is the reference).");
+
+static PyObject *
+native_all_finite(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "all_finite(array)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear(); /* (not contiguous, or no buffer: the caller's own check) */
+        Py_RETURN_NONE;
+    }
+    const char *format = view.format == NULL ? "B" : view.format;
+    if (format[0] == '=' || format[0] == '<' || format[0] == '@')
+        format++; /* (native byte order, as numpy writes it for its own arrays) */
+    int finite = -1;
+    if (format[0] == 'd' && format[1] == '\0' && view.itemsize == sizeof(double)) {
+        const double *x = (const double *)view.buf;
+        Py_ssize_t n = view.len / (Py_ssize_t)sizeof(double);
+        finite = 1;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!isfinite(x[i])) {
+                finite = 0;
+                break;
+            }
+    }
+    else if (format[0] == 'f' && format[1] == '\0' && view.itemsize == sizeof(float)) {
+        const float *x = (const float *)view.buf;
+        Py_ssize_t n = view.len / (Py_ssize_t)sizeof(float);
+        finite = 1;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!isfinite(x[i])) {
+                finite = 0;
+                break;
+            }
+    }
+    PyBuffer_Release(&view);
+    if (finite < 0)
+        Py_RETURN_NONE;
+    return PyBool_FromLong(finite);
+}
+
 static PyMethodDef native_methods[] = {
+    {"all_finite", (PyCFunction)(void (*)(void))native_all_finite, METH_FASTCALL,
+     all_finite_doc},
     {"float_lists", (PyCFunction)(void (*)(void))native_float_lists, METH_FASTCALL,
      float_lists_doc},
     {"float_rows", (PyCFunction)(void (*)(void))native_float_rows, METH_FASTCALL,
