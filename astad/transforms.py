@@ -55,8 +55,9 @@ def _split_aux(out, has_aux: bool, fun):
     if not has_aux:
         return out, None
     if not (isinstance(out, tuple) and len(out) == 2):
+        # (__class__: a differentiated value answers as its primal, float or ndarray)
         raise InputError(f"{_name(fun)} was transformed with has_aux=True, so it must return "
-                         f"a pair (value, aux); it returned {type(out).__name__}")
+                         f"a pair (value, aux); it returned {out.__class__.__name__}")
     return out
 
 

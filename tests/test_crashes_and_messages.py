@@ -275,3 +275,19 @@ def test_grad_of_a_result_that_is_not_a_float_names_what_the_function_returned()
         astad.reverse_diff(doubles).grad(np.array([1.0, 2.0]))
     with pytest.raises(astad.InputError, match=r"pairs returned list \[3\.0, 9\.0\]"):
         astad.reverse_diff(pairs).grad(3.0)
+
+
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad", "jvp", "vjp", "jacfwd",
+                                       "jacrev"])
+@pytest.mark.parametrize("argument", [3.0, np.array([1.0, 2.0])])
+def test_has_aux_without_a_pair_names_the_users_type(transform, argument):
+    expected = type(argument).__name__  # (float or ndarray, never the dual carrying it)
+    calls = {"grad": lambda: astad.grad(doubles, has_aux=True)(argument),
+             "value_and_grad": lambda: astad.value_and_grad(doubles, has_aux=True)(argument),
+             "jvp": lambda: astad.jvp(doubles, (argument,), (argument,), has_aux=True),
+             "vjp": lambda: astad.vjp(doubles, argument, has_aux=True),
+             "jacfwd": lambda: astad.jacfwd(doubles, has_aux=True)(argument),
+             "jacrev": lambda: astad.jacrev(doubles, has_aux=True)(argument)}
+    with pytest.raises(astad.InputError, match=rf"must return a pair \(value, aux\); it "
+                       rf"returned {expected}$"):
+        calls[transform]()
