@@ -119,6 +119,7 @@ ELEMENTWISE: dict = {}
 # written by hand gives its vjps here too): a list argument's cotangent is a list
 VJPS: dict = {}
 _PLAIN_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64, np.bool_, bool})
+_PLAIN_OPERANDS = _PLAIN_SCALARS | {np.ndarray}
 
 
 def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
@@ -130,23 +131,49 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
     n_partials = len(partials)
     check_finite = fn not in FINITE_PARTIALS
     first = partials[0] if partials else None
+    second = partials[1] if n_partials > 1 else None
+
+    def checked(partial):
+        if check_finite and type(partial) is np.ndarray and not all_finite(partial):
+            return NonFinite(partial)
+        return partial
 
     def rule(tape, *args, **kwargs):
+        # one or two operands, arrays of this tape or plain values (np.sin(x), x * 0.5,
+        # x + y), the commonest calls: the loop further down written out for them
         if len(args) == 1 and not kwargs and first is not None:
-            # one array of this tape (np.sin(x)), the commonest call: the loop below
-            # written out for it
             a = args[0]
             if type(a) is ArrayDual and a.t is tape and type(a.v) is np.ndarray:
                 x = a.v
                 result = fn(x)
                 if type(result) is np.ndarray and result.ndim:
                     parent = (index_of(a), x.shape, x.dtype)
-                    partial = first(x, result)
-                    if check_finite and type(partial) is np.ndarray and \
-                            not all_finite(partial):
-                        partial = NonFinite(partial)
+                    partial = checked(first(x, result))
                     d = ArrayDual(result, len(tape), tape)
                     tape.append((_elementwise_backward, (parent,), (partial,)))
+                    return d
+        elif len(args) == 2 and not kwargs and second is not None and first is not None:
+            a, b = args
+            active_a = type(a) is ArrayDual and a.t is tape and type(a.v) is np.ndarray
+            active_b = type(b) is ArrayDual and b.t is tape and type(b.v) is np.ndarray
+            if (active_a or type(a) in _PLAIN_OPERANDS) and (
+                    active_b or type(b) in _PLAIN_OPERANDS) and (active_a or active_b):
+                x = a.v if active_a else a
+                y = b.v if active_b else b
+                result = fn(x, y)
+                if type(result) is np.ndarray and result.ndim:
+                    if active_a and active_b:
+                        parents = ((index_of(a), x.shape, x.dtype),
+                                   (index_of(b), y.shape, y.dtype))
+                        local = (checked(first(x, y, result)), checked(second(x, y, result)))
+                    elif active_a:
+                        parents = ((index_of(a), x.shape, x.dtype),)
+                        local = (checked(first(x, y, result)),)
+                    else:
+                        parents = ((index_of(b), y.shape, y.dtype),)
+                        local = (checked(second(x, y, result)),)
+                    d = ArrayDual(result, len(tape), tape)
+                    tape.append((_elementwise_backward, parents, local))
                     return d
         # (primal_of, is_active and parent_of written out: this runs once per operation)
         values = [a.v if type(a) in DUAL_TYPES and a.t is tape else a for a in args]
