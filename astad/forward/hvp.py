@@ -95,42 +95,54 @@ def _inline_single_uses(lines: list, prefix: str) -> list:
     once, by an assignment or a return later in the same run of assignments, written into
     that reader: the user's expressions come back whole, and reverse mode records one
     entry per statement of this code with its partials preaccumulated (reverse/fuse.py)
-    rather than one per operation. A temporary read twice stays: its value is shared."""
+    rather than one per operation. A temporary read twice stays: its value is shared.
+
+    One pass, first line first: a reader is always later than what it reads, so a chain
+    of temporaries folds into its last reader as the pass reaches each of them."""
     temp = re.compile(re.escape(prefix) + r"[tgxd]\d+")
     lines = list(lines)
-    changed = True
-    while changed:
-        changed = False
-        words = [re.findall(r"[A-Za-z_]\w*", text) if not text.lstrip().startswith("#")
-                 else [] for text, _ in lines]
-        counts: dict = {}
-        for found in words:
-            for word in found:
-                counts[word] = counts.get(word, 0) + 1
-        for k, (text, _) in enumerate(lines):
-            match = _SIMPLE.fullmatch(text)
-            if not match or not temp.fullmatch(match.group(2)) or counts[match.group(2)] != 2:
-                continue
-            indent, name, value = match.groups()
-            reads = set(re.findall(r"[A-Za-z_]\w*", value))
-            for u in range(k + 1, len(lines)):
-                if not words[u]:
-                    continue  # (a comment)
-                use = _SIMPLE.fullmatch(lines[u][0])
-                is_return = lines[u][0].startswith(f"{indent}return ")
-                if (use is None or use.group(1) != indent) and not is_return:
-                    break  # (a block begins or ends: the value stays where it is)
-                if name in words[u]:
-                    new = re.sub(rf"\b{name}\b", f"({value})", lines[u][0])
-                    lines[u] = (indent + ast.unparse(ast.parse(new.strip())), lines[u][1])
-                    del lines[k]
-                    changed = True
-                    break
-                if is_return or reads & set(re.findall(r"[A-Za-z_]\w*", use.group(2))):
-                    break  # (a name the value reads is assigned before the reader)
-            if changed:
-                break
+    words = [_names(text) if not text.lstrip().startswith("#") else [] for text, _ in lines]
+    counts: dict = {}
+    for found in words:
+        for word in found:
+            counts[word] = counts.get(word, 0) + 1
+    k = 0
+    while k < len(lines):
+        match = _SIMPLE.fullmatch(lines[k][0])
+        reader = None
+        if match and temp.fullmatch(match.group(2)) and counts[match.group(2)] == 2:
+            reader = _reader(lines, words, k, *match.groups())
+        if reader is None:
+            k += 1
+            continue
+        indent, name, value = match.groups()
+        new = re.sub(rf"\b{name}\b", f"({value})", lines[reader][0])
+        lines[reader] = (indent + ast.unparse(ast.parse(new.strip())), lines[reader][1])
+        words[reader] = _names(lines[reader][0])
+        del lines[k], words[k]  # (the line now at k is looked at next)
     return lines
+
+
+def _reader(lines: list, words: list, k: int, indent: str, name: str, value: str):
+    """The index of the line that reads temporary ``name`` (assigned ``value`` at line
+    ``k``) if it may take ``value`` in its place, else None."""
+    reads = set(_names(value))
+    for u in range(k + 1, len(lines)):
+        if not words[u]:
+            continue  # (a comment)
+        use = _SIMPLE.fullmatch(lines[u][0])
+        is_return = lines[u][0].startswith(f"{indent}return ")
+        if (use is None or use.group(1) != indent) and not is_return:
+            return None  # (a block begins or ends: the value stays where it is)
+        if name in words[u]:
+            return u
+        if is_return or reads & set(_names(use.group(2))):
+            return None  # (a name the value reads is assigned before the reader)
+    return None
+
+
+def _names(text: str) -> list:
+    return re.findall(r"[A-Za-z_]\w*", text)
 
 
 _CANNOT_RAISE = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.UnaryOp,
@@ -152,9 +164,9 @@ def _without_dead(lines: list) -> list:
         match = re.fullmatch(r" *(\w+) = (.+)", text)
         if match and all(isinstance(node, _CANNOT_RAISE) for node in
                          ast.walk(ast.parse(match.group(2), mode="eval"))):
-            candidates[k] = (match.group(1), set(re.findall(r"[A-Za-z_]\w*", match.group(2))))
+            candidates[k] = (match.group(1), set(_names(match.group(2))))
         else:
-            needed |= set(re.findall(r"[A-Za-z_]\w*", text))
+            needed |= set(_names(text))
     changed = True
     while changed:
         changed = False
@@ -205,11 +217,11 @@ def _general_reverse(tangent, plans, found):
     from ..api import reverse_diff  # (api imports the transforms, which import this)
 
     n = len(inspect.signature(tangent).parameters) // 2
-    plain = {k for k, (kind, _) in enumerate(plans) if kind == "plain"}
     flat, position = [], 0
-    for k, (kind, fields) in enumerate(plans):  # (a record's fields: one float each)
+    for kind, fields in plans:  # (a record's fields: one float each)
         width = len(fields) if kind == "record" else 1
-        flat += [position + i for i in range(width) if k not in plain]
+        if kind != "plain":
+            flat += range(position, position + width)
         position += width
     positions = tuple(flat) + tuple(n + p for p in flat)
     try:
