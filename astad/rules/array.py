@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..runtime.array_dual import (ARRAY_RULES, CONVERT_LISTS, ArrayDual, accumulate,
+from ..runtime.array_dual import (ARRAY_RULES, CONVERT_LISTS, PLAIN_OPERANDS, PLAIN_SCALARS,
+                                  ArrayDual, accumulate,
                                   accumulate_rows, add_check, cotangent, dispatch, index_of,
                                   is_active, new_array, new_scalar, parent_of, primal_of,
                                   rows_accept, rows_cotangent, unbroadcast, unbroadcast_rows)
@@ -51,7 +52,7 @@ _compiled_all_finite = None if _native is None else _native.all_finite
 def all_finite(array: np.ndarray) -> bool:
     """No inf or nan in ``array``? (False may also mean a sum too large for a float: then
     the partial is only treated with the care a non-finite one gets.) The compiled
-    runtime reads a contiguous float array itself (``_native.all_finite``, 60 ns)."""
+    runtime reads a contiguous float array itself (``_native.all_finite``)."""
     if _compiled_all_finite is not None:
         found = _compiled_all_finite(array)
         if found is not None:
@@ -60,6 +61,13 @@ def all_finite(array: np.ndarray) -> bool:
         # a few elements: Python floats are ~4x quicker than one numpy reduction
         return all(map(isfinite, array.ravel().tolist()))
     return bool(np.isfinite(array.sum()))  # (one pass, reading: an inf or nan makes it so)
+
+
+def recorder(result):
+    """How a rule records ``result``: ``new_array`` for an array, ``new_scalar`` for a
+    0-d array or a numpy scalar (a scalar dual, as numpy gives a scalar)."""
+    dimensions = result.ndim if type(result) is np.ndarray else np.ndim(result)
+    return new_array if dimensions else new_scalar
 
 
 def _elementwise_backward(adjoint, arrays, k, parents, partials):
@@ -118,8 +126,6 @@ ELEMENTWISE: dict = {}
 # any other function -> its vjps, one per argument, as registered (the catalogue; a rule
 # written by hand gives its vjps here too): a list argument's cotangent is a list
 VJPS: dict = {}
-_PLAIN_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64, np.bool_, bool})
-_PLAIN_OPERANDS = _PLAIN_SCALARS | {np.ndarray}
 
 
 def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
@@ -156,22 +162,19 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
             a, b = args
             active_a = type(a) is ArrayDual and a.t is tape and type(a.v) is np.ndarray
             active_b = type(b) is ArrayDual and b.t is tape and type(b.v) is np.ndarray
-            if (active_a or type(a) in _PLAIN_OPERANDS) and (
-                    active_b or type(b) in _PLAIN_OPERANDS) and (active_a or active_b):
+            if (active_a or type(a) in PLAIN_OPERANDS) and (
+                    active_b or type(b) in PLAIN_OPERANDS) and (active_a or active_b):
                 x = a.v if active_a else a
                 y = b.v if active_b else b
                 result = fn(x, y)
                 if type(result) is np.ndarray and result.ndim:
-                    if active_a and active_b:
-                        parents = ((index_of(a), x.shape, x.dtype),
-                                   (index_of(b), y.shape, y.dtype))
-                        local = (checked(first(x, y, result)), checked(second(x, y, result)))
-                    elif active_a:
-                        parents = ((index_of(a), x.shape, x.dtype),)
-                        local = (checked(first(x, y, result)),)
-                    else:
-                        parents = ((index_of(b), y.shape, y.dtype),)
-                        local = (checked(second(x, y, result)),)
+                    parents, local = (), ()
+                    if active_a:
+                        parents += ((index_of(a), x.shape, x.dtype),)
+                        local += (checked(first(x, y, result)),)
+                    if active_b:
+                        parents += ((index_of(b), y.shape, y.dtype),)
+                        local += (checked(second(x, y, result)),)
                     d = ArrayDual(result, len(tape), tape)
                     tape.append((_elementwise_backward, parents, local))
                     return d
@@ -189,12 +192,9 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
                     parents.append((index_of(a), a.v.shape, a.v.dtype))
                 else:
                     parents.append((a.i, None, None))
-                partial = partials[k](*values, result)
-                if check_finite and type(partial) is np.ndarray and not all_finite(partial):
-                    partial = NonFinite(partial)
-                local.append(partial)
-        if scalars_only and type(result) in _PLAIN_SCALARS and all(
-                type(p) in _PLAIN_SCALARS for p in local):
+                local.append(checked(partials[k](*values, result)))
+        if scalars_only and type(result) in PLAIN_SCALARS and all(
+                type(p) in PLAIN_SCALARS for p in local):
             # scalars only: an ordinary scalar entry (fast sweep path)
             entry = []
             for parent, partial in zip(parents, local):
@@ -205,9 +205,8 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
             tape.append(tuple(entry))
             return d
         # numpy gives a scalar for 0-d operands: a scalar dual then, as numpy would
-        dimensions = result.ndim if type(result) is np.ndarray else np.ndim(result)
-        record = new_array if dimensions else new_scalar
-        return record(tape, result, _elementwise_backward, tuple(parents), tuple(local))
+        return recorder(result)(tape, result, _elementwise_backward, tuple(parents),
+                                tuple(local))
     ELEMENTWISE[fn] = partials
     ARRAY_RULES[fn] = rule
     return fn
@@ -295,8 +294,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
                 raise NotDifferentiableError(
                     f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
                     "arrays, not inside a list", *user_location())
-        dimensions = result.ndim if type(result) is np.ndarray else np.ndim(result)
-        record = new_array if dimensions else new_scalar
+        record = recorder(result)
         kind = getattr(getattr(result, "dtype", None), "kind", "f")
         if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)
             return result

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, refuse_keywords, register_jvp,
-    register_vjp)
+from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, recorder, refuse_keywords,
+    register_jvp, register_vjp)
 from .array_axes import align_core, sum_to_shape
 from .array_einsum import (EINSUM_JVPS, EINSUM_VJPS, einsum_partial, einsum_tangent, normalize,
     split_arguments)
-from ..runtime.array_dual import (ARRAY_RULES, cotangent, accumulate, is_active, new_array,
-    new_scalar, parent_of, primal_of)
+from ..runtime.array_dual import (ARRAY_RULES, cotangent, accumulate, is_active, parent_of,
+    primal_of)
 
 
 def _swap(a):
@@ -259,8 +259,7 @@ def _einsum_rule(tape, *args, **kwargs):
     result = np.einsum(subscripts, *values, **kwargs)
     subscripts = normalize(subscripts, [np.shape(v) for v in values])
     parents = tuple((j, parent_of(op)) for j, op in enumerate(operands) if is_active(op, tape))
-    record = new_array if np.ndim(result) else new_scalar
-    return record(tape, result, _einsum_backward, parents, (subscripts, values))
+    return recorder(result)(tape, result, _einsum_backward, parents, (subscripts, values))
 
 
 ARRAY_RULES[np.einsum] = _einsum_rule

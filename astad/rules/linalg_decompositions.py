@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from .array import (BATCHED_VJPS, VJPS, _require, _vjp_backward, differentiate_by_keyword,
-    register_jvp, register_vjp)
+    recorder, register_jvp, register_vjp)
 from .array_axes import swap_last
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import (ARRAY_RULES, is_active, new_array, new_scalar, parent_of,
-    primal_of)
+from ..runtime.array_dual import (ARRAY_RULES, is_active, parent_of, primal_of)
 
 # functions with several results: which results carry a derivative
 OUTPUTS: dict = {}
@@ -66,8 +65,7 @@ def register_outputs(fn, vjps, jvps, outputs, batched=True):
 
 
 def _record(tape, value, parents, context):
-    record = new_array if np.ndim(value) else new_scalar
-    return record(tape, value, _vjp_backward, parents, context)
+    return recorder(value)(tape, value, _vjp_backward, parents, context)
 
 
 def _refuse(condition, message):

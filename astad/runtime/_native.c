@@ -611,8 +611,8 @@ native_all_finite(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     }
     const char *format = view.format == NULL ? "B" : view.format;
-    if (format[0] == '=' || format[0] == '<' || format[0] == '@')
-        format++; /* (native byte order, as numpy writes it for its own arrays) */
+    if (format[0] == '=' || format[0] == '@' || format[0] == (PY_LITTLE_ENDIAN ? '<' : '>'))
+        format++; /* (native byte order, which numpy may also spell '<' or '>') */
     int finite = -1;
     if (format[0] == 'd' && format[1] == '\0' && view.itemsize == sizeof(double)) {
         const double *x = (const double *)view.buf;

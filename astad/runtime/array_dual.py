@@ -261,15 +261,16 @@ def _one_tape(args):
                 tape = a.t
             elif a.t is not tape:
                 return None
-        elif t not in _PLAIN_OPERANDS:
+        elif t not in PLAIN_OPERANDS:
             return None
     if type(tape) is list and id(tape) in running.depth:
         return tape
     return None
 
 
-_PLAIN_OPERANDS = frozenset({np.ndarray, float, int, bool, np.float64, np.float32, np.int64,
-                             np.bool_})
+# numbers and arrays that hold no dual: a rule takes them as constants
+PLAIN_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64, np.bool_, bool})
+PLAIN_OPERANDS = PLAIN_SCALARS | {np.ndarray}
 
 # forward mode's application of a rule (astad/forward/arrays.py sets it)
 FORWARD: list = [None]
