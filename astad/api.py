@@ -475,7 +475,7 @@ class DiffFunction:
         return self.value_and_grad(*args, **kwargs)[1]
 
     def _grad_general(self, *args: Any, **kwargs: Any) -> Any:
-        """The gradient of a float-valued function with respect to ``argnums``."""
+        """``grad`` by the general path (what a SpecialisedCall runs when its checks fail)."""
         return self._value_and_grad_general(*args, **kwargs)[1]
 
     def jvp(self, primals: tuple, tangents: tuple, **kwargs: Any) -> tuple[Any, Any]:

@@ -128,7 +128,8 @@ def source_bundle(fn) -> dict:
             restore_filename(obj)  # (a function that travelled here, passed on)
             if not importable(obj):
                 codes += _code_files(obj.__code__)
-        if obj is not fn and not needs_source(obj):
+        needed = needs_source(obj)
+        if obj is not fn and not needed:
             continue  # the other side imports it, with its file
         if isinstance(obj, type):
             if obj.__module__ == "builtins":
@@ -137,7 +138,7 @@ def source_bundle(fn) -> dict:
                 stack += _functions_in(value)
             continue
         code = obj.__code__
-        if code.co_filename not in files and needs_source(obj):
+        if needed and code.co_filename not in files:
             lines = linecache.getlines(code.co_filename)
             if lines:
                 files[code.co_filename] = list(lines)
