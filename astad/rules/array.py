@@ -9,6 +9,7 @@ call (``register_elementwise`` and ``register_vjp`` in the style of autograd's d
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from math import isfinite
 from typing import Any, TypeVar
@@ -16,11 +17,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..runtime.array_dual import (ARRAY_RULES, CONVERT_LISTS, PLAIN_OPERANDS, PLAIN_SCALARS,
-                                  ArrayDual, accumulate,
+                                  PREPARE, VIEWS, WRITERS, ArrayDual, accumulate,
                                   accumulate_rows, add_check, cotangent, dispatch, index_of,
                                   is_active, new_array, new_scalar, parent_of, primal_of,
                                   rows_accept, rows_cotangent, unbroadcast, unbroadcast_rows)
-from ..runtime.duals import DUAL_TYPES, reverse_dual
+from ..runtime.duals import DUAL_TYPES, reverse_dual, running
 from ..runtime.tape import BATCHED_BACKWARDS, _native
 from ..errors import NotDifferentiableError, user_location
 from .scalar import PRIMITIVES, ad, unique_rule_name
@@ -547,3 +548,35 @@ from . import linalg_decompositions  # noqa: E402,F401
 from . import linalg_more  # noqa: E402,F401
 from . import array_writes  # noqa: E402,F401  (writes into arrays, views)
 from . import catalogue  # noqa: E402,F401  (last: it records the rules registered above)
+
+
+def _compiled_elementwise() -> bool:
+    """Hand the commonest element-wise rules to the compiled runtime (runtime/_elementwise.c),
+    which runs them at once on small float64 arrays while ``ARRAY_RULES`` still holds the
+    rule given here (a user's own rule for the ufunc turns it off for that ufunc)."""
+    if _native is None:
+        return False
+    ops = (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.square,
+           np.sqrt, np.exp, np.log, np.sin, np.cos, np.tanh)  # (the C enum's order)
+    helpers = {np.sin: np.cos, np.cos: np.sin}  # the ufunc of the partial
+    table = {}
+    for op, ufunc in enumerate(ops):
+        assert ufunc not in PREPARE and ufunc not in VIEWS and ufunc not in WRITERS
+        table[ufunc] = (op, ARRAY_RULES[ufunc], helpers.get(ufunc))
+    return _native.configure_elementwise(ArrayDual, np.ndarray, np.dtype(np.float64),
+                                         np.float64, running, ARRAY_RULES, table,
+                                         _elementwise_backward, NonFinite, np.arange(3.0),
+                                         _numpy_c_api())
+
+
+def _numpy_c_api():
+    """The capsule of numpy's C-API table, which numpy exports for compiled extensions."""
+    for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        try:
+            return importlib.import_module(module)._ARRAY_API
+        except (ImportError, AttributeError):
+            pass
+    return None
+
+
+COMPILED_ELEMENTWISE = _compiled_elementwise()

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import (ARRAY_DUALS, ARRAY_RULES, accumulate, cotangent, dispatch,
-                                  new_array, parent_of, primal_of, ufunc_at_once)
+                                  new_array, parent_of, primal_of, ufunc_at_once,
+                                  compiled_elementwise)
 from ..runtime import array_dual
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, ScalarDual,
                              forward_dual, reverse_dual)
@@ -195,6 +196,10 @@ def numpy_call(func, /, *args, **kwargs):
     lists holding duals made arrays, numpy's scalar types converting duals, and never an
     object array of duals returned."""
     if type(func) is np.ufunc and not kwargs:
+        if compiled_elementwise is not None:  # (its commonest cases, one call fewer)
+            result = compiled_elementwise(func, args)
+            if result is not NotImplemented:
+                return result
         result = ufunc_at_once(func, args)
         if result is not NotImplemented:
             return result

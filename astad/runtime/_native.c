@@ -31,6 +31,8 @@
 #include <math.h>
 
 int astad_add_specialised_call(PyObject *module); /* _specialised.c */
+int astad_add_elementwise(PyObject *module);      /* _elementwise.c */
+int astad_elementwise_backward(PyObject *e, PyObject *arrays, Py_ssize_t k);
 
 #define SWEEP_CHUNK 256 /* tape._SWEEP_CHUNK: entries swept, then freed, at a time */
 
@@ -187,6 +189,9 @@ adjoint_at(PyObject *adjoint, Py_ssize_t k)
 static int
 call_backward(PyObject *e, PyObject *adjoint, PyObject *arrays, Py_ssize_t k)
 {
+    int fast = astad_elementwise_backward(e, arrays, k); /* _elementwise.c */
+    if (fast != 0)
+        return fast < 0 ? -1 : 0;
     PyObject *args[6] = {NULL, adjoint, arrays, NULL, NULL, NULL};
     PyObject *backward = PySequence_GetItem(e, 0);
     int status = -1;
@@ -660,7 +665,8 @@ static struct PyModuleDef native_module = {
     .m_name = "astad.runtime._native",
     .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit), "
              "the specialised code's checks of its arguments (reverse/kinds.py) and of the bindings "
-             "it was written for (codegen.py), and SpecialisedCall (_specialised.c).",
+             "it was written for (codegen.py), SpecialisedCall (_specialised.c) and the "
+             "element-wise numpy rules (_elementwise.c).",
     .m_size = -1,
     .m_methods = native_methods,
 };
@@ -670,7 +676,8 @@ PyInit__native(void)
 {
     PyObject *module = PyModule_Create(&native_module);
     if (module != NULL && (PyModule_AddIntConstant(module, "SWEEP_CHUNK", SWEEP_CHUNK) < 0 ||
-                           astad_add_specialised_call(module) < 0))
+                           astad_add_specialised_call(module) < 0 ||
+                           astad_add_elementwise(module) < 0))
         Py_CLEAR(module);
     return module;
 }

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
 from ..rules.lazy import rule_for as lazy_rule_for
+from .tape import _native
 from .duals import (DUAL_TYPES, Dual, NestedDual, PrimalView, ScalarDual, conversion_error,
                     innermost, is_forward, reverse_dual, running)
 
@@ -83,6 +84,10 @@ class ArrayDualBase(PrimalView):
 
     # numpy's dispatch protocols: every numpy call on an array dual comes here
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if compiled_elementwise is not None and method == "__call__" and not kwargs:
+            result = compiled_elementwise(ufunc, inputs)  # (its commonest cases, in C)
+            if result is not NotImplemented:
+                return result
         return dispatch(ufunc if method == "__call__" else (ufunc, method), inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -240,13 +245,19 @@ def ufunc_at_once(func, args):
     are plain arrays and numbers and duals of one running reverse differentiation (no
     list to convert, no level to choose: what ``dispatch`` would do, without its steps);
     NotImplemented otherwise. Generated code calls it before numpy's own dispatch
-    (rules/numpy_values.numpy_call), which costs a microsecond per call on small arrays."""
+    (rules/numpy_values.numpy_call), which costs a microsecond per call on small arrays.
+    (The commonest cases have a compiled rule, ``compiled_elementwise``, which its callers
+    try first.)"""
     tape = _one_tape(args)
     if tape is not None and func not in PREPARE and func not in VIEWS and func not in WRITERS:
         rule = ARRAY_RULES.get(func)
         if rule is not None:
             return rule(tape, *args)
     return NotImplemented
+
+
+# the commonest element-wise rules in C (runtime/_elementwise.c; rules/array.py configures)
+compiled_elementwise = None if _native is None else _native.elementwise
 
 
 def _one_tape(args):

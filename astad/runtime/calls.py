@@ -18,6 +18,7 @@ import collections
 import copy
 import functools
 import itertools
+import operator
 import dataclasses
 import inspect
 import types
@@ -31,7 +32,7 @@ import numpy as np
 
 from ..rules.array import array_from, constant_array_method
 from ..rules.array_shapes import asarray_from
-from .array_dual import ARRAY_DUALS
+from .array_dual import ARRAY_DUALS, compiled_elementwise
 from .tape import _native
 from ..structure import contains_dual
 
@@ -319,10 +320,19 @@ def _python_method(cls, name):
     return method
 
 
+OPERATOR_UFUNCS = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+                   operator.truediv: np.true_divide}
+
+
 def user_binary(tape, a, b, name, reflected, op):
     """``a op b`` for a user class: its ``__op__`` (or ``b``'s ``__rop__``) transformed,
     as Python would choose them; anything else by Python's own operator."""
     if type(a) in ARRAY_DUALS or type(b) in ARRAY_DUALS or type(a) is np.ndarray:
+        ufunc = OPERATOR_UFUNCS.get(op)
+        if ufunc is not None and compiled_elementwise is not None:  # (its commonest cases)
+            result = compiled_elementwise(ufunc, (a, b))
+            if result is not NotImplemented:
+                return result
         return op(a, b)  # numpy's dispatch finds the array rule (arrays.py)
     method = _python_method(type(a), name)
     if method is not None:

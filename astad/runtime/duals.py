@@ -277,7 +277,9 @@ class _Running(threading.local):
 
     def __init__(self):
         self.stack: list = []
-        self.depth: dict = {}  # id(handle) -> 1 + its position in stack
+        # id(handle) -> 1 + its position in stack (changed in place, never replaced: the
+        # compiled element-wise rules hold it, runtime/_elementwise.c)
+        self.depth: dict = {}
         # astad's refusals (NotDifferentiableError) made while a differentiation runs, in
         # order: each ends every differentiation running when it was made, even if the
         # user's code caught it (``except Exception:`` around a refused call)
