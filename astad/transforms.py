@@ -30,7 +30,7 @@ from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass, sp
 from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from .errors import AstadError, InputError
 from .forward.call import forward
-from .forward.hvp import hessian_vector_product, hvp_source
+from .forward.hvp import floats_only, hessian_vector_product, hvp_source, of_floats
 from .runtime.calls import rev as transformed_callable, resolvable_function
 from .runtime.duals import is_nested, running
 from .runtime.tape import sweep, sweep_general
@@ -108,6 +108,9 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         self._plain = None  # for a plain Python function: its DiffFunction's fast call
         self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
         self._selections: dict = {}  # number of arguments -> argnums_positions' answer
+        # (function, its entry, the entry's Hessian-vector code, arity) of the last HVP of
+        # floats (hessian_vector): checked and called at once while the entry is current
+        self._floats_hvp = None
 
     def _selection(self, n_args: int):
         selection = self._selections.get(n_args)
@@ -174,11 +177,23 @@ class grad(value_and_grad):  # noqa: N801
     def hessian_vector(self, primals, tangents):
         """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
         it (forward/hvp.py: one reverse pass over forward mode's code), else None."""
+        known = self._floats_hvp
+        if known is not None:  # floats again: the code found last time, if still current
+            fun, entry, function, n = known
+            if len(primals) == n and codegen.cached(fun) is entry and \
+                    floats_only(primals, tangents):
+                return of_floats(function, *self._selection(n), primals, tangents)
         fun = self._function()
         if self.options["has_aux"] or fun is None:
             return None
-        return hessian_vector_product(codegen.transformed(fun), fun,
-                                      *self._selection(len(primals)), primals, tangents)
+        entry = codegen.transformed(fun)
+        out = hessian_vector_product(entry, fun, *self._selection(len(primals)), primals,
+                                     tangents)
+        built = entry.hvp
+        if out is not None and built and floats_only(primals, tangents) and \
+                all(kind == "float" for kind, _ in built[1]):
+            self._floats_hvp = (fun, entry, built[0], len(primals))
+        return out
 
 
 class _VjpFunction:

@@ -276,3 +276,50 @@ def test_show_prints_a_gradient_with_the_users_lines():
     text = out.getvalue()
     assert "def rosenbrock(x, y):" in text and "grad_rosenbrock" in text
     assert "rosenbrock_tangent_floats" in text
+
+
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0), (1,)])
+def test_repeated_products_of_floats_take_the_code_found_once(argnums):
+    """After one product of floats the gradient keeps the code it ran (checked current at
+    each call): every later call gives the hand-derived product, and an int, a non-finite
+    result or another argument count goes back to the general path."""
+    grad = astad.grad(rosenbrock, argnums=argnums)
+    positions = (argnums,) if isinstance(argnums, int) else argnums
+
+    def expected(x, y, v):
+        h = rosenbrock_hessian(x, y)
+        full = [h[i][0] * v[0] + h[i][1] * v[1] for i in range(2)]
+        product = tuple(full[k] for k in positions)
+        return product[0] if isinstance(argnums, int) else product
+
+    for x, y, v in [(0.7, -0.4, (0.3, -1.1)), (1.5, 2.0, (1.0, 0.0)), (-0.2, 0.1, (0.5, 0.5))]:
+        _, product = astad.jvp(grad, (x, y), v)
+        assert product == pytest.approx(expected(x, y, v), rel=1e-12)
+    assert grad._floats_hvp is not None
+    ints = (1.0, 2) if positions == (0,) else (1, 2.0)  # (an int where a float remains)
+    assert astad.jvp(grad, ints, (0.5, 0.5)) == general(grad, ints, (0.5, 0.5))
+    _, product = astad.jvp(grad, (0.7, -0.4), (0.3, -1.1))
+    assert product == pytest.approx(expected(0.7, -0.4, (0.3, -1.1)), rel=1e-12)
+
+
+def test_the_code_found_once_follows_a_replaced_function_body():
+    def f(x, y):
+        return x * x * y
+    grad = astad.grad(f, argnums=(0, 1))
+    assert astad.jvp(grad, (2.0, 3.0), (1.0, 0.0))[1] == pytest.approx((6.0, 4.0))
+    assert astad.jvp(grad, (2.0, 3.0), (1.0, 0.0))[1] == pytest.approx((6.0, 4.0))
+
+    def g(x, y):
+        return x * y * y
+    f.__code__ = g.__code__
+    assert astad.jvp(grad, (2.0, 3.0), (1.0, 0.0))[1] == pytest.approx((0.0, 6.0))
+
+
+def test_a_non_finite_product_after_finite_ones_is_the_general_paths():
+    def f(x, y):
+        return math.sqrt(x) * y
+    grad = astad.grad(f, argnums=(0, 1))
+    assert astad.jvp(grad, (4.0, 2.0), (1.0, 1.0))[1] == pytest.approx((-2.0 / 32 + 0.25,
+                                                                         0.25))
+    assert grad._floats_hvp is not None
+    assert astad.jvp(grad, (0.0, 2.0), (0.0, 1.0)) == general(grad, (0.0, 2.0), (0.0, 1.0))

@@ -437,7 +437,13 @@ ROWS = [[], [[]], [[1.0], [2.0, 3.0]], [[1.0], [2.0, 3]], [[1.0], (2.0,)], ([1.0
 
 def test_the_argument_checks_answer_as_the_python_ones():
     from astad.reverse import kinds
-    python_lists, python_rows = kinds.python_checks
+    python_lists, python_rows, python_floats = kinds.python_checks
+    values = [1.0, 2, True, np.float64(1.0), _FloatSubclass(1.0), None, float("nan")]
+    for a in values:
+        assert native.floats(a) is python_floats(a), a
+        for b in values:
+            assert native.floats(a, b, 3.0) is python_floats(a, b, 3.0), (a, b)
+    assert native.floats() is python_floats() is True
     for a in CHECKED:
         assert native.float_lists(a) == python_lists(a), a
         for b in CHECKED:

@@ -172,6 +172,7 @@ def _without_copies(lines: list, temp: str) -> list:
 
 def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
     checks, lines = [], []
+    float_checks, float_lines, float_names = [], [], []  # (the common case: one call)
     temp = writer.names["temp"]
     for p in params:
         t, kind = tangents[p], kinds[p]
@@ -179,10 +180,11 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
             types = "quiet_types" if p not in writer.flowing else "plain_types"
             checks.append(f"type({p}) not in ad.{types}")
         elif kind == "float":  # (an int primal is a constant: its tangent is ignored)
-            checks += [f"type({p}) is not float and type({p}) not in ad.integers",
-                       f"type({p}) is float and type({t}) is not float"]
-            lines.append(f"if type({p}) is not float:")
-            lines.append(f"    {t} = 0.0")
+            float_checks += [f"type({p}) is not float and type({p}) not in ad.integers",
+                             f"type({p}) is float and type({t}) is not float"]
+            float_lines.append(f"    if type({p}) is not float:")
+            float_lines.append(f"        {t} = 0.0")
+            float_names += [p, t]
         elif kind == "list":  # (lists of floats, exactly those types, of one length)
             checks += [f"not ad.float_lists({p}, {t})", f"len({t}) != len({p})"]
         elif kind == "matrix":  # (and the same row lengths)
@@ -204,6 +206,12 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
          root.lineno),
         (f"    # {said}, with its tangent: each float a local and its tangent a local "
          f"*{writer.names['suffix']}", root.lineno)]
+    if float_names:  # every float argument and tangent a float: nothing more to check
+        head += [(f"    if not ad.floats({', '.join(float_names)}):", root.lineno),
+                 ("        if " + " or ".join(float_checks) + ":", root.lineno),
+                 ("            return None  # other arguments: the transformed code runs on "
+                  "forward duals", root.lineno)]
+        head += [(f"    {line}", root.lineno) for line in float_lines]
     if checks:
         head += [("    if " + " or ".join(checks) + ":", root.lineno),
                  ("        return None  # other arguments: the transformed code runs on "

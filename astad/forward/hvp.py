@@ -24,7 +24,7 @@ import re
 from ..codegen import UNBUILT, _compile_rules, front
 from ..errors import AstadError
 from ..reverse.floatexpr import _NotStraight
-from ..reverse.kinds import (float_lists, float_rows, record_gradient, record_tangents,
+from ..reverse.kinds import (float_lists, float_rows, floats, record_gradient, record_tangents,
                              record_values)
 from ..reverse.scalarloops import write_scalar_loops
 from ..reverse.straightline import write_straight_line
@@ -301,7 +301,7 @@ def hessian_vector_product(entry, fn, positions, single, primals, tangents):
     if len(primals) != len(plans):
         return None
     if _floats_only(plans, primals, tangents):
-        return _of_floats(function, positions, single, primals, tangents)
+        return of_floats(function, positions, single, primals, tangents)
     values, dots, at = [], [], []  # (at: each parameter's first argument of ``function``)
     for k, (kind, fields) in enumerate(plans):
         at.append(len(values))
@@ -355,7 +355,12 @@ def _floats_only(plans, primals, tangents) -> bool:
     return True
 
 
-def _of_floats(function, positions, single, primals, tangents):
+def floats_only(primals, tangents) -> bool:
+    """Are all primals and tangents floats (for code whose parameters are all floats)?"""
+    return floats(*primals, *tangents)
+
+
+def of_floats(function, positions, single, primals, tangents):
     """``hessian_vector_product`` when every argument is a float (the common case, and the
     one whose fixed cost shows: ``x * y``)."""
     try:
@@ -369,6 +374,11 @@ def _of_floats(function, positions, single, primals, tangents):
         k = positions[0]
         gradient, product = flat[n + k], flat[k]
         return (gradient, product) if math.isfinite(gradient + product) else None
+    if len(positions) == n and positions[-1] == n - 1 and type(flat) is tuple and \
+            len(flat) == 2 * n:  # all of them, in order: H v, then the gradient
+        if not math.isfinite(sum(flat)):
+            return None
+        return flat[n:], flat[:n]
     gradient, product = [], []  # (a loop: a comprehension costs a function call here)
     for k in positions:
         gradient.append(flat[n + k])

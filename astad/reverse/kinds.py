@@ -602,6 +602,15 @@ def float_lists(*lists) -> bool:
     return all(type(xs) is list and set(map(type, xs)) <= _FLOAT_ONLY for xs in lists)
 
 
+def floats(*values) -> bool:
+    """Is every argument a float (exactly that type)? The written-out code's check of its
+    float arguments in the common case (compiled where it is built)."""
+    for value in values:
+        if type(value) is not float:
+            return False
+    return True
+
+
 def float_rows(*matrices) -> bool:
     """Is each argument a list of lists of floats, all with the same number of rows and
     row ``r`` of the same length in each (a matrix and its tangents)?"""
@@ -615,9 +624,10 @@ def float_rows(*matrices) -> bool:
 
 
 _FLOAT_ONLY = frozenset({float})
-python_checks = (float_lists, float_rows)  # (the reference the compiled ones are tested on)
-if _tape_module._native is not None:
+python_checks = (float_lists, float_rows, floats)  # (the reference the compiled ones are
+if _tape_module._native is not None:                # tested on)
     float_lists, float_rows = _tape_module._native.float_lists, _tape_module._native.float_rows
+    floats = _tape_module._native.floats
 
 # what generated code calls (through ``ad``, in the rules' namespace)
 ad.tape_gradient_of = tape_gradient_of
@@ -630,6 +640,7 @@ ad.integers = _INTEGERS
 ad.record_gradient = record_gradient
 ad.float_sequences = float_sequences
 ad.float_lists = float_lists
+ad.floats = floats
 ad.float_rows = float_rows
 ad.record_tangents = record_tangents
 ad.float64 = _FLOAT64

@@ -6,10 +6,11 @@
  * computes what that rule computes and appends the same tape entry,
  * ``(_elementwise_backward, parents, partials)``, with the same objects in it; the sweep
  * (_native.c) runs such an entry here when its cotangent and partials are plain arrays
- * of the parents' shape. Everything else (broadcasting, other dtypes, views, duals of an
- * enclosing differentiation, a user's own rule for the ufunc, a result that is not
- * finite) is left to the Python rule, which gives the documented result or error: the
- * fast path returns NotImplemented (forward) or 0 (backward) before changing anything.
+ * of the parents' shape. Everything else (broadcasting, other dtypes, non-contiguous
+ * views, a view whose root was written since it was read, duals of an enclosing
+ * differentiation, a user's own rule for the ufunc, a result that is not finite) is left
+ * to the Python rule, which gives the documented result or error: the fast path returns
+ * NotImplemented (forward) or 0 (backward) before changing anything.
  *
  * Bits: add, subtract, multiply, divide, negate and square are exact IEEE operations, the
  * same in C as in numpy's loops (the build turns off floating-point contraction). Other
@@ -204,6 +205,23 @@ is_running(PyObject *tape)
     return found;
 }
 
+/* A view dual (x[1:], x.T) whose index reads its root's current version: ``synced`` is
+ * the root's ``i`` (array_dual.index_of has nothing to record). */
+static int
+view_current(PyObject *view, PyObject *root)
+{
+    if (Py_TYPE(root) != ew.dual)
+        return 0;
+    PyObject *synced = SLOT(view, ew.synced), *version = SLOT(root, ew.i);
+    if (synced == NULL || version == NULL || !PyLong_CheckExact(synced) ||
+            !PyLong_CheckExact(version))
+        return 0;
+    int same = PyObject_RichCompareBool(synced, version, Py_EQ);
+    if (same < 0)
+        PyErr_Clear();
+    return same == 1;
+}
+
 /* Read one operand; 0: not a case of the fast path. */
 static int
 operand(PyObject *arg, Operand *o, PyObject **tape)
@@ -213,8 +231,10 @@ operand(PyObject *arg, Operand *o, PyObject **tape)
     if (Py_TYPE(arg) == ew.dual) {
         PyObject *v = SLOT(arg, ew.v), *i = SLOT(arg, ew.i), *t = SLOT(arg, ew.t);
         PyObject *root = SLOT(arg, ew.root);
-        if (v == NULL || i == NULL || t == NULL || root != Py_None || !PyLong_CheckExact(i))
+        if (v == NULL || i == NULL || t == NULL || root == NULL || !PyLong_CheckExact(i))
             return 0;
+        if (root != Py_None && !view_current(arg, root))
+            return 0; /* (array_dual.index_of records the root's new version first) */
         if (*tape == NULL)
             *tape = t;
         else if (*tape != t)
@@ -268,7 +288,6 @@ compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObje
         Py_ssize_t n, PyObject **result, PyObject **partials)
 {
     double *r, *p;
-    PyObject *partial;
     if (op <= SQUARE) { /* exact operations: the primal here */
         *result = new_like(model, &r);
         if (*result == NULL)

@@ -468,6 +468,19 @@ floats_in(PyObject *list) /* an exact list of exact floats */
     return 1;
 }
 
+PyDoc_STRVAR(floats_doc,
+"floats(*values)\n--\n\n"
+"Is every argument exactly a float (forward/hvp.floats_only)?");
+
+static PyObject *
+native_floats(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    for (Py_ssize_t k = 0; k < nargs; k++)
+        if (!PyFloat_CheckExact(args[k]))
+            Py_RETURN_FALSE;
+    Py_RETURN_TRUE;
+}
+
 PyDoc_STRVAR(float_lists_doc,
 "float_lists(*lists)\n--\n\n"
 "kinds.float_lists, compiled: is each argument a list of floats (exactly those types)?");
@@ -650,6 +663,7 @@ static PyMethodDef native_methods[] = {
      all_finite_doc},
     {"float_lists", (PyCFunction)(void (*)(void))native_float_lists, METH_FASTCALL,
      float_lists_doc},
+    {"floats", (PyCFunction)(void (*)(void))native_floats, METH_FASTCALL, floats_doc},
     {"float_rows", (PyCFunction)(void (*)(void))native_float_rows, METH_FASTCALL,
      float_rows_doc},
     {"sweep", (PyCFunction)(void (*)(void))native_sweep, METH_FASTCALL, sweep_doc},
