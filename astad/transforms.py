@@ -108,9 +108,9 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         self._plain = None  # for a plain Python function: its DiffFunction's fast call
         self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
         self._selections: dict = {}  # number of arguments -> argnums_positions' answer
-        # (function, its entry, the entry's Hessian-vector code, arity) of the last HVP of
-        # floats (hessian_vector): checked and called at once while the entry is current
-        self._floats_hvp = None
+        # (function, its cache entry, the entry's Hessian-vector code when its arguments
+        # are all floats, arity) found by hessian_vector, used while the entry is current
+        self._hvp_known = None
 
     def _selection(self, n_args: int):
         selection = self._selections.get(n_args)
@@ -177,22 +177,24 @@ class grad(value_and_grad):  # noqa: N801
     def hessian_vector(self, primals, tangents):
         """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
         it (forward/hvp.py: one reverse pass over forward mode's code), else None."""
-        known = self._floats_hvp
-        if known is not None:  # floats again: the code found last time, if still current
-            fun, entry, function, n = known
-            if len(primals) == n and codegen.cached(fun) is entry and \
+        known = self._hvp_known
+        if known is not None and codegen.cached(known[0]) is known[1]:  # still current
+            fun, entry, floats_code, n = known
+            if floats_code is not None and len(primals) == n and \
                     floats_only(primals, tangents):
-                return of_floats(function, *self._selection(n), primals, tangents)
-        fun = self._function()
-        if self.options["has_aux"] or fun is None:
-            return None
-        entry = codegen.transformed(fun)
+                return of_floats(floats_code, *self._selection(n), primals, tangents)
+        else:
+            fun = self._function()
+            if self.options["has_aux"] or fun is None:
+                return None
+            entry = codegen.transformed(fun)
         out = hessian_vector_product(entry, fun, *self._selection(len(primals)), primals,
                                      tangents)
         built = entry.hvp
-        if out is not None and built and floats_only(primals, tangents) and \
-                all(kind == "float" for kind, _ in built[1]):
-            self._floats_hvp = (fun, entry, built[0], len(primals))
+        if built:  # (None: no code written for this function)
+            plans = built[1]
+            floats_code = built[0] if all(kind == "float" for kind, _ in plans) else None
+            self._hvp_known = (fun, entry, floats_code, len(plans))
         return out
 
 
