@@ -81,7 +81,8 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
             if type(g) in DUAL_TYPES:  # (a derivative of a derivative: no in-place write)
                 value, fresh = np.where(g == 0, 0.0, g * partial.partial), True
             else:
-                value, fresh = np.multiply(g, partial.partial), True
+                with np.errstate(invalid="ignore"):  # (0 * inf: set to 0 just below)
+                    value, fresh = np.multiply(g, partial.partial), True
                 np.copyto(value, 0.0, where=np.asarray(g) == 0)
         elif type(partial) is float:
             if partial == 1.0:
@@ -107,7 +108,8 @@ def _elementwise_rows(adjoint, arrays, k, parents, partials, width) -> bool:
     arrays.pop(k, None)
     for parent, partial in zip(parents, partials):
         if type(partial) is NonFinite:  # (a zero cotangent passes nothing on)
-            value = np.multiply(g, partial.partial)
+            with np.errstate(invalid="ignore"):
+                value = np.multiply(g, partial.partial)
             np.copyto(value, 0.0, where=g == 0)
         elif type(partial) is float and partial == 1.0:
             value = g
