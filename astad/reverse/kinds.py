@@ -624,8 +624,9 @@ def float_rows(*matrices) -> bool:
 
 
 _FLOAT_ONLY = frozenset({float})
-python_checks = (float_lists, float_rows, floats)  # (the reference the compiled ones are
-if _tape_module._native is not None:                # tested on)
+# (the reference the compiled ones are tested on)
+python_checks = (float_lists, float_rows, floats)
+if _tape_module._native is not None:
     float_lists, float_rows = _tape_module._native.float_lists, _tape_module._native.float_rows
     floats = _tape_module._native.floats
 

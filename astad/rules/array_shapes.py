@@ -390,11 +390,11 @@ def _binary(ufunc, reflected=False):
             return lambda self, other: dispatch(ufunc, (other, self), {})
         return lambda self, other: dispatch(ufunc, (self, other), {})
 
-    def operator(self, other):  # (the compiled rule first: one call fewer per operation)
+    def apply(self, other):  # (the compiled rule first: one call fewer per operation)
         args = (other, self) if reflected else (self, other)
         result = compiled_elementwise(ufunc, args)
         return dispatch(ufunc, args, {}) if result is NotImplemented else result
-    return operator
+    return apply
 
 
 for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),

@@ -495,8 +495,9 @@ native_elementwise(PyObject *module, PyObject *const *argv, Py_ssize_t nargs)
     if (running <= 0)
         return running < 0 ? NULL : Py_NewRef(Py_NotImplemented);
 
-    /* the operands stay alive whatever numpy's calls run (a warning's Python code) */
-    PyObject *held[2] = {Py_NewRef(o[0].value), arity == 2 ? Py_NewRef(o[1].value) : NULL};
+    /* the operands and indices stay alive whatever numpy's calls run (a warning's code) */
+    PyObject *held[4] = {Py_NewRef(o[0].value), arity == 2 ? Py_NewRef(o[1].value) : NULL,
+                         Py_XNewRef(o[0].index), Py_XNewRef(o[1].index)};
     PyObject *keep = Py_NewRef(tape);
     PyObject *result = NULL, *partials[2] = {NULL, NULL}, *out = NULL;
     PyObject *parents = NULL, *locals = NULL, *entry = NULL;
@@ -532,8 +533,8 @@ finally:
     Py_XDECREF(partials[0]);
     Py_XDECREF(partials[1]);
     Py_XDECREF(result);
-    Py_XDECREF(held[0]);
-    Py_XDECREF(held[1]);
+    for (int k = 0; k < 4; k++)
+        Py_XDECREF(held[k]);
     Py_DECREF(keep);
     return out;
 }
