@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 native_only = pytest.mark.skipif(RUNTIME != "native", reason="the compiled runtime's path")
 
 UNARY = ["negative", "square", "sqrt", "exp", "log", "sin", "cos", "tanh"]
-BINARY = ["add", "subtract", "multiply", "true_divide"]
+BINARY = ["add", "subtract", "multiply", "true_divide", "power"]
 # the other operand of a binary ufunc, by kind
 OTHERS = ["dual", "float", "int", "float64", "constant", "same"]
 
@@ -167,21 +167,34 @@ def test_the_compiled_rules_run_these_cases(name):
     tape = [()]
     with level(tape):
         x = ArrayDual(np.array([0.5, 1.5]), 0, tape)
-        for args in ([(x,)] if ufunc.nin == 1 else
-                     [(x, x), (x, 2.0), (3, x), (x, np.float64(0.5)), (x, np.ones(2))]):
+        if ufunc is np.power:  # (a number as exponent)
+            cases = [(x, 2.0), (x, 3), (x, np.float64(0.5)), (x, -1.5), (x, 0)]
+        elif ufunc.nin == 1:
+            cases = [(x,)]
+        else:
+            cases = [(x, x), (x, 2.0), (3, x), (x, np.float64(0.5)), (x, np.ones(2))]
+        for args in cases:
             d = elementwise(ufunc, args)
             assert type(d) is ArrayDual and d.i == len(tape) - 1 and d.t is tape
             assert tape[-1][0] is _elementwise_backward
             np.testing.assert_array_equal(
                 d.v, ufunc(*[a.v if type(a) is ArrayDual else a for a in args]))
         view = x[1:]  # a view reading its root's current version
-        assert type(elementwise(ufunc, (view,) * ufunc.nin)) is ArrayDual
+        view_args = (view, 2.0) if ufunc is np.power else (view,) * ufunc.nin
+        assert type(elementwise(ufunc, view_args)) is ArrayDual
         # and what it leaves to the Python rule
         view.synced = -1  # (as after a write into its root: index_of records a new entry)
-        assert elementwise(ufunc, (view,) * ufunc.nin) is NotImplemented
+        assert elementwise(ufunc, view_args) is NotImplemented
         assert elementwise(ufunc, (np.ones((2, 2)),) * ufunc.nin) is NotImplemented
         if ufunc.nin == 2:
             assert elementwise(ufunc, (x, np.ones(3))) is NotImplemented
+        if ufunc is np.power:  # a dual exponent; a domain where the rule's partial warns
+            assert elementwise(ufunc, (x, x)) is NotImplemented
+            assert elementwise(ufunc, (2.0, x)) is NotImplemented
+            negative = ArrayDual(np.array([-0.5, 1.5]), 0, tape)
+            assert elementwise(ufunc, (negative, 0.5)) is NotImplemented
+            zero = ArrayDual(np.array([0.0, 1.5]), 0, tape)
+            assert elementwise(ufunc, (zero, 0.5)) is NotImplemented
 
 
 def test_cases_left_to_the_python_rule():
@@ -220,6 +233,23 @@ def test_non_finite_partials_keep_their_rule():
             return np.sum(np.where(y != 0, x / y, 0.0))
     gx = astad.reverse_diff(h, argnums=0).grad(np.array([1.0, 2.0]), np.array([0.0, 4.0]))
     np.testing.assert_array_equal(gx, [0.0, 0.25])
+
+
+@pytest.mark.parametrize("exponent", [2, 3.0, 0.5, -1.0, -2.5, 0, 1, np.float64(1.5)])
+def test_powers_against_their_derivative(exponent):
+    """x ** k: k x^(k - 1) (0 for k = 0), at x > 0 and, for integral k, x < 0 and 0."""
+    def f(x):
+        return np.sum(x ** exponent * 1.5)
+    integral = float(exponent) == int(exponent)
+    points = [np.array([0.5, 1.5, 2.0])]
+    if integral:
+        points.append(np.array([-0.5, 1.5, -2.0]))
+    if integral and exponent >= 1:
+        points.append(np.array([0.0, 1.5, -2.0]))
+    for x in points:
+        g = astad.reverse_diff(f).grad(x)
+        expected = np.zeros(3) if exponent == 0 else 1.5 * exponent * x ** (exponent - 1.0)
+        np.testing.assert_allclose(g, expected, rtol=1e-14, atol=0)
 
 
 def test_tanh_far_from_zero_uses_the_accurate_partial():

@@ -559,8 +559,8 @@ def _compiled_elementwise() -> bool:
     if _native is None:
         return False
     ops = (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.square,
-           np.sqrt, np.exp, np.log, np.sin, np.cos, np.tanh)  # (the C enum's order)
-    helpers = {np.sin: np.cos, np.cos: np.sin}  # the ufunc of the partial
+           np.sqrt, np.exp, np.log, np.sin, np.cos, np.tanh, np.power)  # (the C enum's order)
+    helpers = {np.sin: np.cos, np.cos: np.sin, np.power: np.power}  # the partial's ufunc
     table = {}
     for op, ufunc in enumerate(ops):
         assert ufunc not in PREPARE and ufunc not in VIEWS and ufunc not in WRITERS

@@ -1,9 +1,10 @@
 /* Element-wise numpy operations on float64 arrays, recorded and swept in C.
  *
  * rules/array.py's element-wise rule is the reference: for the commonest ufuncs (add,
- * subtract, multiply, true_divide, negative, square, sqrt, exp, log, sin, cos, tanh) on
- * C-contiguous float64 arrays of one shape (or an array and a number), ``elementwise``
- * computes what that rule computes and appends the same tape entry,
+ * subtract, multiply, true_divide, negative, square, sqrt, exp, log, sin, cos, tanh, and
+ * power with a number as exponent) on C-contiguous float64 arrays of one shape (or an
+ * array and a number), ``elementwise`` computes what that rule computes and appends the
+ * same tape entry,
  * ``(_elementwise_backward, parents, partials)``, with the same objects in it; the sweep
  * (_native.c) runs such an entry here when its cotangent and partials are plain arrays
  * of the parents' shape. Everything else (broadcasting, other dtypes, non-contiguous
@@ -14,9 +15,10 @@
  *
  * Bits: add, subtract, multiply, divide, negate and square are exact IEEE operations, the
  * same in C as in numpy's loops (the build turns off floating-point contraction). Other
- * primals (sqrt, exp, log, sin, cos, tanh) and the partials that need a transcendental
- * function (cos for sin, sin for cos) are computed by numpy's own ufunc, so the values
- * are numpy's, and numpy's warnings and errstate apply to them. A result computed here
+ * primals (sqrt, exp, log, sin, cos, tanh, power) and the partials that need a
+ * transcendental function (cos for sin, sin for cos, x^(y - 1) for power) are computed by
+ * numpy's own ufunc, so the values are numpy's, and numpy's warnings and errstate apply
+ * to them. A result computed here
  * that is not finite goes to the Python rule, where numpy computes it (and warns).
  *
  * numpy's array struct is read through its public layout (PyArrayObject_fields: data,
@@ -44,8 +46,9 @@ typedef struct { /* numpy's PyArrayObject_fields, as far as it is read here */
 #define NPY_WRITEABLE 0x0400
 #define MAX_SIZE 16384 /* larger arrays: the Python rule (its cost is not the overhead) */
 
-enum { ADD, SUBTRACT, MULTIPLY, DIVIDE, NEGATIVE, SQUARE, SQRT, EXP, LOG, SIN, COS, TANH };
-#define IS_BINARY(op) ((op) <= DIVIDE)
+enum { ADD, SUBTRACT, MULTIPLY, DIVIDE, NEGATIVE, SQUARE, SQRT, EXP, LOG, SIN, COS, TANH,
+       POWER };
+#define IS_BINARY(op) ((op) <= DIVIDE || (op) == POWER)
 
 static struct {
     int ready;
@@ -282,6 +285,20 @@ new_like(PyObject *model, double **data)
     return result;
 }
 
+/* x ** e defined and silent for every element (the rule computes y x^(y - 1) with
+ * numpy's divide and invalid warnings off: left to it where they would fire here) */
+static int
+power_in_domain(Operand *x, double e, Py_ssize_t n)
+{
+    int fractional = e != floor(e);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        double v = ((double *)x->array->data)[j];
+        if ((e < 0.0 && v == 0.0) || (fractional && v < 0.0) || isnan(v))
+            return 0;
+    }
+    return isfinite(e);
+}
+
 /* The primal and partials of op; 0 (nothing set) to leave them to the Python rule. */
 static int
 compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObject *model,
@@ -305,6 +322,17 @@ compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObje
         }
         if (!all_finite(r, n)) /* numpy computes it, and warns as the user asked */
             goto not_here;
+    }
+    else if (op == POWER) { /* x ** y for a number y, x a dual: numpy's power */
+        if (x->index == NULL || y->array != NULL || !power_in_domain(x, y->number - 1.0, n))
+            goto not_here;
+        *result = PyObject_CallFunctionObjArgs(func, x->value, y->value, NULL);
+        if (*result == NULL)
+            return -1;
+        ArrayFields *a = plain_array(*result, 0);
+        if (a == NULL || !same_shape(a, x->array))
+            goto not_here;
+        r = (double *)a->data;
     }
     else { /* numpy's own function for the primal */
         *result = PyObject_CallOneArg(func, x->value);
@@ -381,6 +409,26 @@ compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObje
             for (Py_ssize_t j = 0; j < n; j++)
                 ((double *)c->data)[j] = -((double *)c->data)[j];
         break;
+    case POWER: /* y x^(y - 1), 0 for y == 0: numpy's power times y */
+        if (y->number == 0.0) {
+            if ((partials[0] = new_like(x->value, &p)) == NULL)
+                return -1;
+            memset(p, 0, n * sizeof(double));
+            break;
+        }
+        PyObject *exponent = PyFloat_FromDouble(y->number - 1.0);
+        if (exponent == NULL)
+            return -1;
+        partials[0] = PyObject_CallFunctionObjArgs(helper, x->value, exponent, NULL);
+        Py_DECREF(exponent);
+        if (partials[0] == NULL)
+            return -1;
+        ArrayFields *q = plain_array(partials[0], 1);
+        if (q == NULL || !same_shape(q, x->array))
+            goto not_here;
+        for (Py_ssize_t j = 0; j < n; j++)
+            ((double *)q->data)[j] = y->number * ((double *)q->data)[j];
+        break;
     case TANH: /* 1 - r^2 where |x| <= 4; beyond, the rule's own formula */
         for (Py_ssize_t j = 0; j < n; j++)
             if (!(fabs(AT(*x, j)) <= 4.0))
@@ -395,7 +443,7 @@ compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObje
         if (partials[k] == NULL && PyErr_Occurred())
             return -1;
         ArrayFields *a = partials[k] ? plain_array(partials[k], 0) : NULL;
-        if (a != NULL && (op == DIVIDE || op == SQRT || op == LOG) &&
+        if (a != NULL && (op == DIVIDE || op == SQRT || op == LOG || op == POWER) &&
                 !all_finite((double *)a->data, n)) {
             PyObject *wrapped = PyObject_CallOneArg(ew.non_finite, partials[k]);
             if (wrapped == NULL)
