@@ -252,6 +252,20 @@ def test_powers_against_their_derivative(exponent):
         np.testing.assert_allclose(g, expected, rtol=1e-14, atol=0)
 
 
+def test_dividing_by_a_zero_number_gives_numpys_infinity():
+    """x / 0.0: numpy's inf (and its warning) in the value and the gradient, as for an
+    array of zeros, not Python's ZeroDivisionError from the partial 1 / 0.0."""
+    def f(x, c):
+        return np.sum(x / c)
+    for zero in (0.0, 0, -0.0):
+        with pytest.warns(RuntimeWarning, match="divide by zero"):
+            value, g = astad.reverse_diff(f, argnums=0).value_and_grad(
+                np.array([1.0, 2.0]), zero)
+        sign = -1.0 if str(zero) == "-0.0" else 1.0
+        assert value == sign * np.inf
+        np.testing.assert_array_equal(g, [sign * np.inf, sign * np.inf])
+
+
 def test_tanh_far_from_zero_uses_the_accurate_partial():
     """|x| > 4: sech^2 from exp (1 - tanh^2 cancels to 0 at |x| = 20)."""
     def f(x):

@@ -400,7 +400,14 @@ def _atan2_partials(y, x):
 register_elementwise(np.add, lambda x, y, r: 1.0, lambda x, y, r: 1.0)
 register_elementwise(np.subtract, lambda x, y, r: 1.0, lambda x, y, r: -1.0)
 register_elementwise(np.multiply, lambda x, y, r: y, lambda x, y, r: x)
-register_elementwise(np.true_divide, lambda x, y, r: 1.0 / y, lambda x, y, r: -r / y)
+def _inverse(y):
+    """1 / y as numpy gives it: inf at 0 (with numpy's warning), where Python raises."""
+    if (type(y) is float or type(y) is int) and y != 0:
+        return 1.0 / y
+    return np.true_divide(1.0, y)
+
+
+register_elementwise(np.true_divide, lambda x, y, r: _inverse(y), lambda x, y, r: -r / y)
 register_elementwise(np.power, lambda x, y, r: _power_dx(x, y),
                      lambda x, y, r: np.where(r != 0, r * np.log(np.where(x > 0, x, 1.0)), 0.0))
 register_elementwise(np.negative, lambda x, r: -1.0)

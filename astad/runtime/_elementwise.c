@@ -355,7 +355,7 @@ compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObje
         break;
     case DIVIDE: /* 1 / y and -r / y, checked for inf and nan below (NonFinite) */
         if (y->array == NULL) { /* a number: Python's 1.0 / y (a float, or np.float64) */
-            if (y->number == 0.0) /* (which raises for 0.0: the rule's own result) */
+            if (y->number == 0.0) /* (numpy's inf and warning: the rule's own result) */
                 goto not_here;
             if (x->index != NULL) {
                 PyObject *one = PyFloat_FromDouble(1.0);
