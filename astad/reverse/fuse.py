@@ -92,6 +92,7 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "",
     again: a guard's own derivative would be wrong where the adjoint crosses zero).
     """
     lines: list = []
+    computed: dict = {}  # the text of a value the primal computes -> its variable
 
     def primal(n) -> str:
         """Emit the primal computation of ``n``; return the variable holding it."""
@@ -111,7 +112,17 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "",
         else:
             expression = _subst(UNARY_RULES[n.rule][0], {"x": operands[0], "r": var})
         lines.append(f"{var} = {expression}")
+        computed.setdefault(expression, var)
         return var
+
+    def known(partial: str) -> str:
+        """A partial the primal computed already (sin's cos(x) beside a cos(x) of the
+        same statement): its variable, the same value, not computed twice."""
+        if partial in computed:
+            return computed[partial]
+        if partial[:1] == "-" and partial[1:] in computed:
+            return "-" + computed[partial[1:]]
+        return partial
 
     result = primal(tree)
     partials: dict = {}  # leaf index -> list of expressions to add
@@ -130,8 +141,8 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "",
             return [f"{c!r} * {n.inputs[0]} ** {c - 1!r}"]
         if n.rule in BINARY_RULES:
             names = {"x": n.inputs[0], "y": n.inputs[1], "r": n.var}
-            return [_subst(e, names) for e in BINARY_RULES[n.rule][1:]]
-        return [_subst(UNARY_RULES[n.rule][1], {"x": n.inputs[0], "r": n.var})]
+            return [known(_subst(e, names)) for e in BINARY_RULES[n.rule][1:]]
+        return [known(_subst(UNARY_RULES[n.rule][1], {"x": n.inputs[0], "r": n.var}))]
 
     def adjoint(n, g: str) -> None:
         """Push adjoint expression ``g`` of ``n`` down to the leaves (a tree: no sums
