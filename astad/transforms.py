@@ -30,7 +30,8 @@ from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass, sp
 from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from .errors import AstadError, InputError
 from .forward.call import forward
-from .forward.hvp import floats_only, hessian_vector_product, hvp_source, of_floats
+from .forward.hvp import hessian_vector_product, hvp_source, of_floats
+from .reverse.kinds import floats
 from .runtime.calls import rev as transformed_callable, resolvable_function
 from .runtime.duals import is_nested, running
 from .runtime.tape import sweep, sweep_general
@@ -181,13 +182,14 @@ class grad(value_and_grad):  # noqa: N801
         if known is not None and codegen.cached(known[0]) is known[1]:  # still current
             fun, entry, floats_code, n = known
             if floats_code is not None and len(primals) == n and \
-                    floats_only(primals, tangents):
+                    floats(*primals, *tangents):
                 return of_floats(floats_code, *self._selection(n), primals, tangents)
-        else:
-            fun = self._function()
-            if self.options["has_aux"] or fun is None:
-                return None
-            entry = codegen.transformed(fun)
+            return hessian_vector_product(entry, fun, *self._selection(len(primals)),
+                                          primals, tangents)
+        fun = self._function()
+        if self.options["has_aux"] or fun is None:
+            return None
+        entry = codegen.transformed(fun)
         out = hessian_vector_product(entry, fun, *self._selection(len(primals)), primals,
                                      tangents)
         built = entry.hvp

@@ -349,15 +349,7 @@ def hessian_vector_product(entry, fn, positions, single, primals, tangents):
 
 
 def _floats_only(plans, primals, tangents) -> bool:
-    for (kind, _), primal, tangent in zip(plans, primals, tangents):
-        if kind != "float" or type(primal) is not float or type(tangent) is not float:
-            return False
-    return True
-
-
-def floats_only(primals, tangents) -> bool:
-    """Are all primals and tangents floats (for code whose parameters are all floats)?"""
-    return floats(*primals, *tangents)
+    return all(kind == "float" for kind, _ in plans) and floats(*primals, *tangents)
 
 
 def of_floats(function, positions, single, primals, tangents):

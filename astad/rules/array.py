@@ -368,6 +368,13 @@ def _one_minus_square(r):
 
 # Partials written so that they neither overflow, underflow nor cancel where the function
 # is fine (as the scalar rules: rules/scalar.py, tests/test_rule_edges.py).
+def _inverse(y):
+    """1 / y as numpy gives it: inf at 0 (with numpy's warning), where Python raises."""
+    if (type(y) is float or type(y) is int) and y != 0:
+        return 1.0 / y
+    return np.true_divide(1.0, y)
+
+
 def _power_dx(x, y):
     """y x^(y-1), and 0 where y == 0 (x ** 0 is 1 everywhere, also at x == 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -400,13 +407,6 @@ def _atan2_partials(y, x):
 register_elementwise(np.add, lambda x, y, r: 1.0, lambda x, y, r: 1.0)
 register_elementwise(np.subtract, lambda x, y, r: 1.0, lambda x, y, r: -1.0)
 register_elementwise(np.multiply, lambda x, y, r: y, lambda x, y, r: x)
-def _inverse(y):
-    """1 / y as numpy gives it: inf at 0 (with numpy's warning), where Python raises."""
-    if (type(y) is float or type(y) is int) and y != 0:
-        return 1.0 / y
-    return np.true_divide(1.0, y)
-
-
 register_elementwise(np.true_divide, lambda x, y, r: _inverse(y), lambda x, y, r: -r / y)
 register_elementwise(np.power, lambda x, y, r: _power_dx(x, y),
                      lambda x, y, r: np.where(r != 0, r * np.log(np.where(x > 0, x, 1.0)), 0.0))
@@ -571,7 +571,8 @@ def _compiled_elementwise() -> bool:
     table = {}
     for op, ufunc in enumerate(ops):
         assert ufunc not in PREPARE and ufunc not in VIEWS and ufunc not in WRITERS
-        table[ufunc] = (op, ARRAY_RULES[ufunc], helpers.get(ufunc))
+        table[ufunc] = (op, ARRAY_RULES[ufunc], helpers.get(ufunc),
+                        ufunc not in FINITE_PARTIALS)
     return _native.configure_elementwise(ArrayDual, np.ndarray, np.dtype(np.float64),
                                          np.float64, running, ARRAY_RULES, table,
                                          _elementwise_backward, NonFinite, np.arange(3.0),

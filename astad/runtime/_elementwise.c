@@ -30,6 +30,8 @@
 #include <structmember.h>
 #include <math.h>
 
+int astad_check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t expected); /* _native.c */
+
 typedef struct { /* numpy's PyArrayObject_fields, as far as it is read here */
     PyObject_HEAD
     char *data;
@@ -59,7 +61,8 @@ static struct {
     PyTypeObject *float64_scalar; /* np.float64 */
     PyObject *running;           /* duals.running: .depth holds id(tape) of running tapes */
     PyObject *rules;             /* ARRAY_RULES */
-    PyObject *table;             /* ufunc -> (op, its rule when configured, helper) */
+    PyObject *table;             /* ufunc -> (op, its rule when configured, helper,
+                                  * whether its partials are checked for inf and nan) */
     PyObject *backward;          /* rules.array._elementwise_backward */
     PyObject *non_finite;        /* rules.array.NonFinite */
     PyObject *shape;             /* the last shape tuple made (parents share it) */
@@ -69,7 +72,7 @@ static struct {
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
-/* a C-contiguous, aligned, native float64 ndarray of at most MAX_SIZE elements */
+/* obj as a C-contiguous, aligned, native float64 ndarray (writeable if asked), or NULL */
 static inline ArrayFields *
 plain_array(PyObject *obj, int writeable)
 {
@@ -299,10 +302,12 @@ power_in_domain(Operand *x, double e, Py_ssize_t n)
     return isfinite(e);
 }
 
-/* The primal and partials of op; 0 (nothing set) to leave them to the Python rule. */
+/* The primal and partials of op; 0 (nothing set) to leave them to the Python rule.
+ * ``checked``: an array partial holding inf or nan is wrapped in NonFinite (the rule's
+ * ``checked``, for the ufuncs not in FINITE_PARTIALS). */
 static int
-compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObject *model,
-        Py_ssize_t n, PyObject **result, PyObject **partials)
+compute(int op, PyObject *func, PyObject *helper, int checked, Operand *x, Operand *y,
+        PyObject *model, Py_ssize_t n, PyObject **result, PyObject **partials)
 {
     double *r, *p;
     if (op <= SQUARE) { /* exact operations: the primal here */
@@ -323,19 +328,12 @@ compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObje
         if (!all_finite(r, n)) /* numpy computes it, and warns as the user asked */
             goto not_here;
     }
-    else if (op == POWER) { /* x ** y for a number y, x a dual: numpy's power */
-        if (x->index == NULL || y->array != NULL || !power_in_domain(x, y->number - 1.0, n))
+    else { /* numpy's own function for the primal (power: x a dual, y a number) */
+        if (op == POWER && (x->index == NULL || y->array != NULL ||
+                            !power_in_domain(x, y->number - 1.0, n)))
             goto not_here;
-        *result = PyObject_CallFunctionObjArgs(func, x->value, y->value, NULL);
-        if (*result == NULL)
-            return -1;
-        ArrayFields *a = plain_array(*result, 0);
-        if (a == NULL || !same_shape(a, x->array))
-            goto not_here;
-        r = (double *)a->data;
-    }
-    else { /* numpy's own function for the primal */
-        *result = PyObject_CallOneArg(func, x->value);
+        *result = op == POWER ? PyObject_CallFunctionObjArgs(func, x->value, y->value, NULL)
+                              : PyObject_CallOneArg(func, x->value);
         if (*result == NULL)
             return -1;
         ArrayFields *a = plain_array(*result, 0);
@@ -354,9 +352,8 @@ compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObje
         partials[1] = Py_NewRef(x->value);
         break;
     case DIVIDE: /* 1 / y and -r / y, checked for inf and nan below (NonFinite) */
-        if (y->array == NULL) { /* a number: Python's 1.0 / y (a float, or np.float64) */
-            if (y->number == 0.0) /* (numpy's inf and warning: the rule's own result) */
-                goto not_here;
+        if (y->array == NULL) { /* a number, not 0 (x / 0 is not finite: left above to
+                                 * the rule): Python's 1.0 / y, a float or np.float64 */
             if (x->index != NULL) {
                 PyObject *one = PyFloat_FromDouble(1.0);
                 if (one == NULL)
@@ -443,8 +440,7 @@ compute(int op, PyObject *func, PyObject *helper, Operand *x, Operand *y, PyObje
         if (partials[k] == NULL && PyErr_Occurred())
             return -1;
         ArrayFields *a = partials[k] ? plain_array(partials[k], 0) : NULL;
-        if (a != NULL && (op == DIVIDE || op == SQRT || op == LOG || op == POWER) &&
-                !all_finite((double *)a->data, n)) {
+        if (a != NULL && checked && !all_finite((double *)a->data, n)) {
             PyObject *wrapped = PyObject_CallOneArg(ew.non_finite, partials[k]);
             if (wrapped == NULL)
                 return -1;
@@ -503,10 +499,8 @@ PyDoc_STRVAR(elementwise_doc,
 static PyObject *
 native_elementwise(PyObject *module, PyObject *const *argv, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "elementwise expects (ufunc, args)");
+    if (!astad_check_nargs("elementwise", nargs, 2))
         return NULL;
-    }
     PyObject *func = argv[0], *args = argv[1];
     if (!ew.ready || !PyTuple_CheckExact(args))
         Py_RETURN_NOTIMPLEMENTED;
@@ -549,8 +543,8 @@ native_elementwise(PyObject *module, PyObject *const *argv, Py_ssize_t nargs)
     PyObject *keep = Py_NewRef(tape);
     PyObject *result = NULL, *partials[2] = {NULL, NULL}, *out = NULL;
     PyObject *parents = NULL, *locals = NULL, *entry = NULL;
-    int done = compute(op, func, PyTuple_GET_ITEM(spec, 2), &o[0], &o[1], model, n, &result,
-                       partials);
+    int done = compute(op, func, PyTuple_GET_ITEM(spec, 2), PyTuple_GET_ITEM(spec, 3) == Py_True,
+                       &o[0], &o[1], model, n, &result, partials);
     if (done <= 0) {
         out = done < 0 ? NULL : Py_NewRef(Py_NotImplemented);
         goto finally;
@@ -740,17 +734,15 @@ PyDoc_STRVAR(configure_doc,
 "configure_elementwise(ArrayDual, ndarray, float64, float64_scalar, running, rules,\n"
 "                      table, backward, non_finite, probe, api)\n--\n\n"
 "Enable the compiled element-wise rules (rules/array.py calls it once). ``table`` maps\n"
-"a ufunc to (op, rule, helper); ``probe`` is np.arange(3.0), read to check numpy's\n"
+"a ufunc to (op, rule, helper, checked); ``probe`` is np.arange(3.0), read to check numpy's\n"
 "array layout; ``api`` numpy's C-API capsule (or None). Returns whether the fast path\n"
 "is on.");
 
 static PyObject *
 native_configure(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
 {
-    if (nargs != 11) {
-        PyErr_SetString(PyExc_TypeError, "configure_elementwise expects 11 arguments");
+    if (!astad_check_nargs("configure_elementwise", nargs, 11))
         return NULL;
-    }
     if (!PyType_Check(a[0]) || !PyType_Check(a[1]) || !PyType_Check(a[3]) ||
             !PyDict_Check(a[5]) || !PyDict_Check(a[6])) {
         PyErr_SetString(PyExc_TypeError, "configure_elementwise: unexpected arguments");

@@ -33,6 +33,7 @@
 int astad_add_specialised_call(PyObject *module); /* _specialised.c */
 int astad_add_elementwise(PyObject *module);      /* _elementwise.c */
 int astad_elementwise_backward(PyObject *e, PyObject *arrays, Py_ssize_t k);
+int astad_check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t expected);
 
 #define SWEEP_CHUNK 256 /* tape._SWEEP_CHUNK: entries swept, then freed, at a time */
 
@@ -320,8 +321,10 @@ sweep_lists(PyObject *tape, PyObject *adjoint, Py_ssize_t first, PyObject *array
     return 0;
 }
 
-static int
-check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t expected)
+/* 1, or 0 with TypeError set: the argument count of a METH_FASTCALL function (also
+ * _elementwise.c's) */
+int
+astad_check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t expected)
 {
     if (nargs == expected)
         return 1;
@@ -346,7 +349,7 @@ static PyObject *
 native_sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t first;
-    if (!check_nargs("sweep", nargs, 4))
+    if (!astad_check_nargs("sweep", nargs, 4))
         return NULL;
     if (!PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]))
         return call_python(0, args, nargs);
@@ -365,7 +368,7 @@ static PyObject *
 native_sweep_and_free(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t first;
-    if (!check_nargs("sweep_and_free", nargs, 4))
+    if (!astad_check_nargs("sweep_and_free", nargs, 4))
         return NULL;
     PyObject *tape = args[0], *adjoint = args[1], *arrays = args[3];
     if (!PyList_CheckExact(tape) || !PyList_CheckExact(adjoint))
@@ -391,7 +394,7 @@ static PyObject *
 native_sweep_flat(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t width, first;
-    if (!check_nargs("sweep_flat", nargs, 4))
+    if (!astad_check_nargs("sweep_flat", nargs, 4))
         return NULL;
     PyObject *tape = args[0], *adjoint = args[2];
     if (!PyList_CheckExact(tape) || !PyList_CheckExact(adjoint))
@@ -470,7 +473,7 @@ floats_in(PyObject *list) /* an exact list of exact floats */
 
 PyDoc_STRVAR(floats_doc,
 "floats(*values)\n--\n\n"
-"Is every argument exactly a float (forward/hvp.floats_only)?");
+"kinds.floats, compiled: is every argument exactly a float?");
 
 static PyObject *
 native_floats(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -619,10 +622,8 @@ PyDoc_STRVAR(all_finite_doc,
 static PyObject *
 native_all_finite(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 1) {
-        PyErr_SetString(PyExc_TypeError, "all_finite(array)");
+    if (!astad_check_nargs("all_finite", nargs, 1))
         return NULL;
-    }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyErr_Clear(); /* (not contiguous, or no buffer: the caller's own check) */
