@@ -31,8 +31,8 @@ from .leftovers import run
 from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual, running
 from .runtime.tape import _native, sweep, sweep_and_free, sweep_general
 from .rules.array_writes import UNDO
-from .structure import (Interleaving, build_gradient, contains_float, float_gradient,
-                        new_object, primal, seed, slot_names)
+from .structure import (FUNCTIONS, Interleaving, build_gradient, contains_float,
+                        float_gradient, new_object, primal, refuse_functions, seed, slot_names)
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
@@ -447,6 +447,7 @@ class DiffFunction:
             return out[0], ScaledPullback(self, tuple(map(_snapshot, args)), out[1])
         with _pause_gc():
             forward = self._forward(args, kwargs)
+        refuse_functions(forward.result, self.__name__, FUNCTIONS + (DiffFunction,))
         return forward.value(), Pullback(forward)
 
     def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:

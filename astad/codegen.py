@@ -57,6 +57,8 @@ class Transformed:
         # tangent)`` or None (forward/floats.py), and its text
         self.jvp_floats = None
         self.forward_source = None
+        # the same without its checks, when every argument is a float (forward/floats.py)
+        self.jvp_unchecked = None
         # Hessian-vector products on float arguments (forward/hvp.py), written when first
         # asked for: ``(function, plans, text, found)``, None if it cannot be written
         self.hvp = UNBUILT
@@ -242,11 +244,16 @@ def _build(fn, preaccumulate: bool, as_method: bool) -> Transformed:
                        f"when every argument is {kinds}\n" + text)
     entry = Transformed(rev, source, dependencies, floats, arity, specialised)
     if forward is not None:  # forward/floats.py: forward mode on float arguments
-        function, text = forward
+        function, text, unchecked = forward
         entry.jvp_floats = _compile_rules([(function.name, function)],
                                           parsed.filename)[function.name]
         entry.jvp_floats.__code__ = entry.jvp_floats.__code__.replace(co_name=fn.__name__)
         entry.forward_source = text
+        if unchecked is not None:
+            entry.jvp_unchecked = _compile_rules([(unchecked.name, unchecked)],
+                                                 parsed.filename)[unchecked.name]
+            entry.jvp_unchecked.__code__ = entry.jvp_unchecked.__code__.replace(
+                co_name=fn.__name__)
     # the code it was built from: rebuilt when the function's __code__ is replaced
     # (IPython's autoreload does that to the functions a module already defined)
     entry.code = fn.__code__

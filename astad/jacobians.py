@@ -266,9 +266,9 @@ class jacrev(Transform):  # noqa: N801
             per_input = {}
             for slot, shape in found.leaves:
                 rows = arrays.get(slot) if slot in found.arrays else adjoint[slot]
-                if rows is None or type(rows) in (float, int):  # never reached: zero
-                    rows = np.zeros((width,) + tuple(shape))
-                elif not vectors:
+                if rows is None or vectors and type(rows) in (float, int):  # never reached
+                    rows = np.zeros((width,) + tuple(shape))  # (with one output scalar the
+                elif not vectors:  # sweep is the ordinary one: a float is its adjoint)
                     rows = np.reshape(rows, (1,) + tuple(shape))
                 per_input[slot] = _block(rows[offset:offset + size], out_shape, shape,
                                          slot in found.arrays)

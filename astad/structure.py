@@ -24,6 +24,7 @@ import array
 import collections
 import dataclasses
 import enum
+import functools
 import operator
 import types
 
@@ -753,6 +754,9 @@ def _seed(result, cotangent, adjoint, arrays, path, seen, level):
     if t in SCALAR_DUALS:
         if not _of_level(result, level):
             return
+        if type(cotangent) is np.ndarray and cotangent.shape == () and \
+                cotangent.dtype.kind in "fiu":  # (a 0-d array for a float, as JAX takes it)
+            cotangent = float(cotangent)
         if type(cotangent) not in SCALAR_DUALS and (isinstance(cotangent, bool) or not
                                                     isinstance(cotangent, _COTANGENT_SCALARS)):
             raise InputError(f"the cotangent at {path} should be a float, got "
@@ -889,6 +893,75 @@ def _contains_dual(value, seen, found):
                 return True
             any_dual = True
     return any_dual
+
+
+FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)
+
+
+def refuse_functions(out, name: str, functions: tuple = FUNCTIONS) -> None:
+    """Raise if a differentiated function's result ``out`` holds a function (an instance
+    of ``functions``, through containers and dataclasses) that holds a differentiated
+    value (in its closure, defaults, bound object or partial's arguments): its derivative
+    is not a value astad can give (JAX's results are arrays). A function of constants is
+    a constant, returned as it is."""
+    seen: set = set()
+    stack = [(out, "result")]
+    while stack:
+        x, where = stack.pop()
+        t = type(x)
+        if t in DUAL_TYPES or t in (float, int, str, bool, type(None)) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, functions):
+            if _holds_dual(x):
+                raise InputError(
+                    f"{name} returned a function of the differentiated values ({where}); "
+                    "astad differentiates functions whose results are numbers, arrays and "
+                    "structures of them: call that function inside, or differentiate it on "
+                    "its own")
+        elif t in (list, tuple) or _is_namedtuple(x):
+            stack += [(item, f"{where}[{k}]") for k, item in enumerate(x)]
+        elif isinstance(x, dict):
+            stack += [(item, f"{where}[{key!r}]") for key, item in x.items()]
+        elif _is_record(x):
+            stack += [(item, f"{where}.{attr}") for attr, item in record_attributes(x)]
+
+
+def _holds_dual(value) -> bool:
+    """Does ``value`` hold a dual: through containers and objects as contains_dual reads
+    them, and through functions (their closure cells and defaults, a bound method's object,
+    a partial's function and arguments)?"""
+    seen: set = set()
+    stack = [value]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t in DUAL_TYPES:
+            return True
+        if t in (float, int, str, bool, type(None)) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if t is types.FunctionType:
+            for cell in x.__closure__ or ():
+                try:
+                    stack.append(cell.cell_contents)
+                except ValueError:  # (a cell not yet filled)
+                    pass
+            stack += [x.__defaults__, x.__kwdefaults__]
+        elif t is types.MethodType:
+            stack += [x.__func__, x.__self__]
+        elif isinstance(x, functools.partial):
+            stack += [x.func, x.args, x.keywords]
+        elif t in (list, tuple, set, frozenset) or isinstance(x, (list, tuple)):
+            stack += list(x)
+        elif isinstance(x, _MAPPINGS):
+            stack += list(x.keys()) + list(x.values())
+        elif _is_record(x) or _is_instance(x):
+            try:
+                stack += [item for _, item in record_attributes(x)]
+            except Exception:  # noqa: BLE001 (an attribute that cannot be read)
+                pass
+    return False
 
 
 def _short(value) -> str:

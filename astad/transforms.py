@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import codegen, pickling
+from .codegen import MISSING
 from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass, specialised_call
 from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from .errors import AstadError, InputError
@@ -34,8 +35,8 @@ from .forward.hvp import hessian_vector_product, hvp_source, of_floats
 from .reverse.kinds import floats
 from .runtime.calls import rev as transformed_callable, resolvable_function
 from .runtime.duals import is_nested, running
-from .runtime.tape import sweep, sweep_general
-from .structure import seed
+from .runtime.tape import _native, sweep, sweep_general
+from .structure import FUNCTIONS, refuse_functions, seed
 
 
 def _name(fun) -> str:
@@ -53,13 +54,18 @@ def _no_float_error(fun):
 
 
 def _split_aux(out, has_aux: bool, fun):
-    if not has_aux:
-        return out, None
-    if not (isinstance(out, tuple) and len(out) == 2):
-        # (__class__: a differentiated value answers as its primal, float or ndarray)
-        raise InputError(f"{_name(fun)} was transformed with has_aux=True, so it must return "
-                         f"a pair (value, aux); it returned {out.__class__.__name__}")
-    return out
+    """``(out, aux)`` of a result, ``aux`` None without ``has_aux``. A function in ``out``
+    is refused: its derivative is not a value (JAX refuses it too)."""
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            # (__class__: a differentiated value answers as its primal, float or ndarray)
+            raise InputError(f"{_name(fun)} was transformed with has_aux=True, so it must "
+                             f"return a pair (value, aux); it returned "
+                             f"{out.__class__.__name__}")
+        out, aux = out
+    refuse_functions(out, _name(fun), FUNCTIONS + (DiffFunction, Transform))
+    return out, aux
 
 
 def reverse(fun, args, kwargs, positions, single=False):
@@ -110,7 +116,8 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
         self._selections: dict = {}  # number of arguments -> argnums_positions' answer
         # (function, its cache entry, the entry's Hessian-vector code when its arguments
-        # are all floats, arity) found by hessian_vector, used while the entry is current
+        # are all floats, arity, the entry's code and dependencies, the argnums' positions
+        # and single) found by hessian_vector, used while the entry is current
         self._hvp_known = None
 
     def _selection(self, n_args: int):
@@ -180,7 +187,7 @@ class grad(value_and_grad):  # noqa: N801
         it (forward/hvp.py: one reverse pass over forward mode's code), else None."""
         known = self._hvp_known
         if known is not None and codegen.cached(known[0]) is known[1]:  # still current
-            fun, entry, floats_code, n = known
+            fun, entry, floats_code, n = known[:4]
             if floats_code is not None and len(primals) == n and \
                     floats(*primals, *tangents):
                 return of_floats(floats_code, *self._selection(n), primals, tangents)
@@ -196,7 +203,9 @@ class grad(value_and_grad):  # noqa: N801
         if built:  # (None: no code written for this function)
             plans = built[1]
             floats_code = built[0] if all(kind == "float" for kind, _ in plans) else None
-            self._hvp_known = (fun, entry, floats_code, len(plans))
+            n = len(plans)  # (what runtime/_jvp.c reads: the first four, then the
+            self._hvp_known = (fun, entry, floats_code, n, entry.code,  # entry's checks and
+                               entry.dependencies, *self._selection(n))  # the argnums)
         return out
 
 
@@ -264,10 +273,15 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     return value, tangent
 
 
-def hessian(fun: Callable[..., Any], argnums=0):
-    """``hessian(f, argnums=0)``: forward mode over reverse mode, ``jacfwd(jacrev(f))``."""
+if _native is not None:  # the float cases compiled (runtime/_jvp.c), the rest by jvp above
+    jvp = _native.CompiledJvp(jvp, codegen._cache, grad, running, MISSING)
+
+
+def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False):
+    """``hessian(f, argnums=0, has_aux=False)``: forward mode over reverse mode,
+    ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``."""
     from .jacobians import jacfwd, jacrev
-    return jacfwd(jacrev(fun, argnums), argnums)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hessian", "argnums_positions",

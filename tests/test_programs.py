@@ -1189,6 +1189,20 @@ def test_jvp_matches_the_reverse_gradient(fn, args, hand, argnums, kwargs, fd_rt
     assert tangent == pytest.approx(expected, rel=1e-10, abs=1e-12)
 
 
+@pytest.mark.parametrize("jacobian", ["jacrev", "jacfwd"])
+@pytest.mark.parametrize(PARAMS, CASES)
+def test_jacobians_of_one_output_equal_the_gradient(fn, args, hand, argnums, kwargs, fd_rtol,
+                                                   fd_atol, jacobian):
+    """The Jacobian of a float-valued program (one output scalar: jacrev's ordinary sweep,
+    jacfwd's vector of tangents) is its gradient, on every program of the catalogue."""
+    f = ad(fn)
+    nums = tuple(range(len(args))) if argnums is None else argnums
+    transform = getattr(astad, jacobian)(functools.partial(f, **kwargs), argnums=nums)
+    grad = f.grad(*args, **kwargs)
+    grads = (grad,) if argnums is None and len(args) == 1 else grad
+    assert_grad_close(transform(*args), grads, rtol=1e-10, atol=1e-12)
+
+
 PLAIN_CASES = [c for c in CASES if not hasattr(c.values[0], "grad")]
 
 

@@ -72,6 +72,9 @@ class ForwardInterleaving(Interleaving):
                                  f"{expected}, got {_short(tangent)}")
             leaf.d = tangent
             return
+        if type(tangent) is np.ndarray and tangent.shape == () and \
+                tangent.dtype.kind in "fiu":  # (a 0-d array for a float, as JAX takes it)
+            tangent = float(tangent)
         if isinstance(tangent, bool) or not (
                 isinstance(tangent, (int, float)) or type(tangent) in DUAL_TYPES or
                 (self.level.width is not None and np.shape(tangent) == (self.level.width,))):
@@ -117,14 +120,19 @@ class ForwardInterleaving(Interleaving):
             for k, (child, x) in enumerate(zip(plan.children, tangent)):
                 self.set_tangents(child, x, f"{path}[{k}]")
         elif plan.kind == "map":
-            if not isinstance(tangent, dict):
-                raise InputError(f"the tangent at {path} should be a dict, got "
-                                 f"{_short(tangent)}")
+            keys = [key for key, _ in plan.children]
+            if not isinstance(tangent, dict) or tangent.keys() != set(keys):
+                # (a misspelt key must not pass as a zero tangent: as vjp's cotangents)
+                raise InputError(f"the tangent at {path} should be a dict with the primal's "
+                                 f"keys {keys!r}, got {_short(tangent)}")
             for key, child in plan.children:
-                self.set_tangents(child, tangent.get(key), f"{path}[{key!r}]")
+                self.set_tangents(child, tangent[key], f"{path}[{key!r}]")
         else:  # a record (dataclass)
             for name, child in plan.children:
-                self.set_tangents(child, getattr(tangent, name, None), f"{path}.{name}")
+                if not hasattr(tangent, name):
+                    raise InputError(f"the tangent at {path} should have the primal's "
+                                     f"attribute {name!r}, got {_short(tangent)}")
+                self.set_tangents(child, getattr(tangent, name), f"{path}.{name}")
 
     def zero_missing(self) -> None:
         """Leaves given no tangent: zero (of the right shape for vectors of tangents)."""

@@ -93,13 +93,21 @@ class _ForwardWriter(_Writer):
 def write_forward(root, fn, local_names: set, filename: str, dependencies: list):
     """The forward-mode function of ``root`` (a normalized gast.FunctionDef of ``fn``,
     before the transform), ``f_jvp(*primals, *tangents) -> (value, tangent)``, as
-    ``(ast.FunctionDef, text)``; None if its body is not code of this kind."""
+    ``(ast.FunctionDef, text, unchecked)``, ``unchecked`` the function without its checks
+    of its arguments when they are all floats (runtime/_jvp.c calls it having checked
+    that every primal and tangent is a float), else None; None if its body is not code of
+    this kind."""
     written = write_tangents(root, fn, local_names, filename, _ForwardWriter, head=True)
     if written is None:
         return None
     writer, head, found = written
     dependencies.extend(found)
-    return parse_with_user_lines(head + writer.functions_text + writer.lines, root.lineno)
+    body = writer.functions_text + writer.lines
+    function, text = parse_with_user_lines(head + body, root.lineno)
+    unchecked = None  # the same without the checks, for callers that made them (all floats)
+    if all(writer.kinds[p] == "float" for p in writer.params):
+        unchecked = parse_with_user_lines(head[:2] + body, root.lineno)[0]
+    return function, text, unchecked
 
 
 def write_tangents(root, fn, local_names: set, filename: str, writer_class, head: bool):

@@ -83,7 +83,10 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
             else:
                 with np.errstate(invalid="ignore"):  # (0 * inf: set to 0 just below)
                     value, fresh = np.multiply(g, partial.partial), True
-                np.copyto(value, 0.0, where=np.asarray(g) == 0)
+                if type(value) is np.ndarray:
+                    np.copyto(value, 0.0, where=np.asarray(g) == 0)
+                elif g == 0:  # (a 0-d product is a numpy scalar)
+                    value = type(value)(0.0)
         elif type(partial) is float:
             if partial == 1.0:
                 value, fresh = g, reuse

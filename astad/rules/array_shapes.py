@@ -449,7 +449,8 @@ def _item(self, *args):
 ArrayDualBase.item = _item
 # a scalar dual from a reduction stands for numpy's float64, which has .item() too
 ScalarDual.item = lambda self: self
-ArrayDualBase.astype = lambda self, dtype, **kw: dispatch(np.asarray, (self, dtype), {})
+ArrayDualBase.astype = lambda self, dtype, copy=True, **kw: self if not copy and \
+    np.dtype(dtype) == self.v.dtype else dispatch(np.asarray, (self, dtype), {})
 
 # methods whose results carry no derivative (indices, truth values): on the primal
 for _name in ("argmax", "argmin", "argsort", "nonzero", "any", "all", "round"):

@@ -394,7 +394,7 @@ def _pow_partials(x, y, r, need_y: bool):
     elif y > 1:
         dx = 0.0
     else:
-        dx = _INF if y != 0 else 0.0
+        dx = _zero_base_dx(x, y)
     if not need_y:
         return dx, 0.0
     if r == 0.0 or x == 0.0:
@@ -425,8 +425,17 @@ def _pow_dx(x, y, r):
     if y == 0:
         return 0.0
     if x == 0.0 and y < 1:
-        return _INF
+        return _zero_base_dx(x, y)
     return y * x ** (y - 1) if y >= 1 else y * (r / x)  # (as _pow_partials)
+
+
+def _zero_base_dx(x, y):
+    """y x^(y-1) at x == 0 for y < 1, y != 0: infinite, signed as y and as IEEE's pow signs
+    x^(y-1) (negative only for x == -0.0 under an odd integer power): x ** -1 has -inf
+    (numpy's scalars reach it; a Python float raises ZeroDivisionError first)."""
+    power = float(y) - 1.0
+    negative = math.copysign(1.0, x) < 0 and power.is_integer() and int(power) % 2 == 1
+    return math.copysign(_INF, -y if negative else y)
 
 
 def _pow_dy(x, y, r):

@@ -32,6 +32,7 @@
 
 int astad_add_specialised_call(PyObject *module); /* _specialised.c */
 int astad_add_elementwise(PyObject *module);      /* _elementwise.c */
+int astad_add_compiled_jvp(PyObject *module);    /* _jvp.c */
 int astad_elementwise_backward(PyObject *e, PyObject *arrays, Py_ssize_t k);
 int astad_check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t expected);
 
@@ -680,8 +681,8 @@ static struct PyModuleDef native_module = {
     .m_name = "astad.runtime._native",
     .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit), "
              "the specialised code's checks of its arguments (reverse/kinds.py) and of the bindings "
-             "it was written for (codegen.py), SpecialisedCall (_specialised.c) and the "
-             "element-wise numpy rules (_elementwise.c).",
+             "it was written for (codegen.py), SpecialisedCall (_specialised.c), the "
+             "element-wise numpy rules (_elementwise.c) and jvp on floats (_jvp.c).",
     .m_size = -1,
     .m_methods = native_methods,
 };
@@ -692,7 +693,8 @@ PyInit__native(void)
     PyObject *module = PyModule_Create(&native_module);
     if (module != NULL && (PyModule_AddIntConstant(module, "SWEEP_CHUNK", SWEEP_CHUNK) < 0 ||
                            astad_add_specialised_call(module) < 0 ||
-                           astad_add_elementwise(module) < 0))
+                           astad_add_elementwise(module) < 0 ||
+                           astad_add_compiled_jvp(module) < 0))
         Py_CLEAR(module);
     return module;
 }

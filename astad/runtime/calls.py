@@ -198,9 +198,10 @@ def _self_first(method):
 _FROZEN_FROM_311 = frozenset({"_collections_abc", "collections.abc"})
 
 
-# what astad's own API is made of: functions, bound methods, and f.grad / f.value_and_grad
+# what astad's own API is made of: functions, bound methods, f.grad / f.value_and_grad
+# and astad.jvp (compiled: _specialised.c, _jvp.c)
 _API_CALLABLES = (types.FunctionType, types.MethodType) + (
-    (_native.SpecialisedCall,) if _native is not None else ())
+    (_native.SpecialisedCall, _native.CompiledJvp) if _native is not None else ())
 
 
 def rev(f):

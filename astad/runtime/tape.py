@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .duals import Dual, PrimalView, new_dual  # noqa: F401  (where they were first)
+from .duals import DUAL_TYPES, Dual, PrimalView, new_dual  # noqa: F401  (where they were first)
 
 
 # ---------------------------------------------------------------------------
@@ -125,7 +125,11 @@ def _entry(e, adjoint, arrays, k, width):
 
 
 def _component(value, j):
-    return value[j] if type(value) is np.ndarray else value
+    """Row ``j`` of a vector of adjoints: an array's (or an array dual's, a Jacobian of a
+    derivative) first axis; a float is a zero of every row."""
+    if type(value) is np.ndarray or type(value) in DUAL_TYPES and np.ndim(value.v):
+        return value[j]
+    return value
 
 
 def _stack(values):
@@ -165,8 +169,7 @@ class _RowArrays:
             return self.written[slot]
         if slot in self.popped or slot not in self.base:
             return default
-        value = self.base[slot]
-        return value[self.j] if type(value) is np.ndarray else value
+        return _component(self.base[slot], self.j)
 
     def pop(self, slot, default=None):
         value = self.get(slot, default)
