@@ -323,3 +323,14 @@ def test_a_non_finite_product_after_finite_ones_is_the_general_paths():
                                                                          0.25))
     assert grad._hvp_known[2] is not None
     assert astad.jvp(grad, (0.0, 2.0), (0.0, 1.0)) == general(grad, (0.0, 2.0), (0.0, 1.0))
+
+
+def test_the_source_of_a_recursive_gradient_shows_its_tangent_code():
+    # (its Hessian-vector code is reverse mode's general transform of the tangent code: the
+    # text shown first is that tangent code, not the module that wraps the transform)
+    source = astad.grad(recursive_power).source
+    nested = source[source.index("# a Hessian-vector product"):]
+    tangent = nested[:nested.index("# and reverse mode of it")]
+    assert "def recursive_power_tangent(x, k, x_dot, k_dot):" in tangent
+    assert "forward/hvp.py" in tangent and "import" not in tangent
+    assert "def recursive_power_tangent(_tape, x, k, x_dot, k_dot):" in nested

@@ -28,7 +28,7 @@ from ..reverse.kinds import (float_lists, float_rows, floats, record_gradient, r
                              record_values)
 from ..reverse.scalarloops import write_scalar_loops
 from ..reverse.straightline import write_straight_line
-from .floats import _ForwardWriter, write_tangents
+from .floats import _ForwardWriter, _inline_single_uses, _names, write_tangents
 
 
 class _TangentWriter(_ForwardWriter):
@@ -85,64 +85,6 @@ def tangent_function(fn):
     function = ast.parse(text).body[0]
     compiled = _compile_rules([(function.name, function)], filename)[function.name]
     return compiled, plans, found
-
-
-_SIMPLE = re.compile(r"( *)([A-Za-z_][\w, ]*) = (.+)")  # an assignment: indent, targets, value
-
-
-def _inline_single_uses(lines: list, prefix: str) -> list:
-    """The lines with each temporary the writer made (``{prefix}t3 = ...``) that is read
-    once, by an assignment or a return later in the same run of assignments, written into
-    that reader: the user's expressions come back whole, and reverse mode records one
-    entry per statement of this code with its partials preaccumulated (reverse/fuse.py)
-    rather than one per operation. A temporary read twice stays: its value is shared.
-
-    One pass, first line first: a reader is always later than what it reads, so a chain
-    of temporaries folds into its last reader as the pass reaches each of them."""
-    temp = re.compile(re.escape(prefix) + r"[tgxd]\d+")
-    lines = list(lines)
-    words = [_names(text) if not text.lstrip().startswith("#") else [] for text, _ in lines]
-    counts: dict = {}
-    for found in words:
-        for word in found:
-            counts[word] = counts.get(word, 0) + 1
-    k = 0
-    while k < len(lines):
-        match = _SIMPLE.fullmatch(lines[k][0])
-        reader = None
-        if match and temp.fullmatch(match.group(2)) and counts[match.group(2)] == 2:
-            reader = _reader(lines, words, k, *match.groups())
-        if reader is None:
-            k += 1
-            continue
-        indent, name, value = match.groups()
-        new = re.sub(rf"\b{name}\b", f"({value})", lines[reader][0])
-        lines[reader] = (indent + ast.unparse(ast.parse(new.strip())), lines[reader][1])
-        words[reader] = _names(lines[reader][0])
-        del lines[k], words[k]  # (the line now at k is looked at next)
-    return lines
-
-
-def _reader(lines: list, words: list, k: int, indent: str, name: str, value: str):
-    """The index of the line that reads temporary ``name`` (assigned ``value`` at line
-    ``k``) if it may take ``value`` in its place, else None."""
-    reads = set(_names(value))
-    for u in range(k + 1, len(lines)):
-        if not words[u]:
-            continue  # (a comment)
-        use = _SIMPLE.fullmatch(lines[u][0])
-        is_return = lines[u][0].startswith(f"{indent}return ")
-        if (use is None or use.group(1) != indent) and not is_return:
-            return None  # (a block begins or ends: the value stays where it is)
-        if name in words[u]:
-            return u
-        if is_return or reads & set(_names(use.group(2))):
-            return None  # (a name the value reads is assigned before the reader)
-    return None
-
-
-def _names(text: str) -> list:
-    return re.findall(r"[A-Za-z_]\w*", text)
 
 
 _CANNOT_RAISE = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.UnaryOp,
@@ -236,6 +178,7 @@ def _general_reverse(tangent, plans, found):
         for p, g in zip(positions, gradients):
             out[p] = g
         return value, out
+    function.tangent = tangent  # (the code hvp_source shows: not this function's module)
     text = diff.source
     return function, plans, text, found
 
@@ -258,7 +201,8 @@ def hvp_source(entry, fn) -> str | None:
     if built is None:
         return None
     function, _, text, _ = built
-    tangent = "".join(linecache.getlines(function.__code__.co_filename)).rstrip("\n")
+    code = getattr(function, "tangent", function).__code__
+    tangent = "".join(linecache.getlines(code.co_filename)).rstrip("\n")
     return ("# a Hessian-vector product, jvp(grad(f), (x,), (v,)), for float arguments "
             "(forward/hvp.py):\n# forward mode's tangent t(x, v) = grad f(x) . v, "
             "written with plain floats\n" + tangent + "\n\n# and reverse mode of it, "
@@ -285,8 +229,9 @@ def _finite(values) -> bool:
         elif t is list:
             total += sum(value) if not value or type(value[0]) is float else \
                 sum(map(sum, value))
-        else:  # a dataclass
+        elif hasattr(value, "__dict__"):  # a dataclass
             total += sum(v for v in value.__dict__.values() if type(v) is float)
+        # (anything else holds no float: a plain argument's own value in the code's answer)
     return math.isfinite(total)
 
 
@@ -331,6 +276,8 @@ def hessian_vector_product(entry, fn, positions, single, primals, tangents):
     if out is None:
         return None
     flat = out[1]
+    if not _finite(flat):
+        return None  # (a zero times an infinite partial: the guarded general path)
     gradient, product = [], []
     for k in positions:
         kind, fields = plans[k]
@@ -341,8 +288,6 @@ def hessian_vector_product(entry, fn, positions, single, primals, tangents):
         else:
             gradient.append(flat[j])
             product.append(flat[i])
-    if not (_finite(gradient) and _finite(product)):
-        return None  # (a zero times an infinite partial: the guarded general path)
     if single:
         return gradient[0], product[0]
     return tuple(gradient), tuple(product)

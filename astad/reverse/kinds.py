@@ -512,12 +512,20 @@ def record_gradient(original, names: tuple, cotangents):
     the class's code (as structure.build_gradient does)."""
     obj = object.__new__(type(original))
     fields = obj.__dict__
+    position = _POSITIONS.get(names)
+    if position is None:
+        position = _POSITIONS[names] = {name: k for k, name in enumerate(names)}
     for name, v in original.__dict__.items():
-        if name in names:
-            fields[name] = _like(v, cotangents[names.index(name)])
+        k = position.get(name)
+        if k is not None:
+            g = cotangents[k]
+            fields[name] = g if type(g) is type(v) else type(v)(g)  # (as _like)
         else:
             fields[name] = _like(v, 0.0) if isinstance(v, float) else v
     return obj
+
+
+_POSITIONS: dict = {}  # a dataclass's float fields (a tuple of names) -> name: position
 
 
 def _like(original, g):
@@ -564,14 +572,14 @@ _INTEGERS = frozenset({int, bool})
 
 def record_tangents(tangent, names: tuple):
     """The tangents of fields ``names`` given by ``tangent`` (any object with those
-    attributes; a missing one or None is zero), or None if one is not a float."""
+    attributes; None is zero), or None if one is missing or not a float."""
     out = []
     for name in names:
-        t = getattr(tangent, name, None)
+        t = getattr(tangent, name, _MISSING)
         if t is None:
             t = 0.0
         elif type(t) is not float:
-            return None
+            return None  # (also a missing attribute: the general path says so)
         out.append(t)
     return out
 

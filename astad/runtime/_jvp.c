@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 int astad_unchanged(PyObject *dependencies, PyObject *missing); /* _native.c */
+int astad_differentiating(PyObject *running);                     /* _native.c */
 
 #define MAX_ARGUMENTS 32 /* primals (and as many tangents) taken here; more: the reference */
 
@@ -41,7 +42,7 @@ typedef struct {
 } CompiledJvp;
 
 static PyObject *str_function, *str_code, *str_dependencies, *str_jvp_unchecked, *str_arity,
-    *str_stack, *str_hvp_known;
+    *str_hvp_known;
 
 /* 1 if the weak reference ``ref`` refers to ``obj``, 0 if not, -1 an error */
 static int
@@ -277,11 +278,7 @@ jvp_call(CompiledJvp *self, PyObject *const *args, size_t nargsf, PyObject *kwna
     int is_function = PyFunction_Check(fun);
     if (!is_function && Py_TYPE(fun) != (PyTypeObject *)self->grad_type)
         goto general;
-    PyObject *running = PyObject_GetAttr(self->running, str_stack);
-    if (running == NULL)
-        return NULL;
-    int busy = PyObject_IsTrue(running);
-    Py_DECREF(running);
+    int busy = astad_differentiating(self->running);
     if (busy != 0) {
         if (busy < 0)
             return NULL;
@@ -423,7 +420,6 @@ astad_add_compiled_jvp(PyObject *module)
     INTERN(str_dependencies, "dependencies")
     INTERN(str_jvp_unchecked, "jvp_unchecked")
     INTERN(str_arity, "arity")
-    INTERN(str_stack, "stack")
     INTERN(str_hvp_known, "_hvp_known")
 #undef INTERN
     if (PyType_Ready(&CompiledJvpType) < 0)

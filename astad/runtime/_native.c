@@ -322,6 +322,34 @@ sweep_lists(PyObject *tape, PyObject *adjoint, Py_ssize_t first, PyObject *array
     return 0;
 }
 
+/* Is a differentiation running in this thread: is ``running.stack`` (duals.running) not
+ * empty? 1, 0, or -1 with an error (also _specialised.c's and _jvp.c's). The thread's stack
+ * is a list made once per thread and changed in place (runtime/duals.py), so it is looked
+ * up once per thread, by the thread state's id (unique in the process, never reused). */
+int
+astad_differentiating(PyObject *running)
+{
+    static PyObject *name = NULL, *stack = NULL, *owner = NULL;
+    static uint64_t stack_thread = 0;
+    uint64_t thread = PyThreadState_GetID(PyThreadState_Get());
+    if (stack == NULL || stack_thread != thread || owner != running) {
+        if (name == NULL && (name = PyUnicode_InternFromString("stack")) == NULL)
+            return -1;
+        PyObject *found = PyObject_GetAttr(running, name);
+        if (found == NULL)
+            return -1;
+        if (!PyList_CheckExact(found)) { /* (not kept: asked each time) */
+            int busy = PyObject_IsTrue(found);
+            Py_DECREF(found);
+            return busy;
+        }
+        Py_XSETREF(stack, found);
+        owner = running; /* (compared, never dereferenced: the module holds it) */
+        stack_thread = thread;
+    }
+    return PyList_GET_SIZE(stack) > 0;
+}
+
 /* 1, or 0 with TypeError set: the argument count of a METH_FASTCALL function (also
  * _elementwise.c's) */
 int

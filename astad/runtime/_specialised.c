@@ -18,6 +18,7 @@
 #include "structmember.h"
 
 int astad_unchanged(PyObject *dependencies, PyObject *missing); /* _native.c */
+int astad_differentiating(PyObject *running);                     /* _native.c */
 
 typedef struct {
     PyObject_HEAD
@@ -35,7 +36,7 @@ typedef struct {
 } SpecialisedCall;
 
 static PyObject *str_entry, *str_fn, *str_floats, *str_arity, *str_code, *str_dependencies,
-    *str_tapes, *str_selection, *str_stack;
+    *str_tapes, *str_selection;
 
 /* What the entry says, kept: its specialised code, argument count, the code it was made
  * from and the bindings it depends on, whether it uses a tape, which gradients to return.
@@ -121,11 +122,7 @@ specialised(SpecialisedCall *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     Py_DECREF(entry);
     if (self->floats == NULL || nargs != self->arity)
         return 0;
-    PyObject *stack = PyObject_GetAttr(self->running, str_stack);
-    if (stack == NULL)
-        return -1;
-    int busy = PyObject_IsTrue(stack);
-    Py_DECREF(stack);
+    int busy = astad_differentiating(self->running);
     if (busy != 0)
         return busy < 0 ? -1 : 0;
     if (PyFunction_GET_CODE(self->function) != self->code)
@@ -373,7 +370,6 @@ astad_add_specialised_call(PyObject *module)
     INTERN(str_dependencies, "dependencies")
     INTERN(str_tapes, "tapes")
     INTERN(str_selection, "_selection")
-    INTERN(str_stack, "stack")
 #undef INTERN
     if (PyType_Ready(&SpecialisedCallType) < 0)
         return -1;
