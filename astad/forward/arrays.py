@@ -15,8 +15,6 @@ written for it are called once per direction.
 """
 from __future__ import annotations
 
-from math import isfinite
-
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
@@ -84,27 +82,25 @@ def _lift(tangent, arg_ndim: int, result_ndim: int, width):
                       + np.shape(tangent)[1:])
 
 
-def _times(partial, tangent, partial_finite: bool):
-    """partial * tangent, with 0 where either is 0 even against an infinite or NaN other:
-    no tangent flows where the tangent is 0 (as the sweep skips a zero cotangent), nor
-    where the partial is 0 (``np.where(x > 0, np.sqrt(x), 0.0)`` selects 0 with tangent
-    0 at x <= 0, whatever sqrt's tangent there: the tangent of a selection is selected)."""
+def _times(partial, tangent):
+    """partial * tangent, with 0 where the tangent is 0 even against an infinite or NaN
+    partial (as the sweep skips a zero cotangent)."""
     if type(partial) is NonFinite:
-        partial, partial_finite = partial.partial, False
-    if (partial_finite or _finite(partial)) and _finite(tangent):
-        return partial * tangent
-    with np.errstate(invalid="ignore"):  # (0 * inf: set to 0 here)
-        return np.where((partial == 0) | (tangent == 0), 0.0, partial * tangent)
+        partial = partial.partial
+    if type(partial) is np.ndarray and not all_finite(partial):
+        return np.where(tangent != 0, partial * tangent, 0.0)
+    return partial * tangent
 
 
-def _finite(value) -> bool:
-    """No inf or nan in ``value`` (a tangent of an enclosing differentiation: in its
-    value)?"""
-    while type(value) in DUAL_TYPES:
-        value = value.v
-    if type(value) is np.ndarray:
-        return value.dtype.kind not in "fc" or all_finite(value)
-    return isfinite(value) if type(value) in (float, np.float64) else True
+def _selected(partial, tangent):
+    """partial * tangent for a function that selects (np.where, np.maximum...: partials 0
+    or 1), with 0 where the partial is 0 whatever the tangent there: the tangent of
+    ``np.where(x > 0, np.sqrt(x), 0.0)`` at x = 0 is the 0 of the branch taken, not
+    0 * inf (as JAX's select, and as the sweep gives in reverse mode)."""
+    return np.where(partial != 0, tangent, 0.0) * partial
+
+
+SELECTIONS = frozenset({np.where, np.maximum, np.minimum, np.fmax, np.fmin})
 
 
 def _elementwise(func, handle, args, values, result, kwargs):
@@ -120,7 +116,8 @@ def _elementwise(func, handle, args, values, result, kwargs):
                 *user_location())
         partial = partials[k](*values, result)
         tangent = _lift(a.d, np.ndim(values[k]), result_ndim, width)
-        term = _times(partial, tangent, func in FINITE_PARTIALS)
+        term = _selected(partial, tangent) if func in SELECTIONS else \
+            partial * tangent if func in FINITE_PARTIALS else _times(partial, tangent)
         total = term if total is None else total + term
     return total
 
