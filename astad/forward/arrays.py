@@ -88,7 +88,8 @@ def _times(partial, tangent):
     if type(partial) is NonFinite:
         partial = partial.partial
     if type(partial) is np.ndarray and not all_finite(partial):
-        return np.where(tangent != 0, partial * tangent, 0.0)
+        with np.errstate(invalid="ignore"):  # (0 * inf: replaced by 0 here)
+            return np.where(tangent != 0, partial * tangent, 0.0)
     return partial * tangent
 
 
