@@ -127,9 +127,12 @@ def _entry(e, adjoint, arrays, k, width):
 def _component(value, j):
     """Row ``j`` of a vector of adjoints: an array's (or an array dual's, a Jacobian of a
     derivative) first axis; a float is a zero of every row."""
-    if type(value) is np.ndarray or type(value) in DUAL_TYPES and np.ndim(value.v):
+    t = type(value)
+    if t is np.ndarray:
         return value[j]
-    return value
+    if t is float or t not in DUAL_TYPES:
+        return value
+    return value[j] if np.ndim(value.v) else value
 
 
 def _stack(values):
@@ -151,7 +154,8 @@ class _Row:
     def __getitem__(self, slot):
         if slot in self.written:
             return self.written[slot]
-        return _component(self.base[slot], self.j)
+        value = self.base[slot]
+        return value[self.j] if type(value) is np.ndarray else _component(value, self.j)
 
     def __setitem__(self, slot, value):
         self.written[slot] = value
@@ -169,7 +173,8 @@ class _RowArrays:
             return self.written[slot]
         if slot in self.popped or slot not in self.base:
             return default
-        return _component(self.base[slot], self.j)
+        value = self.base[slot]
+        return value[self.j] if type(value) is np.ndarray else _component(value, self.j)
 
     def pop(self, slot, default=None):
         value = self.get(slot, default)
