@@ -193,3 +193,23 @@ def test_hessian_with_aux():
     hessian, aux = astad.hessian(lambda x: (np.sum(x ** 4), "a"), has_aux=True)(
         np.array([1.0, 2.0]))
     assert hessian.tolist() == [[12.0, 0.0], [0.0, 48.0]] and aux == "a"
+
+
+# -- a second derivative of a power at a zero base (JAX's values) --------------------------------
+@pytest.mark.parametrize("exponent, zero, want", [(0.5, 0.0, -math.inf), (0.5, -0.0, -math.inf),
+                                                  (-1.0, 0.0, math.inf), (-1.0, -0.0, -math.inf),
+                                                  (1.5, 0.0, math.inf)])
+@pytest.mark.parametrize("kind", [float, np.float64])
+def test_second_derivative_of_a_power_at_a_zero_base(exponent, zero, want, kind):
+    if kind is float and exponent < 0:
+        return  # (0.0 ** -1.0 raises ZeroDivisionError in Python itself)
+
+    def power(x):
+        return x ** exponent
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        x = kind(zero)
+        assert float(astad.grad(astad.grad(power))(x)) == want
+        assert float(astad.jvp(astad.grad(power), (x,), (1.0,))[1]) == want
+        assert float(astad.hessian(power)(x)) == want

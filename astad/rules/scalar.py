@@ -425,14 +425,24 @@ def _pow_dx(x, y, r):
     if y == 0:
         return 0.0
     if x == 0.0 and y < 1:
+        if type(x) in SCALAR_DUALS or type(y) in SCALAR_DUALS:
+            # (its own derivative follows: y x^(y-1) in numpy's floats, whose 0 ** -0.5 is
+            # inf where Python's raises, so that the next derivative is infinite too)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return y * (x * _ONE) ** (y - 1)
         return _zero_base_dx(x, y)
     return y * x ** (y - 1) if y >= 1 else y * (r / x)  # (as _pow_partials)
+
+
+_ONE = np.float64(1.0)
 
 
 def _zero_base_dx(x, y):
     """y x^(y-1) at x == 0 for y < 1, y != 0: infinite, signed as y and as IEEE's pow signs
     x^(y-1) (negative only for x == -0.0 under an odd integer power): x ** -1 has -inf
-    (numpy's scalars reach it; a Python float raises ZeroDivisionError first)."""
+    (numpy's scalars reach it; a Python float raises ZeroDivisionError first). A constant:
+    under an enclosing differentiation, of the primals."""
+    x, y = full_primal(x), full_primal(y)
     power = float(y) - 1.0
     negative = math.copysign(1.0, x) < 0 and power.is_integer() and int(power) % 2 == 1
     return math.copysign(_INF, -y if negative else y)
