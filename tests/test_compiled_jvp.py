@@ -213,3 +213,12 @@ def test_the_compiled_case_runs_and_leaves_the_rest_to_the_reference():
         assert len(calls) == 1
     calls.clear()
     assert jvp(root, (0.0,), (0.0,)) == (0.0, 0.0) and len(calls) == 1  # (nan: the duals)
+
+    def f(x):
+        return x * x
+
+    assert jvp(f, (3.0,), (1.0,)) == (9.0, 6.0)
+    f.__code__ = (lambda x: x * x * x).__code__
+    calls.clear()
+    assert jvp(f, (3.0,), (1.0,)) == (27.0, 27.0) and len(calls) == 1  # (rebuilt there)
+    assert jvp(f, (3.0,), (1.0,)) == (27.0, 27.0) and len(calls) == 1  # (the new entry)

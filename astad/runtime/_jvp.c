@@ -142,16 +142,22 @@ static int
 function_jvp(CompiledJvp *self, PyObject *fun, PyObject *const *stack, Py_ssize_t n,
              PyObject **result)
 {
-    int known = self->function != NULL ? refers_to(self->function, fun) : 0;
-    if (known == 0)
+    int known = self->function != NULL ? refers_to(self->function, fun) : 0, read = 0;
+    if (known == 0) {
         known = refresh(self, fun);
+        read = 1;
+    }
     if (known <= 0)
         return known;
-    if (self->forward == NULL || n != self->arity)
-        return 0;
     int same = current(fun, self->code, self->dependencies, self->missing);
-    if (same <= 0)
-        return same;
+    if (same == 0 && !read) { /* (the entry kept may be one the reference has replaced) */
+        known = refresh(self, fun);
+        if (known <= 0)
+            return known;
+        same = current(fun, self->code, self->dependencies, self->missing);
+    }
+    if (same <= 0 || self->forward == NULL || n != self->arity)
+        return same < 0 ? -1 : 0;
     PyObject *out = call_code(self->forward, stack, 2 * n);
     if (out == NULL)
         return PyErr_Occurred() ? -1 : 0;
