@@ -213,3 +213,19 @@ def test_second_derivative_of_a_power_at_a_zero_base(exponent, zero, want, kind)
         assert float(astad.grad(astad.grad(power))(x)) == want
         assert float(astad.jvp(astad.grad(power), (x,), (1.0,))[1]) == want
         assert float(astad.hessian(power)(x)) == want
+
+
+# -- a dual that escaped its call, converted outside any call ------------------------------------
+def raises_with_a_dual(x):
+    raise ValueError(x * 2.0)  # (an exception's arguments: a route leftovers do not clean)
+
+
+@pytest.mark.parametrize("make", [lambda: 1.5, lambda: np.array([1.0, 2.0])])
+def test_converting_a_dual_of_a_finished_call_says_it_is_stale(make):
+    with pytest.raises(ValueError) as raised:
+        astad.grad(lambda x: np.sum(raises_with_a_dual(x)))(make())
+    leaked = raised.value.args[0]
+    conversions = [np.asarray, np.sin] + ([float, math.sin] if np.ndim(make()) == 0 else [])
+    for convert in conversions:
+        with pytest.raises(astad.StaleDualError, match="after the gradient or derivative"):
+            convert(leaked)

@@ -157,6 +157,8 @@ class ScalarDual(PrimalView):
         raise AttributeError(f"'float' object has no attribute {name!r}")
 
     def __float__(self):
+        if id(self.t) not in running.depth:  # (of a call that has returned)
+            raise stale(self)
         raise conversion_error(
             "a differentiated value was converted to a plain float by code astad did not "
             "transform, which would lose its derivative. Call that function on values that "
