@@ -60,8 +60,8 @@ refers_to(PyObject *ref, PyObject *obj)
 #endif
 }
 
-/* Read ``f``'s cached entry into the fields: 1 when it is there, 0 when it is not (the
- * reference builds it), -1 an error. */
+/* Read ``f``'s cached entry into the fields: 1 when it is there, 0 when it is not or
+ * cannot be read (the reference builds it, or says what is wrong), -1 an error. */
 static int
 refresh(CompiledJvp *self, PyObject *fun)
 {
@@ -98,7 +98,8 @@ refresh(CompiledJvp *self, PyObject *fun)
         Py_XDECREF(code);
         Py_XDECREF(dependencies);
         Py_XDECREF(forward);
-        return found;
+        PyErr_Clear(); /* (an entry that cannot be read: the reference reads it and says) */
+        return 0;
     }
     Py_XSETREF(self->entry, entry);
     Py_XSETREF(self->function, function);
