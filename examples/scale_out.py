@@ -91,7 +91,8 @@ def main():
         client = Client(cluster)
     with client:
         results = client.gather(client.map(fit, range(args.batches)))
-        workers = len(client.scheduler_info()["workers"])
+        workers = len(client.run(os.getpid))  # (asked of each worker: the scheduler's
+        # cached summary may not list them yet on a busy machine)
     if cluster is not None:
         cluster.close()
 
