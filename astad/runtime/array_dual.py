@@ -28,7 +28,7 @@ from ..errors import AstadError, NotDifferentiableError, user_location
 from ..rules.lazy import rule_for as lazy_rule_for
 from .tape import _native
 from .duals import (DUAL_TYPES, Dual, NestedDual, PrimalView, ScalarDual, conversion_error,
-                    innermost, is_forward, reverse_dual, running, stale)
+                    innermost, is_forward, reverse_dual, running)
 
 # numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
 ARRAY_RULES: dict = {}
@@ -73,17 +73,13 @@ class ArrayDualBase(PrimalView):
             yield self[k]
 
     def __array__(self, dtype=None, copy=None):
-        if id(self.t) not in running.depth:  # (of a call that has returned)
-            raise stale(self)
         raise conversion_error(
-            "a differentiated array was converted to a plain array by code astad cannot "
+            self, "a differentiated array was converted to a plain array by code astad cannot "
             "follow (np.asarray, or a C function), which would lose its derivative")
 
     def __float__(self):
-        if id(self.t) not in running.depth:
-            raise stale(self)
         raise conversion_error(
-            "float() of a differentiated array in code astad did not transform would lose "
+            self, "float() of a differentiated array in code astad did not transform would lose "
             "its derivative; use x.item() or x[()] in your function")
 
     # numpy's dispatch protocols: every numpy call on an array dual comes here
@@ -317,10 +313,8 @@ def _scalar_array(self, dtype=None, copy=None):
     in code astad did not transform) would lose its derivative, or make an object array
     of duals that no rule follows: refused. (Generated code converts with the rule of
     np.array instead: rules/numpy_values.py.)"""
-    if id(self.t) not in running.depth:  # (of a call that has returned)
-        raise stale(self)
     raise conversion_error(
-        "a differentiated value was converted to a numpy array by code astad did not "
+        self, "a differentiated value was converted to a numpy array by code astad did not "
         "transform (np.asarray, np.array of a list), which would lose its derivative")
 
 

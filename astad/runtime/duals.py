@@ -157,10 +157,8 @@ class ScalarDual(PrimalView):
         raise AttributeError(f"'float' object has no attribute {name!r}")
 
     def __float__(self):
-        if id(self.t) not in running.depth:  # (of a call that has returned)
-            raise stale(self)
         raise conversion_error(
-            "a differentiated value was converted to a plain float by code astad did not "
+            self, "a differentiated value was converted to a plain float by code astad did not "
             "transform, which would lose its derivative. Call that function on values that "
             "are not differentiated, or register a derivative for it with "
             "astad.register_scalar")
@@ -174,11 +172,14 @@ _STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
 _INDEX_TRICKS = f"{os.sep}numpy{os.sep}lib{os.sep}_index_tricks"
 
 
-def conversion_error(otherwise: str) -> NotDifferentiableError:
-    """The refusal of a dual converted to a plain number or array by code astad did not
-    transform (numpy's C code, a library), naming the construct where it can be seen:
-    an assignment into a plain numpy array, ``np.r_[...]``/``np.c_[...]``; else
-    ``otherwise``. Located at the user's line."""
+def conversion_error(value, otherwise: str) -> NotDifferentiableError:
+    """The refusal of a dual ``value`` converted to a plain number or array by code astad
+    did not transform (numpy's C code, a library), naming the construct where it can be
+    seen: an assignment into a plain numpy array, ``np.r_[...]``/``np.c_[...]``; else
+    ``otherwise``. A dual of a call that has returned is stale: that is what is wrong
+    with it. Located at the user's line."""
+    if id(value.t) not in running.depth:
+        return stale(value)
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_ASTAD_DIR):
         frame = frame.f_back
