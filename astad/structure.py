@@ -857,8 +857,10 @@ def level_in(value):
     return innermost(duals_in(value))
 
 
-def _contains_dual(value, seen, found):
-    """Does ``value`` hold a dual? With a list ``found``: every dual, appended to it."""
+def _contains_dual(value, seen, found, functions=False):
+    """Does ``value`` hold a dual? With a list ``found``: every dual, appended to it. With
+    ``functions``, also through functions: their closure cells and defaults, a bound
+    method's object, a partial's function and arguments."""
     t = type(value)
     if t in DUAL_TYPES:
         if found is not None:
@@ -874,6 +876,8 @@ def _contains_dual(value, seen, found):
         items = value
     elif isinstance(value, _MAPPINGS):  # (a key may hold a dual too)
         items = list(value.keys()) + list(value.values())
+    elif functions and isinstance(value, FUNCTIONS):  # (before objects: a partial is one)
+        items = _function_parts(value)
     elif _is_record(value) or _is_instance(value):
         try:
             items = [x for _, x in record_attributes(value)]
@@ -888,7 +892,7 @@ def _contains_dual(value, seen, found):
                 return True
             found.append(x)
             any_dual = True
-        elif (yield _contains_dual(x, seen, found)):
+        elif (yield _contains_dual(x, seen, found, functions)):
             if found is None:
                 return True
             any_dual = True
@@ -913,7 +917,7 @@ def refuse_functions(out, name: str, functions: tuple = FUNCTIONS) -> None:
             continue
         seen.add(id(x))
         if isinstance(x, functions):
-            if _holds_dual(x):
+            if _run(_contains_dual(x, set(), None, functions=True)):
                 raise InputError(
                     f"{name} returned a function of the differentiated values ({where}); "
                     "astad differentiates functions whose results are numbers, arrays and "
@@ -927,41 +931,20 @@ def refuse_functions(out, name: str, functions: tuple = FUNCTIONS) -> None:
             stack += [(item, f"{where}.{attr}") for attr, item in record_attributes(x)]
 
 
-def _holds_dual(value) -> bool:
-    """Does ``value`` hold a dual: through containers and objects as contains_dual reads
-    them, and through functions (their closure cells and defaults, a bound method's object,
-    a partial's function and arguments)?"""
-    seen: set = set()
-    stack = [value]
-    while stack:
-        x = stack.pop()
-        t = type(x)
-        if t in DUAL_TYPES:
-            return True
-        if t in (float, int, str, bool, type(None)) or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if t is types.FunctionType:
-            for cell in x.__closure__ or ():
-                try:
-                    stack.append(cell.cell_contents)
-                except ValueError:  # (a cell not yet filled)
-                    pass
-            stack += [x.__defaults__, x.__kwdefaults__]
-        elif t is types.MethodType:
-            stack += [x.__func__, x.__self__]
-        elif isinstance(x, functools.partial):
-            stack += [x.func, x.args, x.keywords]
-        elif t in (list, tuple, set, frozenset) or isinstance(x, (list, tuple)):
-            stack += list(x)
-        elif isinstance(x, _MAPPINGS):
-            stack += list(x.keys()) + list(x.values())
-        elif _is_record(x) or _is_instance(x):
-            try:
-                stack += [item for _, item in record_attributes(x)]
-            except Exception:  # noqa: BLE001 (an attribute that cannot be read)
-                pass
-    return False
+def _function_parts(fn) -> list:
+    """What a function holds: its closure cells' values and its defaults, a bound
+    method's function and object, a partial's function and arguments."""
+    if isinstance(fn, functools.partial):
+        return [fn.func, fn.args, fn.keywords]
+    if type(fn) is types.MethodType:
+        return [fn.__func__, fn.__self__]
+    parts = [fn.__defaults__, fn.__kwdefaults__]
+    for cell in fn.__closure__ or ():
+        try:
+            parts.append(cell.cell_contents)
+        except ValueError:  # (a cell not yet filled)
+            pass
+    return parts
 
 
 def _short(value) -> str:
