@@ -724,6 +724,14 @@ def seed(result, cotangent, adjoint: list, arrays: dict, path: str = "result",
 _COTANGENT_SCALARS = (int, float)
 
 
+def scalar_of(value):
+    """A 0-d number array as the float it holds (a tangent or cotangent for a float, as
+    JAX takes it); any other value as it is."""
+    if type(value) is np.ndarray and value.shape == () and value.dtype.kind in "fiu":
+        return float(value)
+    return value
+
+
 def _of_level(result, level) -> bool:
     """Is the dual ``result`` one of ``level``'s? Another running level's is a constant."""
     if level is None or result.t is level:
@@ -754,9 +762,7 @@ def _seed(result, cotangent, adjoint, arrays, path, seen, level):
     if t in SCALAR_DUALS:
         if not _of_level(result, level):
             return
-        if type(cotangent) is np.ndarray and cotangent.shape == () and \
-                cotangent.dtype.kind in "fiu":  # (a 0-d array for a float, as JAX takes it)
-            cotangent = float(cotangent)
+        cotangent = scalar_of(cotangent)
         if type(cotangent) not in SCALAR_DUALS and (isinstance(cotangent, bool) or not
                                                     isinstance(cotangent, _COTANGENT_SCALARS)):
             raise InputError(f"the cotangent at {path} should be a float, got "

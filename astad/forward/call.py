@@ -26,7 +26,7 @@ from ..runtime.duals import (DUAL_TYPES, FDual, ForwardLevel, NestedFDual, forwa
                              new_dual, running)
 from ..structure import (Interleaving, _ArrayLeaf, _FloatLeaf, _FloatRecord, _Node, _Run,
                          _is_namedtuple, _is_record, _short, primal, record_attributes,
-                         towered)
+                         scalar_of, towered)
 
 
 class ForwardInterleaving(Interleaving):
@@ -72,9 +72,7 @@ class ForwardInterleaving(Interleaving):
                                  f"{expected}, got {_short(tangent)}")
             leaf.d = tangent
             return
-        if type(tangent) is np.ndarray and tangent.shape == () and \
-                tangent.dtype.kind in "fiu":  # (a 0-d array for a float, as JAX takes it)
-            tangent = float(tangent)
+        tangent = scalar_of(tangent)
         if isinstance(tangent, bool) or not (
                 isinstance(tangent, (int, float)) or type(tangent) in DUAL_TYPES or
                 (self.level.width is not None and np.shape(tangent) == (self.level.width,))):
