@@ -31,6 +31,7 @@
 #include <math.h>
 
 int astad_check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t expected); /* _native.c */
+PyObject *astad_thread_state(PyObject *running, const char *name);              /* _native.c */
 
 typedef struct { /* numpy's PyArrayObject_fields, as far as it is read here */
     PyObject_HEAD
@@ -66,8 +67,6 @@ static struct {
     PyObject *backward;          /* rules.array._elementwise_backward */
     PyObject *non_finite;        /* rules.array.NonFinite */
     PyObject *shape;             /* the last shape tuple made (parents share it) */
-    PyObject *depth;             /* running.depth of the thread depth_thread */
-    uint64_t depth_thread;
 } ew;
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
@@ -181,32 +180,21 @@ typedef struct {
 } Operand;
 
 /* Is tape a list of a running reverse differentiation in this thread (running.depth, a
- * dict of thread-local state, holds its id)? The dict is looked up once per thread: it is
- * made once per thread and changed in place (runtime/duals.py). */
+ * dict of thread-local state, holds its id)? */
 static int
 is_running(PyObject *tape)
 {
-    static PyObject *name = NULL;
     if (!PyList_CheckExact(tape))
         return 0;
-    uint64_t thread = PyThreadState_GetID(PyThreadState_Get());
-    if (ew.depth == NULL || ew.depth_thread != thread) {
-        if (name == NULL && (name = PyUnicode_InternFromString("depth")) == NULL)
-            return -1;
-        PyObject *depth = PyObject_GetAttr(ew.running, name);
-        if (depth == NULL)
-            return -1;
-        if (!PyDict_CheckExact(depth)) {
-            Py_DECREF(depth);
-            return 0;
-        }
-        Py_XSETREF(ew.depth, depth);
-        ew.depth_thread = thread;
-    }
+    PyObject *depth = astad_thread_state(ew.running, "depth"); /* (borrowed) */
+    if (depth == NULL)
+        return -1;
+    if (!PyDict_CheckExact(depth))
+        return 0;
     PyObject *key = PyLong_FromVoidPtr(tape);
     if (key == NULL)
         return -1;
-    int found = PyDict_Contains(ew.depth, key);
+    int found = PyDict_Contains(depth, key);
     Py_DECREF(key);
     return found;
 }
@@ -760,7 +748,6 @@ native_configure(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
     Py_XSETREF(ew.float64, Py_NewRef(a[2]));
     Py_XSETREF(ew.float64_scalar, (PyTypeObject *)Py_NewRef(a[3]));
     Py_XSETREF(ew.running, Py_NewRef(a[4]));
-    Py_CLEAR(ew.depth);
     Py_XSETREF(ew.rules, Py_NewRef(a[5]));
     Py_XSETREF(ew.table, Py_NewRef(a[6]));
     Py_XSETREF(ew.backward, Py_NewRef(a[7]));

@@ -322,32 +322,48 @@ sweep_lists(PyObject *tape, PyObject *adjoint, Py_ssize_t first, PyObject *array
     return 0;
 }
 
-/* Is a differentiation running in this thread: is ``running.stack`` (duals.running) not
- * empty? 1, 0, or -1 with an error (also _specialised.c's and _jvp.c's). The thread's stack
- * is a list made once per thread and changed in place (runtime/duals.py), so it is looked
- * up once per thread, by the thread state's id (unique in the process, never reused). */
+/* ``running.<name>`` for this thread (duals.running, thread-local state made once per
+ * thread and changed in place: runtime/duals.py), borrowed; NULL with an error set. It is
+ * read once per thread and kept, by the thread state's id (unique in the process, never
+ * reused). Also _elementwise.c's (``depth``). */
+#define THREAD_STATES 2 /* the names asked for: "stack" and "depth" */
+PyObject *
+astad_thread_state(PyObject *running, const char *name)
+{
+    static struct {
+        const char *name;
+        PyObject *value, *owner; /* (owner: compared, never dereferenced) */
+        uint64_t thread;
+    } kept[THREAD_STATES];
+    int k = 0;
+    while (k < THREAD_STATES && kept[k].name != NULL && strcmp(kept[k].name, name) != 0)
+        k++;
+    if (k == THREAD_STATES) {
+        PyErr_Format(PyExc_SystemError, "astad_thread_state: no room for %s", name);
+        return NULL;
+    }
+    uint64_t thread = PyThreadState_GetID(PyThreadState_Get());
+    if (kept[k].value == NULL || kept[k].thread != thread || kept[k].owner != running) {
+        PyObject *value = PyObject_GetAttrString(running, name);
+        if (value == NULL)
+            return NULL;
+        Py_XSETREF(kept[k].value, value);
+        kept[k].name = name;
+        kept[k].owner = running;
+        kept[k].thread = thread;
+    }
+    return kept[k].value;
+}
+
+/* Is a differentiation running in this thread: is ``running.stack`` not empty? 1, 0, or
+ * -1 with an error (_specialised.c's and _jvp.c's). */
 int
 astad_differentiating(PyObject *running)
 {
-    static PyObject *name = NULL, *stack = NULL, *owner = NULL;
-    static uint64_t stack_thread = 0;
-    uint64_t thread = PyThreadState_GetID(PyThreadState_Get());
-    if (stack == NULL || stack_thread != thread || owner != running) {
-        if (name == NULL && (name = PyUnicode_InternFromString("stack")) == NULL)
-            return -1;
-        PyObject *found = PyObject_GetAttr(running, name);
-        if (found == NULL)
-            return -1;
-        if (!PyList_CheckExact(found)) { /* (not kept: asked each time) */
-            int busy = PyObject_IsTrue(found);
-            Py_DECREF(found);
-            return busy;
-        }
-        Py_XSETREF(stack, found);
-        owner = running; /* (compared, never dereferenced: the module holds it) */
-        stack_thread = thread;
-    }
-    return PyList_GET_SIZE(stack) > 0;
+    PyObject *stack = astad_thread_state(running, "stack");
+    if (stack == NULL)
+        return -1;
+    return PyList_CheckExact(stack) ? PyList_GET_SIZE(stack) > 0 : PyObject_IsTrue(stack);
 }
 
 /* 1, or 0 with TypeError set: the argument count of a METH_FASTCALL function (also
