@@ -154,8 +154,7 @@ class _Row:
     def __getitem__(self, slot):
         if slot in self.written:
             return self.written[slot]
-        value = self.base[slot]
-        return value[self.j] if type(value) is np.ndarray else _component(value, self.j)
+        return _component(self.base[slot], self.j)
 
     def __setitem__(self, slot, value):
         self.written[slot] = value
@@ -173,8 +172,7 @@ class _RowArrays:
             return self.written[slot]
         if slot in self.popped or slot not in self.base:
             return default
-        value = self.base[slot]
-        return value[self.j] if type(value) is np.ndarray else _component(value, self.j)
+        return _component(self.base[slot], self.j)
 
     def pop(self, slot, default=None):
         value = self.get(slot, default)
