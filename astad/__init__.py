@@ -11,6 +11,8 @@
     astad.grad, astad.jvp, astad.jacfwd, astad.jacrev, astad.hessian, ...  # as in JAX
 """
 from .api import DiffFunction, Pullback, reverse_diff
+from .data import tree as tree_util
+from .data.tree import register_pytree_node, register_pytree_node_class
 from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnavailableError,
                      UnsupportedSyntaxError)
 from .rules.scalar import register_scalar
@@ -33,4 +35,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian
            "register_scalar", "register_vjp", "register_elementwise", "register_jvp",
            "custom_vjp", "custom_jvp", "stop_gradient", "AstadError",
            "InputError", "NotDifferentiableError", "SourceUnavailableError",
-           "UnsupportedSyntaxError", "show", "testing", "__version__"]
+           "UnsupportedSyntaxError", "show", "testing", "tree_util", "register_pytree_node",
+           "register_pytree_node_class", "__version__"]

@@ -31,8 +31,9 @@ from .leftovers import run
 from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual, running
 from .runtime.tape import _native, sweep, sweep_and_free, sweep_general
 from .rules.array_writes import UNDO
-from .structure import (FUNCTIONS, Interleaving, build_gradient, contains_float,
-                        float_gradient, new_object, primal, refuse_functions, seed, slot_names)
+from .data.tree import FUNCTIONS, new_object, slot_names
+from .structure import (Interleaving, build_gradient, contains_float, float_gradient, primal,
+                        refuse_functions, seed)
 
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]

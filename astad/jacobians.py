@@ -19,64 +19,21 @@ from .runtime.array_dual import ArrayDual, index_of
 from .runtime.calls import rev as transformed_callable
 from .runtime.duals import SCALAR_DUALS
 from .runtime.tape import sweep_general
-from .structure import (_is_namedtuple, _is_record, build_gradient, leaf_slots,
-                        record_attributes)
+from .data.tree import leaves, replace_leaves
+from .structure import _ArrayLeaf, _Node, build_gradient, holds_derivative, leaf_slots
 from .transforms import Transform, _name, _split_aux, argnums_positions, reverse
 
 
 # -- the output's leaves ------------------------------------------------------------------
-def _output_leaves(value, is_leaf) -> list:
-    """The float leaves of a result, in order: what ``is_leaf`` accepts, and containers
-    walked as structure.py walks them."""
-    found = []
-
-    def walk(x):
-        if is_leaf(x):
-            found.append(x)
-        elif type(x) in (list, tuple) or _is_namedtuple(x):
-            for item in x:
-                walk(item)
-        elif isinstance(x, dict):
-            for item in x.values():
-                walk(item)
-        elif _is_record(x):
-            for _, item in record_attributes(x):
-                walk(item)
-    walk(value)
-    return found
+def _output_leaves(value) -> list:
+    """The leaves of a result that have a derivative, in the tree's order."""
+    return leaves(value, holds_derivative)
 
 
-def _rebuild_output(value, is_leaf, blocks) -> Any:
-    """``value``'s structure with its k-th float leaf replaced by ``blocks[k]``."""
-    it = iter(blocks)
-
-    def build(x):
-        if is_leaf(x):
-            return next(it)
-        if type(x) is list:
-            return [build(item) for item in x]
-        if type(x) is tuple:
-            return tuple(build(item) for item in x)
-        if _is_namedtuple(x):
-            return type(x)(*[build(item) for item in x])
-        if isinstance(x, dict):
-            out = x.copy()
-            for key, item in x.items():
-                out[key] = build(item)
-            return out
-        if _is_record(x):
-            obj = object.__new__(type(x))
-            for name, item in record_attributes(x):
-                object.__setattr__(obj, name, build(item))
-            return obj
-        return x
-    return build(value)
-
-
-def _is_float_leaf(x) -> bool:
-    return (isinstance(x, float) and not isinstance(x, bool)) or type(x) in SCALAR_DUALS or \
-        (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") == "f" and
-         not isinstance(x, type))
+def _rebuild_output(value, blocks) -> Any:
+    """``value``'s structure with its k-th leaf that has a derivative replaced by
+    ``blocks[k]``."""
+    return replace_leaves(value, blocks, holds_derivative)
 
 
 # -- the arguments' leaves -----------------------------------------------------------------
@@ -104,14 +61,13 @@ class _Inputs:
 
 
 def _array_slots(plan) -> list:
-    from .structure import _ArrayLeaf, _Node
     found, stack = [], [plan]
     while stack:
         p = stack.pop()
         if type(p) is _ArrayLeaf:
             found.append(p.slot)
         elif type(p) is _Node:
-            stack.extend(c if p.kind in ("seq", "namedtuple") else c[1] for c in p.children)
+            stack.extend(p.children)
     return found
 
 
@@ -170,8 +126,8 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
         out, aux = _split_aux(pass_.result, self.options["has_aux"], self.fun)
         tangents = pass_.tangent_of(out)
         value = pass_.primal_of(out)
-        leaves = _output_leaves(value, _is_float_leaf)
-        columns = _output_leaves(tangents, _is_float_leaf)
+        leaves = _output_leaves(value)
+        columns = _output_leaves(tangents)
         blocks = []
         for leaf, column in zip(leaves, columns):
             out_shape = np.shape(leaf)
@@ -181,7 +137,7 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
                 slot: _block(moved[..., offset:offset + int(np.prod(shape))], out_shape,
                              shape, slot in found.arrays)
                 for (slot, shape), offset in zip(found.leaves, found.offsets)}, single))
-        jacobian = _rebuild_output(value, _is_float_leaf, blocks)
+        jacobian = _rebuild_output(value, blocks)
         if self.options["has_aux"]:
             return jacobian, pass_.primal_of(aux)
         return jacobian
@@ -189,29 +145,8 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
 
 def _count_inputs(args, positions) -> int:
     """The number of scalars in the differentiated arguments (their float leaves)."""
-    from .structure import _is_float, is_float_array
-    total = 0
-    stack = [args[k] for k in positions]
-    seen = set()
-    while stack:
-        x = stack.pop()
-        if _is_float(x) or type(x) in SCALAR_DUALS:
-            total += 1
-        elif is_float_array(x) or type(x) is ArrayDual or hasattr(x, "d") and \
-                hasattr(x, "shape"):
-            total += int(np.prod(np.shape(x)))
-        elif id(x) in seen:
-            continue
-        elif type(x) in (list, tuple) or _is_namedtuple(x):
-            seen.add(id(x))
-            stack.extend(x)
-        elif isinstance(x, dict):
-            seen.add(id(x))
-            stack.extend(x.values())
-        elif _is_record(x):
-            seen.add(id(x))
-            stack.extend(v for _, v in record_attributes(x))
-    return total
+    return sum(int(np.prod(np.shape(leaf))) for k in positions
+               for leaf in leaves(args[k], holds_derivative))
 
 
 # -- jacrev --------------------------------------------------------------------------------
@@ -235,7 +170,7 @@ class jacrev(Transform):  # noqa: N801
         tape = pass_.tape
         out, aux = _split_aux(pass_.result, self.options["has_aux"], self.fun)
         value = pass_.primal_of(out)
-        outputs = _output_leaves(out, _is_float_leaf)
+        outputs = _output_leaves(out)
         sizes = [int(np.prod(np.shape(pass_.primal_of(leaf)))) for leaf in outputs]
         width = sum(sizes)
         adjoint, arrays = [0.0] * len(tape), {}
@@ -274,7 +209,7 @@ class jacrev(Transform):  # noqa: N801
                                          slot in found.arrays)
             blocks.append(found.rebuild(per_input, single))
             offset += size
-        jacobian = _rebuild_output(value, _is_float_leaf, blocks)
+        jacobian = _rebuild_output(value, blocks)
         if self.options["has_aux"]:
             return jacobian, pass_.primal_of(aux)
         return jacobian
@@ -298,7 +233,7 @@ class jacobian(Transform):  # noqa: N801
         pass_ = reverse(self.fun, args, kwargs, positions)  # (its result gives the sizes)
         out, _ = _split_aux(pass_.result, self.options["has_aux"], self.fun)
         n_out = sum(int(np.prod(np.shape(pass_.primal_of(leaf))))
-                    for leaf in _output_leaves(out, _is_float_leaf))
+                    for leaf in _output_leaves(out))
         if n_in < n_out:  # fewer columns than rows: forward mode, one more pass
             return jacfwd(self.fun, **self.options)(*args, **kwargs)
         return jacrev(self.fun, **self.options).from_pass(pass_, positions, single)

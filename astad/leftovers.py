@@ -19,6 +19,7 @@ its duals kept), so the gradient still sees them.
 from __future__ import annotations
 
 import collections
+import operator
 import os
 import sys
 import sysconfig
@@ -28,10 +29,10 @@ import weakref
 
 import numpy as np
 
-from .containers import copy_mapping, set_entries, set_items
+from .data.tree import (is_instance, node_of, record_attributes, set_entries, set_items,
+                        tree_map)
 from .front.source import code_names
 from .runtime.duals import DUAL_TYPES, level, running
-from .structure import _is_instance, _is_record, new_object, record_attributes
 
 _setattr = object.__setattr__
 _LIBRARY_DIRS = tuple({os.path.normcase(p) for p in (
@@ -320,26 +321,31 @@ class Cleaner:
         if id(value) in self.seen:
             return value
         self.seen.add(id(value))
-        if t is list or isinstance(value, (list, collections.deque)):
-            if t is list and _plain_floats(value):
+        if t is list and _plain_floats(value):
+            return value
+        node = node_of(t)
+        if node is not None and node.kind != "proxy":  # (a proxy: its dict is cleaned)
+            if node.kind == "dict":  # in place, keys too
+                items = [(self.cleaned(k), self.cleaned(v)) for k, v in list(value.items())]
+                if any(a[0] is not k or a[1] is not v
+                       for a, (k, v) in zip(items, value.items())):
+                    self._detach()
+                    set_entries(value, items)
                 return value
-            items = [self.cleaned(x) for x in value]
-            if any(a is not b for a, b in zip(items, value)):
+            keys, children, aux = node.flatten(value)
+            items = [self.cleaned(x) for x in children]
+            if all(map(operator.is_, items, children)):
+                return value
+            if isinstance(value, (list, collections.deque)):  # in place
                 self._detach()
-                set_items(value, items) if t is not list else value.__setitem__(
-                    slice(None), items)
-            return value
-        if isinstance(value, tuple):
-            items = [self.cleaned(x) for x in value]
-            if any(a is not b for a, b in zip(items, value)):
-                return tuple(items) if t is tuple else tuple.__new__(t, items)
-            return value
-        if isinstance(value, dict):
-            items = [(self.cleaned(k), self.cleaned(v)) for k, v in list(value.items())]
-            if any(a[0] is not k or a[1] is not v for a, (k, v) in zip(items,
-                                                                        value.items())):
+                set_items(value, items)
+            elif node.kind == "record":  # in place
                 self._detach()
-                set_entries(value, items)
+                for name, x, replacement in zip(keys, children, items):
+                    if replacement is not x:
+                        _setattr(value, name, replacement)
+            else:  # a tuple, a registered container: made again
+                return node.unflatten(aux, keys, items)
             return value
         if t in (set, frozenset):
             items = [self.cleaned(x) for x in value]
@@ -357,7 +363,7 @@ class Cleaner:
                     self._detach()
                     value[index] = replacement
             return value
-        if _is_record(value) or _is_instance(value):
+        if is_instance(value):
             try:
                 attributes = record_attributes(value)
             except Exception:  # noqa: BLE001 (an attribute that cannot be read)
@@ -392,46 +398,13 @@ _FLOAT_ONLY = frozenset({float})
 def detached(value):
     """A copy of ``value``'s containers (lists, tuples, dicts, sets, dataclasses and other
     objects holding duals), the duals themselves and everything else shared."""
-    memo: dict = {}
-
-    def copy(x):
-        t = type(x)
-        if t in DUAL_TYPES or t in _ATOMS or isinstance(x, _NOT_DATA):
-            return x
-        if id(x) in memo:
-            return memo[id(x)]
-        if t is list or isinstance(x, (list, collections.deque)):
-            out = memo[id(x)] = []
-            out.extend(copy(v) for v in x)
-            if t is not list:
-                out = memo[id(x)] = type(x)(out) if isinstance(x, collections.deque) else \
-                    _with_items(x, out)
-            return out
-        if t is tuple:
-            return tuple(copy(v) for v in x)
-        if isinstance(x, tuple):
-            return tuple.__new__(t, [copy(v) for v in x])
-        if isinstance(x, dict):
-            out = memo[id(x)] = copy_mapping(x)
-            for k, v in x.items():
-                dict.__setitem__(out, k, copy(v))
-            return out
-        if t in (set, frozenset):
-            return t(copy(v) for v in x)
-        if _is_record(x) or _is_instance(x):
-            try:
-                attributes = record_attributes(x)
-            except Exception:  # noqa: BLE001
-                return x
-            obj = memo[id(x)] = new_object(t)
-            for name, v in attributes:
-                _setattr(obj, name, copy(v))
-            return obj
-        return x
-    return copy(value)
+    return tree_map(_same, value, _kept, objects=True)
 
 
-def _with_items(original, items):
-    out = list.__new__(type(original))
-    list.extend(out, items)
-    return out
+def _kept(x) -> bool:
+    t = type(x)
+    return t in DUAL_TYPES or t in _ATOMS or isinstance(x, _NOT_DATA)
+
+
+def _same(x):
+    return x

@@ -22,19 +22,18 @@ from __future__ import annotations
 
 import array
 import collections
-import dataclasses
 import enum
-import functools
 import operator
 import types
 
 import numpy as np
 
-from .runtime.array_dual import ARRAY_DUALS, ArrayDual, index_of, is_float_array
-from .containers import (copy_mapping, empty_like, empty_mapping, instance_attributes,
-                         is_sequence, is_walked_object, make_sequence, other_sequence,
-                         set_entries, set_items)
+from .data.tree import (FUNCTIONS, RECORD, children_like, find, format_path,
+                        FROZEN, instance_attributes, is_float, is_frozen, is_instance,
+                        leaf_paths, node_of, plain_record,
+                        record_attributes, run, set_entries, set_items, short)
 from .errors import InputError
+from .runtime.array_dual import ARRAY_DUALS, ArrayDual, index_of, is_float_array
 from .runtime.duals import (DUAL_TYPES, FAST_PRIMALS, SCALAR_DUALS, Dual, NestedDual, innermost,
                             new_dual, running)
 
@@ -49,74 +48,23 @@ def towered(value, level):
     outer = running.stack if depth is None else running.stack[:depth - 1]
     return constant(outer[-1], value) if outer else value
 _setattr = object.__setattr__
+_run = run
+_GENERATOR = types.GeneratorType
 
 
-def _run(walk):
-    """Drive a recursive generator: ``yield sub_walk`` calls it and receives its result."""
-    stack, value = [walk], None
-    while stack:
-        try:
-            child = stack[-1].send(value)
-        except StopIteration as stop:
-            stack.pop()
-            value = stop.value
-            continue
-        stack.append(child)
-        value = None
-    return value
+def _text(path) -> str:
+    """An argument's path as text: ``Interleaving._walk`` keeps it as (parent, node, key)
+    steps from the argument's name."""
+    steps = []
+    while type(path) is tuple:
+        path, node, key = path
+        steps.append(node.step(key))
+    return path + "".join(reversed(steps))
 
 
-def _is_float(value) -> bool:
-    """A float leaf: a float, a subclass of float (numpy.float64, the user's own) or another
-    numpy float scalar (numpy.float32). Read from the real type: a dual answers
-    ``isinstance(x, float)`` as its primal does, but is not a leaf of the user's data."""
-    t = type(value)
-    return t is float or (t is not bool and (issubclass(t, float) or issubclass(t, np.floating)))
-
-
-def _is_namedtuple(value) -> bool:
-    return isinstance(value, tuple) and hasattr(type(value), "_fields")
-
-
-def _is_record(value) -> bool:
-    """A dataclass instance, or a standard container kept in its attributes (UserList,
-    UserDict, ChainMap, SimpleNamespace): walked attribute by attribute, made again
-    without running its code."""
-    return (dataclasses.is_dataclass(value) or is_walked_object(value)) and \
-        not isinstance(value, type)
-
-
-def new_object(cls):
-    """An instance of ``cls`` made without running its ``__init__``."""
-    return object.__new__(cls) if cls.__new__ is object.__new__ else cls.__new__(cls)
-
-
-_SLOTS: dict = {}  # class -> the names of its (and its bases') slots
-
-
-def slot_names(cls) -> tuple:
-    names = _SLOTS.get(cls)
-    if names is None:
-        names = []
-        for klass in cls.__mro__:
-            slots = klass.__dict__.get("__slots__", ())
-            for name in (slots,) if isinstance(slots, str) else slots:
-                if name not in ("__dict__", "__weakref__") and name not in names:
-                    names.append(name)
-        names = _SLOTS[cls] = tuple(names)
-    return names
-
-
-def record_attributes(obj) -> list:
-    """All instance attributes of ``obj``: its ``__dict__`` and every filled slot."""
-    slots = slot_names(type(obj))
-    if not slots:  # (the common case: no class scan per call)
-        return [(name, getattr(obj, name)) for name in getattr(obj, "__dict__", ())]
-    names = list(getattr(obj, "__dict__", {}))
-    for name in slots:
-        if name not in names and hasattr(obj, name):
-            names.append(name)
-    return [(name, getattr(obj, name)) for name in names]
+def _finished(walked):
+    """What ``Interleaving._walk`` gave, its walk run if it gave one."""
+    return _run(walked) if type(walked) is _GENERATOR else walked
 
 
 def _holds_float(obj) -> bool:
@@ -143,7 +91,7 @@ def _unsupported_argument(value, path: str):
     if kind.__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") == "c":
         return InputError(f"{path} is a complex numpy array; astad differentiates real floats "
                           "only")
-    if kind in (set, frozenset) and any(_is_float(v) for v in value):
+    if kind in (set, frozenset) and any(is_float(v) for v in value):
         return InputError(f"{path} is a set of floats; a set has no stable order for a "
                           "gradient to follow: pass a list or a tuple")
     if not isinstance(value, (type, types.ModuleType, types.FunctionType, enum.Enum)) and \
@@ -152,7 +100,7 @@ def _unsupported_argument(value, path: str):
             f"{path} is a {kind.__qualname__} instance holding floats; astad walks "
             "dataclasses, named tuples, lists, tuples, dicts and the standard containers "
             "(deque, UserList, UserDict, ChainMap, SimpleNamespace): make it a dataclass, "
-            "or leave it out of argnums")
+            "register it (astad.register_pytree_node), or leave it out of argnums")
     return None
 
 
@@ -165,11 +113,12 @@ class _Run:          # a list or tuple of exactly-float elements: slots start..s
         self.start, self.n, self.kind, self.element = start, n, kind, element
 
 
-class _Node:         # a container: kind in "seq", "namedtuple", "map", "record"
-    __slots__ = ("kind", "cls", "children", "original")
-
-    def __init__(self, kind, cls, children, original):
-        self.kind, self.cls, self.children, self.original = kind, cls, children, original
+class _Node:         # a container (data/tree.py): its kind and class, what making it
+    __slots__ = ("node", "cls", "aux", "keys", "children")  # again needs, its children's
+                                                           # keys and plans
+    def __init__(self, node, cls, aux, keys, children):
+        self.node, self.cls, self.aux = node, cls, aux
+        self.keys, self.children = keys, children
 
 
 class _Const:        # a non-float leaf: the gradient holds the argument's own value
@@ -191,26 +140,6 @@ class _FloatRecord:  # a plain dataclass of float attributes only: slots start, 
 
     def __init__(self, cls, names, start):
         self.cls, self.names, self.start = cls, names, start
-
-
-_PLAIN_RECORDS: dict = {}  # class -> _MUTABLE, _FROZEN, or 0: not a plain dataclass
-_MUTABLE, _FROZEN = 1, 2
-
-
-def _plain_record_kind(cls) -> int:
-    """Is ``cls`` a dataclass whose instances keep every attribute in their ``__dict__``,
-    read and written as stored (no slots, properties or other data descriptors, no
-    ``__getattribute__`` of its own)? Then its ``__dict__`` is its record_attributes."""
-    kind = 0
-    if dataclasses.is_dataclass(cls) and not slot_names(cls) and \
-            cls.__getattribute__ is object.__getattribute__ and not any(
-                hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")
-                for klass in cls.__mro__ for name, attr in vars(klass).items()
-                if not (name.startswith("__") and name.endswith("__"))):
-        frozen = getattr(getattr(cls, "__dataclass_params__", None), "frozen", False)
-        kind = _FROZEN if frozen else _MUTABLE
-    _PLAIN_RECORDS[cls] = kind
-    return kind
 
 
 class _FloatLeaf:    # a float subclass (numpy.float64): rebuilt with its own type
@@ -267,14 +196,12 @@ class Interleaving:
         """Return (copy of ``value`` holding duals, plan of its shape)."""
         if type(value) is float:
             return self._dual(value), len(self.tape) - 1
-        kind = _PLAIN_RECORDS.get(type(value))
-        if kind is None:
-            kind = _plain_record_kind(type(value))
+        kind = plain_record(type(value))
         if kind and id(value) not in self.copies:
-            done = self._float_record(value, kind == _FROZEN)
+            done = self._float_record(value, kind == FROZEN)
             if done is not None:
                 return done
-        return _run(self._walk(value, path, True))
+        return _finished(self._walk(value, path, True))
 
     def _float_record(self, value, frozen: bool):
         """A plain dataclass whose attributes are all floats (Vec3), inline: what
@@ -299,7 +226,7 @@ class Interleaving:
         so that duals the function stores into it never reach the caller's object."""
         if type(value) in (float, int, str, bool) or value is None:
             return value
-        return _run(self._walk(value, "", False))[0]
+        return _finished(self._walk(value, "", False))[0]
 
     def _float_run(self, value):
         """Duals for a list/tuple of floats, or of numpy.float64 values, inline (no walk
@@ -318,12 +245,14 @@ class Interleaving:
         return out, _Run(start, len(out), type(value), np.float64)
 
     def _walk(self, value, path, active):
+        """(copy, plan) of a leaf; for a container, the walk (a generator) that gives
+        them (``_container``)."""
         t = type(value)
-        if not active and (t is int or t is str or value is None or _is_float(value)):
+        if not active and (t is int or t is str or value is None or is_float(value)):
             return value, None
         if t is int or t is str or t is bool or value is None:  # (the common constants)
             return value, _Const(value)
-        if _is_float(value):  # (a float subclass keeps its class: isinstance sees it)
+        if is_float(value):  # (a float subclass keeps its class: isinstance sees it)
             d = self._dual(value)
             return (d, len(self.tape) - 1 if t is float else _FloatLeaf(len(self.tape) - 1, t))
         if t in SCALAR_DUALS:  # a value of an enclosing differentiation: a float here
@@ -346,95 +275,69 @@ class Interleaving:
         seen = self.copies.get(id(value))
         if seen is not None:  # the same mutable object twice: one copy, aliasing kept
             return seen[1], seen[2]
-        exact = t is list or t is tuple
-        if exact or other_sequence(t):
-            run = self._float_run(value) if active and exact else None
-            if run is not None:
-                out, plan = run
-            elif not active and exact and all(type(x) is float for x in value):
-                out, plan = list(value), None
-            else:
-                out, children = [], []
-                # (a subclass or a deque: the original gives its class's own fields)
-                plan = _Node("seq", t, children, None if exact else value)
-                target = out if t is list else (None if exact else empty_like(value))
-                if target is not None:
-                    self._remember(value, target, plan)  # before the elements: cycles
-                if not exact and active and contains_float(instance_attributes(value)):
-                    raise InputError(f"{path} is a {t.__qualname__} whose own attributes "
-                                     "hold floats; astad walks its items only")
-                for k, x in enumerate(value):
-                    if active and type(x) is float:  # a float leaf inline: no sub-walk
-                        copy = self._dual(x)
-                        child = len(self.tape) - 1
-                    else:
-                        copy, child = yield self._walk(x, f"{path}[{k}]", active)
-                    out.append(copy)
-                    children.append(child)
-                if not exact:
-                    out = make_sequence(t, out, value, target)
-                    if not isinstance(out, tuple):
-                        self._remember(value, out, plan, list(out))
+        node = node_of(t)
+        if node is not None:
+            if t is list or t is tuple:  # a run of floats: inline, one plan for all
+                run = self._float_run(value) if active else (
+                    (list(value), None) if all(type(x) is float for x in value) else None)
+                if run is not None:
+                    out, plan = run
+                    if t is tuple:
+                        return tuple(out), plan
+                    self._remember(value, out, plan, list(out))
                     return out, plan
-            if t is tuple:
-                return tuple(out), plan
-            self._remember(value, out, plan, list(out))
-            return out, plan
-        if _is_namedtuple(value):
-            out, children = [], []
-            for name, x in zip(t._fields, value):
-                if active and type(x) is float:
-                    copy = self._dual(x)
-                    child = len(self.tape) - 1
-                else:
-                    copy, child = yield self._walk(x, f"{path}.{name}", active)
-                out.append(copy)
-                children.append(child)
-            return tuple.__new__(t, out), _Node("namedtuple", t, children, None)
-        if isinstance(value, dict):
-            copy = copy_mapping(value)  # of its class (OrderedDict, defaultdict, a subclass)
-            plan = _Node("map", t, [], value)
-            self._remember(value, copy, plan)
-            for key, x in value.items():
-                item, child = yield self._walk(x, f"{path}[{key!r}]", active)
-                dict.__setitem__(copy, key, item)
-                plan.children.append((key, child))
-            self._remember(value, copy, plan, list(copy.items()))
-            return copy, plan
-        if t is types.MappingProxyType:  # a read-only view: over a copy of what it shows
-            inner, plan = yield self._walk(dict(value), path, active)
-            if plan is not None:  # (the map's plan, made again as a view: _build)
-                plan.cls, plan.original = t, value
-            return types.MappingProxyType(inner), plan
-        if _is_record(value):
-            copy = new_object(t)
-            plan = _Node("record", t, [], None)
-            frozen = getattr(getattr(t, "__dataclass_params__", None), "frozen", False)
-            self._remember(value, copy, plan)
-            attributes = []
-            for name, x in record_attributes(value):
-                if active and type(x) is float:
-                    y = self._dual(x)
-                    child = len(self.tape) - 1
-                else:
-                    y, child = yield self._walk(x, f"{path}.{name}", active)
-                _setattr(copy, name, y)
-                plan.children.append((name, child))
-                attributes.append((name, y))
-            if not frozen:  # a frozen record cannot be mutated: nothing to write back
-                self._remember(value, copy, plan, attributes)
-            return copy, plan
+            return self._container(value, node, path, active)
         if active:
-            error = _unsupported_argument(value, path)
+            error = _unsupported_argument(value, _text(path))
             if error is not None:
                 raise error
         if t is set:  # mutable: the function gets a copy, written back as it leaves it
             copy = set(value)
             self._remember(value, copy, None, set(copy))
             return copy, _Const(value)
-        if _is_instance(value) or (t is np.ndarray and value.dtype == object):
+        if is_instance(value) or (t is np.ndarray and value.dtype == object):
             self.opaque.append(value)
         return value, _Const(value)
+
+    def _container(self, value, node, path, active):
+        """A container (data/tree.py): a copy of its kind holding its children's copies,
+        and its plan. A mutable one is noted before its children (a cycle through it
+        finds the copy) and again after them with a snapshot for write-back."""
+        keys, children, aux = node.flatten(value)
+        plan = _Node(node, type(value), aux, keys, [])
+        copy = node.shell(aux) if node.mutable else None
+        if copy is not None:
+            self._remember(value, copy, plan)  # before the elements: cycles
+        if active and node.kind == "sequence" and contains_float(instance_attributes(value)):
+            raise InputError(f"{_text(path)} is a {type(value).__qualname__} whose own "
+                             "attributes hold floats; astad walks its items only")
+        copies, plans = [], plan.children
+        for key, x in zip(keys, children):
+            if active and type(x) is float:  # a float leaf inline: no sub-walk
+                y = self._dual(x)
+                child = len(self.tape) - 1
+            else:
+                walked = self._walk(x, (path, node, key), active)  # (a path, made text
+                                                                   # only for a message)
+                if type(walked) is _GENERATOR:  # a container: its walk, on the driver's
+                    walked = yield walked       # stack
+                y, child = walked
+            copies.append(y)
+            plans.append(child)
+        if copy is None:  # (immutable: a value, copied at each place it appears)
+            copy = node.unflatten(aux, keys, copies)
+            if isinstance(copy, collections.deque):  # (made whole, but mutable)
+                self._remember(value, copy, plan, list(copy))
+        else:
+            node.fill(copy, keys, copies)
+            kind = node.kind
+            if kind == "record":  # (a frozen record cannot be mutated: no write-back)
+                if not is_frozen(type(value)):
+                    self._remember(value, copy, plan, list(zip(keys, copies)))
+            else:
+                self._remember(value, copy, plan, list(copy.items()) if kind == "dict"
+                               else list(copy))
+        return copy, plan
 
     def _remember(self, original, copy, plan, snapshot=None) -> None:
         """Note the copy of a mutable argument; ``snapshot`` (its contents as copied)
@@ -559,37 +462,18 @@ def _build(plan, adjoint, arrays, memo):
     built = memo.get(id(plan))
     if built is not None:  # an aliased argument: the same gradient object
         return built
-    kind = plan.kind
-    if kind == "seq":
-        out = []
-        cls = plan.cls
-        target = out if cls is list else (
-            None if cls is tuple else empty_like(plan.original))
-        if target is not None:
-            memo[id(plan)] = target
-        for child in plan.children:
-            out.append(float_gradient(adjoint[child]) if type(child) is int else
-                       (yield _build(child, adjoint, arrays, memo)))
-        return make_sequence(cls, out, plan.original, target)
-    if kind == "namedtuple":
-        out = []
-        for child in plan.children:
-            out.append(float_gradient(adjoint[child]) if type(child) is int else
-                       (yield _build(child, adjoint, arrays, memo)))
-        return tuple.__new__(plan.cls, out)
-    if kind == "map":
-        proxy = plan.cls is types.MappingProxyType
-        out = {} if proxy else empty_mapping(plan.original)
-        memo[id(plan)] = out
-        for key, child in plan.children:
-            dict.__setitem__(out, key, (yield _build(child, adjoint, arrays, memo)))
-        return types.MappingProxyType(out) if proxy else out
-    obj = new_object(plan.cls)  # record
-    memo[id(plan)] = obj
-    for name, child in plan.children:
-        _setattr(obj, name, float_gradient(adjoint[child]) if type(child) is int else
-                 (yield _build(child, adjoint, arrays, memo)))
-    return obj
+    node = plan.node
+    shell = node.shell(plan.aux) if node.mutable else None
+    if shell is not None:
+        memo[id(plan)] = shell
+    out = []
+    for child in plan.children:
+        out.append(float_gradient(adjoint[child]) if type(child) is int else
+                   (yield _build(child, adjoint, arrays, memo)))
+    if shell is None:
+        return node.unflatten(plan.aux, plan.keys, out)
+    node.fill(shell, plan.keys, out)
+    return shell
 
 
 def leaf_slots(plan) -> list:
@@ -611,7 +495,7 @@ def leaf_slots(plan) -> list:
             found.extend((s, ()) for s in range(p.start, p.start + len(p.names)))
         elif t is _Node and id(p) not in seen:
             seen.add(id(p))
-            stack.extend(c if p.kind in ("seq", "namedtuple") else c[1] for c in p.children)
+            stack.extend(p.children)
     return sorted(set(found))
 
 
@@ -648,63 +532,35 @@ def _primal(value, originals, memo, level):
     done = memo.get(id(value))
     if done is not None:
         return done
-    if t is list:
-        out = []
-        memo[id(value)] = out
-        for x in value:
-            out.append((yield _primal(x, originals, memo, level)))
-        return out
-    if t is tuple or _is_namedtuple(value):
-        out = []
-        for x in value:
-            out.append((yield _primal(x, originals, memo, level)))
-        return tuple(out) if t is tuple else tuple.__new__(t, out)
-    if other_sequence(t):  # a subclass of list or tuple, a deque: of its class
-        target = empty_like(value)
-        if target is not None:
-            memo[id(value)] = target
-        out = []
-        for x in value:
-            out.append((yield _primal(x, originals, memo, level)))
-        return make_sequence(t, out, value, target)
-    if isinstance(value, dict):
-        out = empty_mapping(value)
-        memo[id(value)] = out
-        for key, x in value.items():  # (a key may be a differentiated value too)
-            dict.__setitem__(out, (yield _primal(key, originals, memo, level)),
-                             (yield _primal(x, originals, memo, level)))
-        return out
-    if t is types.MappingProxyType:
-        return types.MappingProxyType((yield _primal(dict(value), originals, memo, level)))
-    if t in (set, frozenset):
-        out = []
-        for x in value:
-            out.append((yield _primal(x, originals, memo, level)))
-        return t(out)
-    if _is_record(value) or (_is_instance(value) and contains_dual(value)):
-        # a dataclass or a standard container; another object only if it holds a dual
-        attributes = record_attributes(value)
-        if not any(type(x) in DUAL_TYPES or not isinstance(x, (int, float, str, type(None)))
-                   for _, x in attributes):
-            return value  # nothing to strip: keep the object itself
-        obj = new_object(t)
-        memo[id(value)] = obj
-        for name, x in attributes:
-            _setattr(obj, name, (yield _primal(x, originals, memo, level)))
-        return obj
-    return value
-
-
-_NOT_INSTANCES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-                  types.MethodType, types.BuiltinMethodType, types.CodeType, enum.Enum,
-                  np.ndarray, np.generic)
-
-
-def _is_instance(value) -> bool:
-    """An object of a class that keeps values in attributes (a user's class), whose
-    attributes astad may read: not a class, a module, a function or a numpy value."""
-    return not isinstance(value, _NOT_INSTANCES) and (
-        hasattr(value, "__dict__") or bool(slot_names(type(value))))
+    node = node_of(t)
+    if node is None:
+        if t is set or t is frozenset:
+            out = []
+            for x in value:
+                out.append((yield _primal(x, originals, memo, level)))
+            return t(out)
+        if not (is_instance(value) and contains_dual(value)):
+            return value
+        node = RECORD  # another object holding a dual: a copy, as a record
+    keys, children, aux = node.flatten(value)
+    if node is RECORD and not any(type(x) in DUAL_TYPES or not isinstance(
+            x, (int, float, str, type(None))) for x in children):
+        return value  # nothing to strip: keep the object itself
+    shell = node.shell(aux) if node.mutable else None
+    if shell is not None:
+        memo[id(value)] = shell
+    if node.kind == "dict":  # (a key may be a differentiated value too)
+        stripped = []
+        for key in keys:
+            stripped.append((yield _primal(key, originals, memo, level)))
+        keys = stripped
+    out = []
+    for x in children:
+        out.append((yield _primal(x, originals, memo, level)))
+    if shell is None:
+        return node.unflatten(aux, keys, out)
+    node.fill(shell, keys, out)
+    return shell
 
 
 # -- seed ---------------------------------------------------------------------------------
@@ -773,88 +629,56 @@ def _seed(result, cotangent, adjoint, arrays, path, seen, level):
     key = (id(result), id(cotangent))
     if key in seen:  # a cyclic structure: each (value, cotangent) pair once
         return
-    if t is list or t is tuple or is_sequence(result):
+    node = node_of(t)
+    if node is not None:
         seen.add(key)
-        if not is_sequence(cotangent) or len(cotangent) != len(result):
-            raise InputError(
-                f"the cotangent at {path} should be a {t.__name__} of length {len(result)} "
-                f"like the result, got {type(cotangent).__name__} {_short(cotangent)}")
-        for k, (r, c) in enumerate(zip(result, cotangent)):
-            yield _seed(r, c, adjoint, arrays, f"{path}[{k}]", seen, level)
+        keys, children, _ = node.flatten(result)
+        given = children_like(node, t, keys, cotangent, path, "cotangent", "result")
+        for k, r, c in zip(keys, children, given):
+            yield _seed(r, c, adjoint, arrays, path + node.step(k), seen, level)
         return
-    if isinstance(result, _MAPPINGS):
-        seen.add(key)
-        if not isinstance(cotangent, _MAPPINGS) or cotangent.keys() != result.keys():
-            missing = [k for k in result if not isinstance(cotangent, _MAPPINGS)
-                       or k not in cotangent]
-            raise InputError(
-                f"the cotangent at {path} should be a dict with the result's keys "
-                f"{list(result)!r}" + (f" (missing {missing!r})" if missing else "")
-                + f", got {_short(cotangent)}")
-        for k, r in result.items():
-            yield _seed(r, cotangent[k], adjoint, arrays, f"{path}[{k!r}]", seen, level)
-        return
-    if _is_record(result):
-        seen.add(key)
-        if type(cotangent) is not t:
-            raise InputError(
-                f"the cotangent at {path} should be a {t.__qualname__} like the result "
-                f"(the same variant), got {type(cotangent).__qualname__} {_short(cotangent)}")
-        for name, r in record_attributes(result):
-            yield _seed(r, getattr(cotangent, name, None), adjoint, arrays, f"{path}.{name}",
-                        seen, level)
-        return
-    if _is_float(result) or result is None or isinstance(result, (int, str, bytes, enum.Enum,
-                                                                  np.ndarray)):
+    if is_float(result) or result is None or isinstance(result, (int, str, bytes, enum.Enum,
+                                                                 np.ndarray)):
         return  # not differentiated (a constant float, an int, a tag): nothing to seed
-    if _is_instance(result) and contains_dual(result):
+    if is_instance(result) and contains_dual(result):
         raise InputError(
             f"{path} is a {t.__qualname__} instance holding differentiated values; astad "
-            "follows them through dataclasses, named tuples, lists, tuples, dicts and the "
-            "standard containers only")
+            "follows them through dataclasses, named tuples, lists, tuples, dicts, the "
+            "standard containers and registered containers only")
 
 
-_MAPPINGS = (dict, types.MappingProxyType)
+def _holds_float_leaf(x) -> bool:
+    t = type(x)
+    return t is float or t in DUAL_TYPES or is_float(x) or (
+        isinstance(x, np.ndarray) and x.dtype.kind == "f") or (  # (a subclass: matrix)
+        t is array.array and x.typecode in "fd" and len(x) > 0)
 
 
 def contains_float(value) -> bool:
     """Does ``value`` hold a float (or a float array) anywhere: in containers, dataclasses
-    and the attributes of other objects?"""
-    stack, seen = [value], set()
-    while stack:
-        x = stack.pop()
-        t = type(x)
-        if t is float or t in DUAL_TYPES or is_float_array(x) or _is_float(x):
-            return True
-        if t in (int, str, bool, bytes, type(None)) or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if t is list or t is tuple or isinstance(x, (list, tuple, collections.deque)):
-            stack.extend(x)
-        elif isinstance(x, _MAPPINGS):
-            stack.extend(x.values())
-        elif isinstance(x, np.ndarray) and x.dtype.kind == "f":  # (a subclass: matrix)
-            return True
-        elif t is array.array:
-            return x.typecode in "fd" and len(x) > 0
-        elif _is_record(x) or _is_instance(x):
-            try:
-                stack.extend(v for _, v in record_attributes(x))
-            except Exception:  # noqa: BLE001 (an attribute that cannot be read)
-                continue
-    return False
+    and the attributes of other objects? (Not in a dict's keys, which are not
+    differentiated.)"""
+    return find(value, _holds_float_leaf, keys=False) is not None
+
+
+def _is_dual(x) -> bool:
+    return type(x) in DUAL_TYPES
+
+
+def holds_derivative(x) -> bool:
+    """A leaf of a result that has a derivative: a dual, a float or a float array (one
+    that does not depend on the inputs has a zero derivative)."""
+    return type(x) in DUAL_TYPES or is_float(x) or is_float_array(x)
 
 
 def contains_dual(value) -> bool:
-    """Does ``value`` hold a dual anywhere (through containers and dataclasses)?"""
-    return _run(_contains_dual(value, set(), None))
+    """Does ``value`` hold a dual anywhere (through containers, dict keys and objects)?"""
+    return find(value, _is_dual) is not None
 
 
 def duals_in(value) -> list:
-    """Every dual ``value`` holds (through containers and dataclasses)."""
-    found: list = []
-    _run(_contains_dual(value, set(), found))
-    return found
+    """Every dual ``value`` holds (through containers, dict keys and objects)."""
+    return find(value, _is_dual, every=True)
 
 
 def level_in(value):
@@ -863,96 +687,19 @@ def level_in(value):
     return innermost(duals_in(value))
 
 
-def _contains_dual(value, seen, found, functions=False):
-    """Does ``value`` hold a dual? With a list ``found``: every dual, appended to it. With
-    ``functions``, also through functions: their closure cells and defaults, a bound
-    method's object, a partial's function and arguments."""
-    t = type(value)
-    if t in DUAL_TYPES:
-        if found is not None:
-            found.append(value)
-        return True
-    if t in (float, int, str, bool, type(None)):
-        return False
-    if id(value) in seen:
-        return False
-    seen.add(id(value))
-    if t in (list, tuple, set, frozenset) or isinstance(value, (list, tuple,
-                                                                collections.deque)):
-        items = value
-    elif isinstance(value, _MAPPINGS):  # (a key may hold a dual too)
-        items = list(value.keys()) + list(value.values())
-    elif functions and isinstance(value, FUNCTIONS):  # (before objects: a partial is one)
-        items = _function_parts(value)
-    elif _is_record(value) or _is_instance(value):
-        try:
-            items = [x for _, x in record_attributes(value)]
-        except Exception:  # noqa: BLE001 (an attribute that cannot be read)
-            return False
-    else:
-        return False
-    any_dual = False
-    for x in items:
-        if type(x) in DUAL_TYPES:
-            if found is None:
-                return True
-            found.append(x)
-            any_dual = True
-        elif (yield _contains_dual(x, seen, found, functions)):
-            if found is None:
-                return True
-            any_dual = True
-    return any_dual
-
-
-FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)
-
-
 def refuse_functions(out, name: str, functions: tuple = FUNCTIONS) -> None:
     """Raise if a differentiated function's result ``out`` holds a function (an instance
-    of ``functions``, through containers and dataclasses) that holds a differentiated
-    value (in its closure, defaults, bound object or partial's arguments): its derivative
-    is not a value astad can give (JAX's results are arrays). A function of constants is
-    a constant, returned as it is."""
-    seen: set = set()
-    stack = [(out, "result")]
-    while stack:
-        x, where = stack.pop()
-        t = type(x)
-        if t in DUAL_TYPES or t in (float, int, str, bool, type(None)) or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, functions):
-            if _run(_contains_dual(x, set(), None, functions=True)):
-                raise InputError(
-                    f"{name} returned a function of the differentiated values ({where}); "
-                    "astad differentiates functions whose results are numbers, arrays and "
-                    "structures of them: call that function inside, or differentiate it on "
-                    "its own")
-        elif t in (list, tuple) or _is_namedtuple(x):
-            stack += [(item, f"{where}[{k}]") for k, item in enumerate(x)]
-        elif isinstance(x, dict):
-            stack += [(item, f"{where}[{key!r}]") for key, item in x.items()]
-        elif _is_record(x):
-            stack += [(item, f"{where}.{attr}") for attr, item in record_attributes(x)]
+    of ``functions``, through its containers) that holds a differentiated value (in its
+    closure, defaults, bound object or partial's arguments): its derivative is not a
+    value astad can give (JAX's results are arrays). A function of constants is a
+    constant, returned as it is."""
+    for where, fn in leaf_paths(out, lambda x: isinstance(x, functions)):
+        if find(fn, _is_dual, functions=True) is not None:
+            raise InputError(
+                f"{name} returned a function of the differentiated values "
+                f"({format_path('result', where)}); astad differentiates functions whose "
+                "results are numbers, arrays and structures of them: call that function "
+                "inside, or differentiate it on its own")
 
 
-def _function_parts(fn) -> list:
-    """What a function holds: its closure cells' values and its defaults, a bound
-    method's function and object, a partial's function and arguments."""
-    if isinstance(fn, functools.partial):
-        return [fn.func, fn.args, fn.keywords]
-    if type(fn) is types.MethodType:
-        return [fn.__func__, fn.__self__]
-    parts = [fn.__defaults__, fn.__kwdefaults__]
-    for cell in fn.__closure__ or ():
-        try:
-            parts.append(cell.cell_contents)
-        except ValueError:  # (a cell not yet filled)
-            pass
-    return parts
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+_short = short

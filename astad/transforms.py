@@ -36,7 +36,8 @@ from .reverse.kinds import floats
 from .runtime.calls import rev as transformed_callable, resolvable_function
 from .runtime.duals import is_nested, running
 from .runtime.tape import _native, sweep, sweep_general
-from .structure import FUNCTIONS, refuse_functions, seed
+from .data.tree import FUNCTIONS
+from .structure import refuse_functions, seed
 
 
 def _name(fun) -> str:

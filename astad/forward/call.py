@@ -24,9 +24,9 @@ from ..runtime.array_dual import FArrayDual
 from ..leftovers import run
 from ..runtime.duals import (DUAL_TYPES, FDual, ForwardLevel, NestedFDual, forward_dual,
                              new_dual, running)
+from ..data.tree import children_like, short as _short, tree_map
 from ..structure import (Interleaving, _ArrayLeaf, _FloatLeaf, _FloatRecord, _Node, _Run,
-                         _is_namedtuple, _is_record, _short, primal, record_attributes,
-                         scalar_of, towered)
+                         holds_derivative, primal, scalar_of, towered)
 
 
 class ForwardInterleaving(Interleaving):
@@ -111,26 +111,10 @@ class ForwardInterleaving(Interleaving):
         # a _Const leaf (an int, a string...) has no tangent
 
     def _set_node(self, plan, tangent, path):
-        if plan.kind in ("seq", "namedtuple"):
-            if not isinstance(tangent, (list, tuple)) or len(tangent) != len(plan.children):
-                raise InputError(f"the tangent at {path} should be a sequence of length "
-                                 f"{len(plan.children)}, got {_short(tangent)}")
-            for k, (child, x) in enumerate(zip(plan.children, tangent)):
-                self.set_tangents(child, x, f"{path}[{k}]")
-        elif plan.kind == "map":
-            keys = [key for key, _ in plan.children]
-            if not isinstance(tangent, dict) or tangent.keys() != set(keys):
-                # (a misspelt key must not pass as a zero tangent: as vjp's cotangents)
-                raise InputError(f"the tangent at {path} should be a dict with the primal's "
-                                 f"keys {keys!r}, got {_short(tangent)}")
-            for key, child in plan.children:
-                self.set_tangents(child, tangent[key], f"{path}[{key!r}]")
-        else:  # a record (dataclass)
-            for name, child in plan.children:
-                if not hasattr(tangent, name):
-                    raise InputError(f"the tangent at {path} should have the primal's "
-                                     f"attribute {name!r}, got {_short(tangent)}")
-                self.set_tangents(child, getattr(tangent, name), f"{path}.{name}")
+        node = plan.node
+        given = children_like(node, plan.cls, plan.keys, tangent, path, "tangent", "primal")
+        for key, child, x in zip(plan.keys, plan.children, given):
+            self.set_tangents(child, x, path + node.step(key))
 
     def zero_missing(self) -> None:
         """Leaves given no tangent: zero (of the right shape for vectors of tangents)."""
@@ -194,33 +178,15 @@ def tangent_of(value, handle):
     """The tangent of ``value`` (a result holding forward duals of ``handle``), with its
     structure: a float or an array for each differentiated leaf, zero for a float or
     float array that does not depend on the inputs, and every other leaf as it is."""
-    t = type(value)
     width = handle.width
-    if t in DUAL_TYPES:
-        if value.t is handle and hasattr(value, "d"):
-            return value.d
-        return _zero(value.v if hasattr(value, "v") else value, width)
-    if t is float or isinstance(value, np.floating):
-        return _zero(value, width)
-    if t is np.ndarray:
-        return _zero(value, width) if value.dtype.kind == "f" else value
-    if t is list:
-        return [tangent_of(x, handle) for x in value]
-    if t is tuple:
-        return tuple(tangent_of(x, handle) for x in value)
-    if _is_namedtuple(value):
-        return t(*[tangent_of(x, handle) for x in value])
-    if isinstance(value, dict):
-        out = value.copy()
-        for key, x in value.items():
-            out[key] = tangent_of(x, handle)
-        return out
-    if _is_record(value):
-        obj = object.__new__(t)
-        for name, x in record_attributes(value):
-            object.__setattr__(obj, name, tangent_of(x, handle))
-        return obj
-    return value
+
+    def tangent(x):
+        if type(x) in DUAL_TYPES:
+            if x.t is handle and hasattr(x, "d"):
+                return x.d
+            return _zero(x.v if hasattr(x, "v") else x, width)
+        return _zero(x, width)
+    return tree_map(tangent, value, holds_derivative)
 
 
 def _zero(value, width):

@@ -225,10 +225,8 @@ def constant_global(value) -> bool:
 def plain_record_class(cls) -> bool:
     """A dataclass whose instances keep their fields in ``__dict__``, read as stored,
     and whose ``__init__`` only stores its arguments (no ``__post_init__``)."""
-    from ..structure import _PLAIN_RECORDS, _plain_record_kind
-    kind = _PLAIN_RECORDS.get(cls)
-    if kind is None:
-        kind = _plain_record_kind(cls)
+    from ..data.tree import plain_record
+    kind = plain_record(cls)
     return bool(kind) and not hasattr(cls, "__post_init__") and \
         filename_of(cls.__init__) == "<string>"  # the one dataclasses wrote
 
