@@ -28,6 +28,10 @@ from .transforms import grad, hessian, jvp, value_and_grad, vjp
 from .jacobians import jacfwd, jacobian, jacrev
 from .runtime.duals import StaleDualError
 
+from .rules import catalogue as _catalogue
+
+_catalogue.record_own_rules()  # (the rules registered by now are astad's own)
+
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian",

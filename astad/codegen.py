@@ -27,7 +27,8 @@ from .front.activity import bound_names
 from .runtime.tape import _native
 from .runtime.calls import GENERATED_CODE, calls_as_is, resolvable_function
 from .front.normalize import normalize
-from .rules.scalar import PRIMITIVES, ad, rule_namespace
+from .registry import RECORDS, ad
+from .rules.scalar import rule_namespace
 from .front.source import parse_function
 from .reverse.transform import CALL_AS_IS, MISSING, Names, transform
 
@@ -65,7 +66,7 @@ class Transformed:
 
     def still_valid(self) -> bool:
         """False once a binding this code was specialised on has changed. A dependency
-        is (namespace, name, value): a global, an entry of PRIMITIVES (no rule may be
+        is (namespace, name, value): a global, a callable's record (no rule may be
         registered later for a callee called directly), or an attribute of a callee (its
         ``__code__``, ``__defaults__``, a class's ``__init__``), its namespace then a weak
         reference to it: the cache of transformed code must not keep it alive."""
@@ -108,7 +109,7 @@ class _Callees:
       still being built, as in a mutual recursion, is left to ``ad.rev``).
 
     Each answer depends on the global binding (recorded by transform), on no rule being
-    registered for the callee later (PRIMITIVES), and on the callee's own code and
+    registered for the callee later: its record), and on the callee's own code and
     dependencies: if any changes, the caller is rebuilt as a whole."""
 
     def __init__(self, fn, preaccumulate: bool, as_method: bool, names: Names):
@@ -119,7 +120,7 @@ class _Callees:
 
     def __call__(self, callee):
         try:
-            no_rule = [(PRIMITIVES, callee, MISSING)]
+            no_rule = [(RECORDS, callee, RECORDS.get(callee, MISSING))]
         except TypeError:  # unhashable
             return None
         if calls_as_is(callee):

@@ -33,7 +33,7 @@ from .data.tree import (FUNCTIONS, RECORD, children_like, find, format_path,
                         leaf_paths, node_of, plain_record,
                         record_attributes, run, set_entries, set_items, short)
 from .errors import InputError
-from .runtime.array_dual import ARRAY_DUALS, ArrayDual, index_of, is_float_array
+from .runtime.array_dual import ARRAY_DUALS, ArrayDual, constant, index_of, is_float_array
 from .runtime.duals import (DUAL_TYPES, FAST_PRIMALS, SCALAR_DUALS, Dual, NestedDual, innermost,
                             new_dual, running)
 
@@ -43,7 +43,6 @@ _NO_ENTRY = ()
 def towered(value, level):
     """A plain array, as a constant of every running level enclosing ``level``
     (rules/array_writes.py)."""
-    from .rules.array_writes import constant
     depth = running.depth.get(id(level))
     outer = running.stack if depth is None else running.stack[:depth - 1]
     return constant(outer[-1], value) if outer else value

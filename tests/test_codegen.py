@@ -874,17 +874,17 @@ def erf_loop(x):
 
 def test_a_custom_vjp_given_later_to_a_builtin_rule_is_the_one_used():
     # the specialised float code (straight-line and loops) and the tape follow it too
-    from astad.rules.scalar import PRIMITIVES
+    from astad.registry import RECORDS
     f, g = astad.reverse_diff(erf_line), astad.reverse_diff(erf_loop)
     assert "_floats(" in f.source and "_floats(" in g.source
     derf = 2.0 / math.sqrt(math.pi) * math.exp(-0.25)
     assert f.grad(0.5) == pytest.approx(3.0 * derf) and g.grad(0.5) == pytest.approx(3 * derf)
-    before = PRIMITIVES[math.erf]
+    before = RECORDS[math.erf]
     try:
         astad.custom_vjp(math.erf).defvjp(lambda x: (math.erf(x), None),
                                           lambda _, ct: (7.0 * ct,))
         assert f.grad(0.5) == 21.0 and g.grad(0.5) == 21.0
         assert f.vjp(0.5)[1](1.0) == 21.0 and g.vjp(0.5)[1](1.0) == 21.0
     finally:
-        PRIMITIVES[math.erf] = before
+        RECORDS[math.erf] = before
     assert f.grad(0.5) == pytest.approx(3.0 * derf)  # and back

@@ -297,8 +297,8 @@ def test_numpy_warns_and_raises_as_the_user_asked():
 def test_a_users_own_rule_takes_precedence():
     """register_elementwise(np.sin, ...) replaces astad's rule: the compiled path steps
     aside for that ufunc (here a deliberately different partial, to see which ran)."""
-    from astad.rules.array import ARRAY_RULES, ELEMENTWISE
-    saved = ARRAY_RULES[np.sin], ELEMENTWISE[np.sin]
+    from astad.registry import RECORDS
+    saved = RECORDS[np.sin]
 
     def f(x):
         return np.sum(np.sin(x))
@@ -307,7 +307,7 @@ def test_a_users_own_rule_takes_precedence():
         astad.register_elementwise(np.sin, lambda x, r: 2.0 * np.ones_like(x))
         np.testing.assert_array_equal(astad.reverse_diff(f).grad(x), [2.0, 2.0])
     finally:
-        ARRAY_RULES[np.sin], ELEMENTWISE[np.sin] = saved
+        RECORDS[np.sin] = saved
     np.testing.assert_array_equal(astad.reverse_diff(f).grad(x), np.cos(x))
 
 

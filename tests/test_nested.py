@@ -282,11 +282,10 @@ def test_every_name_in_the_rules_text_has_a_general_form():
     as the fast paths, on duals: every function the text calls must work on them."""
     import re
 
+    from astad.registry import formulas
     from astad.rules.generic import general_namespace
-    from astad.rules.scalar import BINARY_RULES, UNARY_RULES
     namespace = general_namespace()
-    for rules in (UNARY_RULES, BINARY_RULES):
-        for name, expressions in rules.items():
-            for expression in expressions:
-                for word in re.findall(r"(?<![.\w])[A-Za-z_]\w*(?=\()", expression):
-                    assert word in namespace or word in ("abs", "float", "round"), (name, word)
+    for name, primal, partials in formulas():
+        for expression in (primal, *partials):
+            for word in re.findall(r"(?<![.\w])[A-Za-z_]\w*(?=\()", expression):
+                assert word in namespace or word in ("abs", "float", "round"), (name, word)

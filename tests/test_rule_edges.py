@@ -31,7 +31,8 @@ import mpmath
 import pytest
 
 import astad
-from astad.rules.scalar import BINARY_RULES, PRIMAL_ONLY_FUNCTIONS, PRIMITIVES, UNARY_RULES
+from astad.registry import RECORDS, formulas
+from astad.rules.scalar import PRIMAL_ONLY_FUNCTIONS
 from paths import check_every_path, decorated
 
 TINY, SUB, HUGE = 1e-300, 5e-324, 1e300
@@ -341,10 +342,10 @@ def test_every_scalar_rule_is_checked_here():
     covered = set(UNARY) | set(BINARY) | set(POWER_FORMS) | {"hypot", "floordiv", "divmod",
                                                                 "log", "sum", "fsum", "prod",
                                                                 "ldexp", "sumprod", "fma"}
-    table = set(UNARY_RULES) | set(BINARY_RULES)
+    table = {name for name, _, _ in formulas()}
     assert table <= covered, table - covered
-    registered = {name for fn, name in PRIMITIVES.items()
-                  if getattr(fn, "__module__", None) == "math" or fn in vars(math).values()}
+    registered = {found.name for fn, found in RECORDS.items() if found.name is not None and
+                  (getattr(fn, "__module__", None) == "math" or fn in vars(math).values())}
     missing = {name for name in registered if name not in covered
                # (no derivative: they see the primal; custom_vjp rules, astad's own of
                # several values and tests' own: tests/test_functions.py)
@@ -391,9 +392,10 @@ def _readme_list(after: str) -> set:
 
 _RULE_TABLE = """
 import math, astad
-from astad.rules.scalar import PRIMITIVES
+from astad.registry import RECORDS
 print(" ".join(name for name, fn in vars(math).items()
-               if callable(fn) and hash(fn) is not None and fn in PRIMITIVES))
+               if callable(fn) and hash(fn) is not None and fn in RECORDS
+               and RECORDS[fn].name is not None))
 """
 
 

@@ -29,7 +29,7 @@ import pytest
 
 import astad
 from astad.rules import catalogue
-from astad.rules.array import BATCHED_JVPS, BATCHED_VJPS, JVPS, ELEMENTWISE, VJPS
+from astad.registry import RECORDS
 from astad.rules.array_gather import UfuncMethod
 
 from systematic_cases import CASES, PLAIN_CASES, Case, F, L, make_args, scipy_special
@@ -141,7 +141,7 @@ def test_every_rule_has_a_case():
 
 def test_every_rule_has_a_jvp():
     missing = [catalogue.names_of(fn)[0] for fn in own_rules()
-               if fn not in JVPS and fn not in ELEMENTWISE]
+               if RECORDS[fn].jvps is None and RECORDS[fn].partials is None]
     assert not missing, f"rules without a forward-mode rule: {sorted(missing)}"
 
 
@@ -226,14 +226,14 @@ def jvp_of(case, args, tangents):
     """The result's tangent from the registered jvps (or partials), summed over arguments."""
     result = run(case, args)
     key = case.key
-    if key in ELEMENTWISE:
+    if RECORDS[key].partials is not None:
         total = 0.0
         for k, t in zip(case.positions, tangents):
-            total = total + ELEMENTWISE[key][k](*args, result) * t
+            total = total + RECORDS[key].partials[k](*args, result) * t
         return total
     total = None
     for k, t in zip(case.positions, tangents):
-        jvp = JVPS[key][k]
+        jvp = RECORDS[key].jvps[k]
         part = jvp(t, result, *args, **case.kwargs)
         total = part if total is None else _add(total, part)
     return total
@@ -307,8 +307,8 @@ def _same(a, b, case, what):
                                err_msg=f"{case.id}: {what}")
 
 
-@pytest.mark.parametrize("case", case_params(lambda c: c.key in BATCHED_VJPS and
-                                             c.key in VJPS))
+@pytest.mark.parametrize("case", case_params(lambda c: RECORDS[c.key].batched_vjps and
+                                             RECORDS[c.key].vjps is not None))
 def test_batched_vjp(case):
     skip_overridden(case)
     rng = np.random.default_rng(case.seed)
@@ -316,21 +316,21 @@ def test_batched_vjp(case):
     result = run(case, args)
     g, singles = _stacked(lambda n: like(result, np.random.default_rng(n)))
     for k in case.positions:
-        vjp = VJPS[case.key][k]
+        vjp = RECORDS[case.key].vjps[k]
         batched = vjp(g, result, *args, **case.kwargs)
         for n, single in enumerate(singles):
             _same(_unstacked(batched, n), vjp(single, result, *args, **case.kwargs), case,
                   f"batched vjp of argument {k}, direction {n}")
 
 
-@pytest.mark.parametrize("case", case_params(lambda c: c.key in BATCHED_JVPS))
+@pytest.mark.parametrize("case", case_params(lambda c: RECORDS[c.key].batched_jvps))
 def test_batched_jvp(case):
     skip_overridden(case)
     rng = np.random.default_rng(case.seed)
     args = make_args(case.args, rng, np.float64)
     result = run(case, args)
     for k in case.positions:
-        jvp = JVPS[case.key][k]
+        jvp = RECORDS[case.key].jvps[k]
         t, singles = _stacked(lambda n, k=k: directions(case, args, np.random.default_rng(
             n))[case.positions.index(k)])
         batched = jvp(t, result, *args, **case.kwargs)
@@ -343,10 +343,10 @@ def test_batched_jvp(case):
 def _derivative_of(case, kind, k):
     key = case.key
     if kind == "vjp":
-        return VJPS[key][k]
-    if key in ELEMENTWISE:
-        return lambda t, r, *args, **kw: ELEMENTWISE[key][k](*args, r) * t
-    return JVPS[key][k]
+        return RECORDS[key].vjps[k]
+    if RECORDS[key].partials is not None:
+        return lambda t, r, *args, **kw: RECORDS[key].partials[k](*args, r) * t
+    return RECORDS[key].jvps[k]
 
 
 def run_derivative(derivative, seed, call, kwargs, positions, args, diff):
@@ -364,7 +364,8 @@ SECOND = astad.reverse_diff(run_derivative, argnums=(1, 6))
 
 @pytest.mark.parametrize("case, kind", [
     pytest.param(c, kind, id=f"{c.id}-{kind}") for c in CASES if c.second
-    for kind in ("vjp", "jvp") if kind == "jvp" or c.key in VJPS])  # (partials: by the jvp)
+    for kind in ("vjp", "jvp")
+    if kind == "jvp" or RECORDS[c.key].vjps is not None])  # (partials: by the jvp)
 def test_derivatives_of_derivatives(case, kind):
     skip_overridden(case)
     rng = np.random.default_rng(case.seed)

@@ -258,11 +258,11 @@ def test_array_result():
 @pytest.fixture
 def restore_array_rules():
     """Rules registered in a test for numpy's own functions are removed afterwards."""
-    from astad.runtime.array_dual import ARRAY_RULES
-    saved = dict(ARRAY_RULES)
+    from astad.registry import RECORDS
+    saved = dict(RECORDS)
     yield
-    ARRAY_RULES.clear()
-    ARRAY_RULES.update(saved)
+    RECORDS.clear()
+    RECORDS.update(saved)
 
 
 def test_wrong_elementwise_derivative_on_arrays(restore_array_rules):

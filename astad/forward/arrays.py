@@ -1,5 +1,5 @@
-"""Forward mode on numpy: the tangent of an array operation, from the rule table reverse
-mode reads (rules/array.py).
+"""Forward mode on numpy: the tangent of an array operation, from the records reverse
+mode reads (astad/registry.py).
 
 - an element-wise function, registered by its partials: the sum of partial times tangent;
 - a function registered with ``register_jvp``: its jvps;
@@ -18,21 +18,23 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
-from ..rules.array import (BATCHED_JVPS, ELEMENTWISE, FINITE_PARTIALS, JVPS, PRIMAL_ONLY,
-                           NonFinite, all_finite)
+from ..registry import RECORDS, record
+from ..rules.array import NonFinite, all_finite
 from ..rules.array_shapes import take_index
 from ..runtime.array_dual import FORWARD, FArrayDual
 from ..runtime.duals import DUAL_TYPES, forward_dual
 
-# linear functions -> the positions of their data arguments (a sequence there: each item)
-LINEAR = {fn: (0,) for fn in (
-    np.transpose, np.reshape, np.ravel, np.moveaxis, np.swapaxes, np.squeeze, np.expand_dims,
-    np.broadcast_to, np.copy, np.flip, np.cumsum, np.asarray, np.take, np.repeat, np.diff,
-    np.sum, np.mean, np.trace, np.concatenate, np.stack, np.vstack, np.hstack, take_index)}
-# multilinear functions -> the positions of their operands (None: every argument after
-# the first, einsum's subscripts)
-MULTILINEAR = {np.matmul: (0, 1), np.dot: (0, 1), np.inner: (0, 1), np.outer: (0, 1),
-               np.einsum: None}
+# linear functions: the positions of their data arguments (a sequence there: each item)
+for _fn in (np.transpose, np.reshape, np.ravel, np.moveaxis, np.swapaxes, np.squeeze,
+            np.expand_dims, np.broadcast_to, np.copy, np.flip, np.cumsum, np.asarray, np.take,
+            np.repeat, np.diff, np.sum, np.mean, np.trace, np.concatenate, np.stack, np.vstack,
+            np.hstack, take_index):
+    record(_fn).linear = (0,)
+# multilinear functions: the positions of their operands (() : every argument after the
+# first, einsum's subscripts)
+for _fn, _positions in ((np.matmul, (0, 1)), (np.dot, (0, 1)), (np.inner, (0, 1)),
+                        (np.outer, (0, 1)), (np.einsum, ())):
+    record(_fn).multilinear = _positions
 
 
 def _strip(value, handle):
@@ -101,11 +103,12 @@ def _selected(partial, tangent):
     return np.where(partial != 0, tangent, 0.0) * partial
 
 
-SELECTIONS = frozenset({np.where, np.maximum, np.minimum, np.fmax, np.fmin})
+for _fn in (np.where, np.maximum, np.minimum, np.fmax, np.fmin):
+    record(_fn).selects = True
 
 
-def _elementwise(func, handle, args, values, result, kwargs):
-    partials = ELEMENTWISE[func]
+def _elementwise(func, found, handle, args, values, result, kwargs):
+    partials = found.partials
     width, result_ndim = handle.width, np.ndim(result)
     total = None
     for k, a in enumerate(args):
@@ -117,15 +120,15 @@ def _elementwise(func, handle, args, values, result, kwargs):
                 *user_location())
         partial = partials[k](*values, result)
         tangent = _lift(a.d, np.ndim(values[k]), result_ndim, width)
-        term = _selected(partial, tangent) if func in SELECTIONS else \
-            partial * tangent if func in FINITE_PARTIALS else _times(partial, tangent)
+        term = _selected(partial, tangent) if found.selects else \
+            partial * tangent if found.finite else _times(partial, tangent)
         total = term if total is None else total + term
     return total
 
 
-def _by_jvps(func, handle, args, values, result, kwargs):
-    jvps = JVPS[func]
-    batched = func in BATCHED_JVPS
+def _by_jvps(func, found, handle, args, values, result, kwargs):
+    jvps = found.jvps
+    batched = found.batched_jvps
     total = None
     for k, a in enumerate(args):
         if not _holds_ours(a, handle):
@@ -159,8 +162,8 @@ def _plus(a, b):
     return a + b
 
 
-def _linear(func, handle, args, values, result, kwargs):
-    positions = LINEAR[func]
+def _linear(func, found, handle, args, values, result, kwargs):
+    positions = found.linear
 
     def call(direction):
         data = list(values)
@@ -170,8 +173,8 @@ def _linear(func, handle, args, values, result, kwargs):
     return _directions(handle, call)
 
 
-def _multilinear(func, handle, args, values, result, kwargs):
-    positions = MULTILINEAR[func] or range(1, len(args))
+def _multilinear(func, found, handle, args, values, result, kwargs):
+    positions = found.multilinear or range(1, len(args))
 
     def call(direction):
         total = None
@@ -188,7 +191,8 @@ def _multilinear(func, handle, args, values, result, kwargs):
 def apply(func, rule, handle, args, kwargs):
     """numpy's ``func`` on arguments holding forward duals of ``handle`` (the hook
     runtime/array_dual.py's dispatch calls for a forward level)."""
-    if func in PRIMAL_ONLY:
+    found = RECORDS.get(func)
+    if found is not None and found.primal_only:
         return rule(handle, *args, **kwargs)
     values = [_strip(a, handle) for a in args]
     kw = {name: _strip(v, handle) for name, v in kwargs.items()}
@@ -201,14 +205,14 @@ def apply(func, rule, handle, args, kwargs):
     kind = getattr(getattr(result, "dtype", None), "kind", "f")
     if kind in "biu":  # integers and truth values carry no derivative
         return result
-    if func in JVPS:
-        tangent = _by_jvps(func, handle, args, values, result, kw)
-    elif func in ELEMENTWISE:
-        tangent = _elementwise(func, handle, args, values, result, kw)
-    elif func in LINEAR:
-        tangent = _linear(func, handle, args, values, result, kw)
-    elif func in MULTILINEAR:
-        tangent = _multilinear(func, handle, args, values, result, kw)
+    if found is not None and found.jvps is not None:
+        tangent = _by_jvps(func, found, handle, args, values, result, kw)
+    elif found is not None and found.partials is not None:
+        tangent = _elementwise(func, found, handle, args, values, result, kw)
+    elif found is not None and found.linear is not None:
+        tangent = _linear(func, found, handle, args, values, result, kw)
+    elif found is not None and found.multilinear is not None:
+        tangent = _multilinear(func, found, handle, args, values, result, kw)
     else:
         name = getattr(func, "__name__", None) or repr(func)
         raise NotDifferentiableError(

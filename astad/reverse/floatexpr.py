@@ -22,7 +22,8 @@ from .fuse import Const, Leaf, Op, differentiate
 from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
                     RecordArg, RecordLocal, RecordVal, Row, RowLocal, TupleLocal, TupleVal,
                     _MISSING, constant_global, nonnegative, plain_record_class, record_fields)
-from ..rules.scalar import BINARY_RULES, UNARY_RULES, rule_namespace
+from ..registry import formula, total
+from ..rules.scalar import rule_namespace
 
 _BINOPS = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
            gast.Mod: "mod"}
@@ -438,9 +439,9 @@ class Expressions:
             rule = self.scope.resolver.rule_name(node.func)
             rule = "log1" if rule == "log" and len(node.args) == 1 else rule
             rule = "hypot2" if rule == "hypot" and len(node.args) == 2 else rule
-            if rule in UNARY_RULES and len(node.args) == 1:
+            if len(node.args) == 1 and formula(rule, 1) is not None:
                 return Op(rule, [self.tree(node.args[0], leaves)], node)
-            if rule in BINARY_RULES and len(node.args) == 2:
+            if len(node.args) == 2 and formula(rule, 2) is not None:
                 return Op(rule, [self.tree(a, leaves) for a in node.args], node)
             if rule == "log" and len(node.args) == 2:
                 return Op("log_base", [self.tree(a, leaves) for a in node.args], node)
@@ -626,10 +627,9 @@ def _ops(tree):
 def _order_is_safe(tree) -> bool:
     """No operation that can raise runs, in Python's order, before a call of a helper or
     a conditional expression (evaluated first here: it may run for long, or raise)."""
-    from ..rules.scalar import TOTAL_RULES
     risky = False
     for n in _postorder(tree):
-        if isinstance(n, Op) and n.rule not in TOTAL_RULES and not (
+        if isinstance(n, Op) and not total(n.rule) and not (
                 n.rule == "pow" and n.exponent in (1, 2, 3)):
             risky = True
         elif isinstance(n, Leaf) and risky and isinstance(n.node, (gast.Call, gast.IfExp)):

@@ -26,7 +26,7 @@ import re
 
 import gast
 
-from ..rules.scalar import BINARY_RULES, TOTAL_RULES, UNARY_RULES
+from ..registry import formula, total
 
 _BINOPS = {gast.Add: ("add", "+"), gast.Sub: ("sub", "-"), gast.Mult: ("mul", "*"),
            gast.Div: ("truediv", "/")}
@@ -106,11 +106,11 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "",
         n.var, n.inputs = var, operands
         if n.rule == "pow":
             expression = f"{operands[0]} ** {n.exponent!r}"
-        elif n.rule in BINARY_RULES:
-            expression = _subst(BINARY_RULES[n.rule][0],
+        elif formula(n.rule, 2) is not None:
+            expression = _subst(formula(n.rule, 2)[0],
                                 {"x": operands[0], "y": operands[1], "r": var})
         else:
-            expression = _subst(UNARY_RULES[n.rule][0], {"x": operands[0], "r": var})
+            expression = _subst(formula(n.rule, 1)[0], {"x": operands[0], "r": var})
         lines.append(f"{var} = {expression}")
         computed.setdefault(expression, var)
         return var
@@ -139,10 +139,11 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "",
             if c < 0:  # (x ** (c - 1) raises OverflowError where r / x is just inf)
                 return [f"{c!r} * ({n.var} / {n.inputs[0]})"]
             return [f"{c!r} * {n.inputs[0]} ** {c - 1!r}"]
-        if n.rule in BINARY_RULES:
+        text = formula(n.rule, 2)
+        if text is not None:
             names = {"x": n.inputs[0], "y": n.inputs[1], "r": n.var}
-            return [known(_subst(e, names)) for e in BINARY_RULES[n.rule][1:]]
-        return [known(_subst(UNARY_RULES[n.rule][1], {"x": n.inputs[0], "r": n.var}))]
+            return [known(_subst(e, names)) for e in text[1]]
+        return [known(_subst(formula(n.rule, 1)[1][0], {"x": n.inputs[0], "r": n.var}))]
 
     def adjoint(n, g: str) -> None:
         """Push adjoint expression ``g`` of ``n`` down to the leaves (a tree: no sums
@@ -197,7 +198,7 @@ class Fuser:
         name = self.t.static_rule_name(node.func)
         if name == "log":
             name = "log1"
-        return name if name in UNARY_RULES else None
+        return name if formula(name, 1) is not None else None
 
     def _build(self, node, leaves: list):
         active = self.t.activity.active
@@ -247,7 +248,7 @@ class Fuser:
             if isinstance(n, Op):
                 for o in n.operands:
                     walk(o)
-                if n.rule not in TOTAL_RULES and not (n.rule == "pow" and
+                if not total(n.rule) and not (n.rule == "pow" and
                                                       n.exponent in (1, 2, 3)):
                     risky_seen = True
             elif isinstance(n, Leaf) and risky_seen and not isinstance(n.node, gast.Constant) \

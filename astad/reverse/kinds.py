@@ -27,7 +27,7 @@ import gast
 import numpy as np
 
 from ..front.source import filename_of
-from ..rules.scalar import ad
+from ..registry import RECORDS, publish, rule_name
 from ..runtime import tape as _tape_module
 
 _MISSING = object()
@@ -204,14 +204,13 @@ class Resolver:
     def rule_name(self, func):
         """The registered scalar rule ``func`` names, or None (a rule registered for it
         later rebuilds the code: a dependency on the rule table)."""
-        from ..rules.scalar import PRIMITIVES
         callee = self.callee(func)
         try:
-            rule = PRIMITIVES.get(callee) if callee is not _MISSING else None
+            rule, found = rule_name(callee) if callee is not _MISSING else (None, None)
         except TypeError:
             return None
         if rule is not None:
-            self.dependencies.append((PRIMITIVES, callee, rule))
+            self.dependencies.append((RECORDS, callee, found))
         return rule
 
 
@@ -637,17 +636,17 @@ if _tape_module._native is not None:
     floats = _tape_module._native.floats
 
 # what generated code calls (through ``ad``, in the rules' namespace)
-ad.tape_gradient_of = tape_gradient_of
-ad.record_values = record_values
-ad.plain_gradient = plain_gradient
-ad.number_gradient = number_gradient
-ad.quiet_types = frozenset({int, bool, str, type(None), float, _FLOAT64})
-ad.numbers = frozenset({float, _FLOAT64, int, bool})
-ad.integers = _INTEGERS
-ad.record_gradient = record_gradient
-ad.float_sequences = float_sequences
-ad.float_lists = float_lists
-ad.floats = floats
-ad.float_rows = float_rows
-ad.record_tangents = record_tangents
-ad.float64 = _FLOAT64
+publish("tape_gradient_of", tape_gradient_of)
+publish("record_values", record_values)
+publish("plain_gradient", plain_gradient)
+publish("number_gradient", number_gradient)
+publish("quiet_types", frozenset({int, bool, str, type(None), float, _FLOAT64}))
+publish("numbers", frozenset({float, _FLOAT64, int, bool}))
+publish("integers", _INTEGERS)
+publish("record_gradient", record_gradient)
+publish("float_sequences", float_sequences)
+publish("float_lists", float_lists)
+publish("floats", floats)
+publish("float_rows", float_rows)
+publish("record_tangents", record_tangents)
+publish("float64", _FLOAT64)

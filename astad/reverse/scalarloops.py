@@ -43,20 +43,19 @@ from .inline import Inliner
 from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
                     RecordArg, RecordLocal, RecordVal, Resolver, Row, RowLocal, TupleLocal,
                     TupleVal, int_context_names, nonnegative_names, parameter_guesses)
-from ..rules.scalar import BINARY_RULES, UNARY_RULES, ad
+from ..registry import formulas, publish
 from .floatexpr import _NotStraight, parse_with_user_lines
 
-ad.plain_types = frozenset({int, bool, str, type(None)})
+publish("plain_types", frozenset({int, bool, str, type(None)}))
 
 
 def _rule_helpers() -> set:
     """The names the rules' primal and partial expressions use (sin, _inv, LN2...), and
     those the generated code calls: no local of the generated code may hide them."""
     words = set()
-    for rules in (UNARY_RULES, BINARY_RULES):
-        for expressions in rules.values():
-            for expression in expressions:
-                words.update(re.findall(r"[A-Za-z_]\w*", expression))
+    for _, primal, partials in formulas():
+        for expression in (primal, *partials):
+            words.update(re.findall(r"[A-Za-z_]\w*", expression))
     return (words - {"x", "y", "r", "if", "else", "or", "and", "not"}) | {
         "ad", "len", "type", "float", "list", "tuple", "set", "map", "all", "id", "zip",
         "range", "reversed", "enumerate", "int", "abs", "min", "max", "round", "bool",

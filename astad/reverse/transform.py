@@ -34,7 +34,8 @@ from ..runtime.calls import is_numpy_callable
 from .fuse import Fuser
 from ..front.normalize import INPLACE
 from ..rules import lazy
-from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS
+from ..registry import RECORDS, rule_name
+from ..rules.scalar import TAPELESS_BUILTINS
 from .scalarloops import write_scalar_loops
 from .straightline import write_straight_line
 from ..forward.floats import write_forward
@@ -119,11 +120,11 @@ class ReverseTransform(gast.NodeTransformer):
         """The name of the registered rule ``func`` resolves to now, or None."""
         callee = self._static_callee(func)
         try:
-            rule = PRIMITIVES.get(callee) if callee is not MISSING else None
+            rule, found = rule_name(callee) if callee is not MISSING else (None, None)
         except TypeError:
             return None
         if rule is not None:  # a derivative registered for it later (custom_vjp) rebuilds
-            self.dependencies.append((PRIMITIVES, callee, rule))
+            self.dependencies.append((RECORDS, callee, found))
         return rule
 
     def _fused(self, node):
@@ -213,14 +214,14 @@ class ReverseTransform(gast.NodeTransformer):
             lazy.load_rules_for(callee)  # scipy.special's rules, on first use
             try:
                 tapeless = TAPELESS_BUILTINS.get(callee)
-                rule = PRIMITIVES.get(callee)
+                rule, found = rule_name(callee)
             except TypeError:  # unhashable
                 tapeless = rule = None
             if tapeless is not None:  # (float, isinstance, type: see through a dual)
                 node.func = self._rule(tapeless, node.func)
                 return node
             if rule is not None:
-                self.dependencies.append((PRIMITIVES, callee, rule))  # (as static_rule_name)
+                self.dependencies.append((RECORDS, callee, found))  # (as static_rule_name)
                 node.func = self.guarded(node.func, callee, self._rule(rule, node.func))
                 node.args.insert(0, self._tape())
                 return node

@@ -16,15 +16,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..runtime.array_dual import (ARRAY_RULES, CONVERT_LISTS, PLAIN_OPERANDS, PLAIN_SCALARS,
-                                  PREPARE, VIEWS, WRITERS, ArrayDual, accumulate,
-                                  accumulate_rows, add_check, cotangent, dispatch, index_of,
-                                  is_active, new_array, new_scalar, parent_of, primal_of,
-                                  rows_accept, rows_cotangent, unbroadcast, unbroadcast_rows)
+from ..registry import RECORDS, publish, record, renew, unique_name
+from ..runtime.array_dual import (CONVERT_LISTS, PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, constant,
+                                  accumulate, accumulate_rows, add_check, cotangent, dispatch,
+                                  index_of, is_active, new_array, new_scalar, parent_of,
+                                  primal_of, rows_accept, rows_cotangent, unbroadcast,
+                                  unbroadcast_rows)
 from ..runtime.duals import DUAL_TYPES, reverse_dual, running
 from ..runtime.tape import BATCHED_BACKWARDS, _native
 from ..errors import NotDifferentiableError, user_location
-from .scalar import PRIMITIVES, ad, unique_rule_name
+from ..registry import ad as _ad
 
 
 # -- the two ways to give a rule ----------------------------------------------------------
@@ -127,11 +128,6 @@ def _elementwise_rows(adjoint, arrays, k, parents, partials, width) -> bool:
 BATCHED_BACKWARDS[_elementwise_backward] = _elementwise_rows
 
 F = TypeVar("F", bound=Callable[..., Any])
-# element-wise function -> its partials (forward mode reads them too)
-ELEMENTWISE: dict = {}
-# any other function -> its vjps, one per argument, as registered (the catalogue; a rule
-# written by hand gives its vjps here too): a list argument's cotangent is a list
-VJPS: dict = {}
 
 
 def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
@@ -140,8 +136,9 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
     ``partials[k](*args, result)`` gives d result / d args[k] element by element (for
     arrays or floats). Broadcasting between arguments is handled.
     """
+    found = renew(fn)
     n_partials = len(partials)
-    check_finite = fn not in FINITE_PARTIALS
+    check_finite = not found.finite
     first = partials[0] if partials else None
     second = partials[1] if n_partials > 1 else None
 
@@ -213,19 +210,17 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
         # numpy gives a scalar for 0-d operands: a scalar dual then, as numpy would
         return recorder(result)(tape, result, _elementwise_backward, tuple(parents),
                                 tuple(local))
-    ELEMENTWISE[fn] = partials
-    ARRAY_RULES[fn] = rule
+    found.partials, found.array = partials, rule  # (forward mode reads the partials)
     return fn
 
 
 # What astad's own vjps return, so the sweep can keep it instead of copying it:
 # NEW_ARRAYS, arrays made by the vjp alone; VIEWS_OF_G, views of the cotangent g (of a
 # function with one differentiable argument). A user's vjp may return anything: copied.
+# (A record's ``result_kind``.) A function whose vjps read only the shapes and dtypes of
+# the arguments (sum, reshape: its record's ``shapes_only``) keeps placeholders on the
+# tape, not the arrays (which may be large temporaries).
 NEW_ARRAYS, VIEWS_OF_G = "new arrays", "views of g"
-RESULT_KIND: dict = {}
-# functions whose vjps read only the shapes and dtypes of the arguments (sum, reshape):
-# their tape entries keep a placeholder, not the arrays (which may be large temporaries)
-SHAPES_ONLY: set = set()
 
 
 _ZERO_BYTES = bytes(16)  # one element of any float dtype, read-only
@@ -249,12 +244,13 @@ def _vjp_backward(adjoint, arrays, k, parents, context):
 
 
 def _batched_vjp_backward(adjoint, arrays, k, parents, context):
-    """_vjp_backward, for a function in BATCHED_VJPS (the entry's backward says so)."""
+    """_vjp_backward, for a function whose vjps are batched (the entry's backward says
+    so)."""
     _vjp_backward(adjoint, arrays, k, parents, context)
 
 
 def _vjp_rows(adjoint, arrays, k, parents, context, width) -> bool:
-    """The vjps on all rows of a Jacobian at once (BATCHED_VJPS: they take leading axes),
+    """The vjps on all rows of a Jacobian at once (batched vjps take leading axes),
     each result checked to have one row per output row before any is added."""
     vjps, result, values, kwargs, _ = context
     g = rows_cotangent(adjoint, arrays, k, width)
@@ -284,9 +280,10 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     ``fn`` may be a numpy function (numpy's dispatch finds the rule) or the user's own
     Python function (differentiated code then calls the rule instead of transforming it).
     """
-    RESULT_KIND.pop(fn, None)  # (astad's own rules say what their vjps return and need)
-    SHAPES_ONLY.discard(fn)
-    VJPS[fn] = tuple(vjps)  # (the catalogue, and vjps differentiated again)
+    found = renew(fn)
+    found.result_kind = None  # (astad's own rules say what their vjps return and need)
+    found.shapes_only = False
+    found.vjps = tuple(vjps)  # (the catalogue, and vjps differentiated again)
 
     def rule(tape, *args, **kwargs):
         values = [primal_of(a, tape) for a in args]
@@ -304,31 +301,31 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
         kind = getattr(getattr(result, "dtype", None), "kind", "f")
         if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)
             return result
-        backward = _batched_vjp_backward if fn in BATCHED_VJPS else _vjp_backward
-        if fn in SHAPES_ONLY:
+        now = RECORDS.get(fn) or found  # (what astad said of its vjps after this)
+        backward = _batched_vjp_backward if now.batched_vjps else _vjp_backward
+        if now.shapes_only:
             return record(tape, result, backward, tuple(parents),
                           (vjps, None, [_placeholder(v) for v in values], kwargs,
-                           RESULT_KIND.get(fn)))
+                           now.result_kind))
         return record(tape, result, backward, tuple(parents),
-                      (vjps, result, values, kwargs, RESULT_KIND.get(fn)))
-    ARRAY_RULES[fn] = rule
+                      (vjps, result, values, kwargs, now.result_kind))
+    found.array = rule
     if not _is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev),
         # at the level of its arguments, as numpy's dispatch would take it
-        name = unique_rule_name("vjp_", fn)
-        setattr(ad, name, lambda tape, *args, **kwargs: dispatch(fn, args, kwargs))
-        PRIMITIVES[fn] = name
+        name = unique_name("vjp_", fn)
+        publish(name, lambda tape, *args, **kwargs: dispatch(fn, args, kwargs))
+        found.name, found.call = name, getattr(_ad, name)
+        found.formula = found.general = None
     return fn
 
 
-# Forward mode (astad/forward) reads the same table: a function registered with
+# Forward mode (astad/forward) reads the same records: a function registered with
 # register_vjp gives its jvps with register_jvp; an element-wise function registered by
-# its partials needs nothing more (its jvp is the sum of partial * tangent).
-JVPS: dict = {}  # fn -> one jvp per argument (None: not differentiable there)
-# Rules whose vjps (jvps) accept a cotangent (tangent) with extra leading axes, one per
-# direction, and give a result with the same leading axes: a Jacobian's rows (columns)
-# in one call. Any other rule is called once per direction.
-BATCHED_VJPS: set = set()
-BATCHED_JVPS: set = set()
+# its partials needs nothing more (its jvp is the sum of partial * tangent). Rules whose
+# vjps (jvps) accept a cotangent (tangent) with extra leading axes, one per direction,
+# and give a result with the same leading axes (a Jacobian's rows, or columns, in one
+# call) say so (``batched_vjps``, ``batched_jvps``); any other is called once per
+# direction.
 
 
 def register_jvp(fn: F, *jvps: Callable[..., Any] | None, batched: bool = False) -> F:
@@ -342,9 +339,41 @@ def register_jvp(fn: F, *jvps: Callable[..., Any] | None, batched: bool = False)
     Like vjps, jvps must compute with numpy functions astad differentiates (no
     ``np.asarray`` of their inputs, no ``out=``), so that derivatives of derivatives work.
     """
-    JVPS[fn] = tuple(jvps)
-    (BATCHED_JVPS.add if batched else BATCHED_JVPS.discard)(fn)
+    found = renew(fn)
+    found.jvps = tuple(jvps)
+    found.batched_jvps = bool(batched)
     return fn
+
+
+def batched_vjps(*fns) -> None:
+    """Astad's own vjps of ``fns`` take cotangents with leading axes (every row of a
+    Jacobian at once)."""
+    for fn in fns:
+        record(fn).batched_vjps = True
+
+
+def result_kinds(kind, *fns) -> None:
+    """What astad's own vjps of ``fns`` return (``NEW_ARRAYS``, ``VIEWS_OF_G``)."""
+    for fn in fns:
+        record(fn).result_kind = kind
+
+
+def shapes_only(*fns) -> None:
+    """Astad's own vjps of ``fns`` read only the shapes and dtypes of the arguments."""
+    for fn in fns:
+        record(fn).shapes_only = True
+
+
+def set_vjps(fn, *vjps) -> None:
+    """The vjps of a function whose array rule is written by hand (its rule records them
+    itself: the catalogue, forward mode's transposes and derivatives of derivatives read
+    them)."""
+    record(fn).vjps = tuple(vjps)
+
+
+def set_rule(fn, rule) -> None:
+    """The array rule of ``fn`` written by hand: what numpy's dispatch calls."""
+    record(fn).array = rule
 
 
 def _is_numpy(fn) -> bool:
@@ -353,12 +382,18 @@ def _is_numpy(fn) -> bool:
 
 
 # -- element-wise functions ---------------------------------------------------------------
-# Their partials are finite wherever their arguments are: no check for inf and nan. Every
-# other element-wise rule (log, sqrt, division, the user's own) is checked.
-FINITE_PARTIALS = {np.add, np.subtract, np.multiply, np.negative, np.positive, np.absolute,
-                   np.exp, np.expm1, np.exp2, np.square, np.sin, np.cos, np.arctan, np.sinh,
-                   np.cosh, np.tanh, np.maximum, np.minimum, np.fmax, np.fmin, np.where,
-                   np.logaddexp, np.logaddexp2}
+def finite_partials(*fns) -> None:
+    """The partials of ``fns`` are finite wherever their arguments are: no check for inf
+    and nan. Every other element-wise rule (log, sqrt, division, the user's own) is
+    checked."""
+    for fn in fns:
+        record(fn).finite = True
+
+
+finite_partials(np.add, np.subtract, np.multiply, np.negative, np.positive, np.absolute,
+                np.exp, np.expm1, np.exp2, np.square, np.sin, np.cos, np.arctan, np.sinh,
+                np.cosh, np.tanh, np.maximum, np.minimum, np.fmax, np.fmin, np.where,
+                np.logaddexp, np.logaddexp2)
 
 
 def _one_minus_square(r):
@@ -497,16 +532,15 @@ def is_dual(value) -> bool:
     return type(value) in DUAL_TYPES
 
 
-PRIMAL_ONLY: set = set()  # functions whose result carries no derivative
-
-
 def _primal_only(fn):
-    PRIMAL_ONLY.add(fn)
+    """``fn``'s result carries no derivative: it sees primal values."""
+    found = record(fn)
+    found.primal_only = True
 
     def rule(tape, *args, **kwargs):
         return fn(*[_full_primal(a) for a in args],
                   **{k: _full_primal(v) for k, v in kwargs.items()})
-    ARRAY_RULES[fn] = rule
+    found.array = rule
 
 
 for _fn in (np.isnan, np.isinf, np.isfinite, np.argmax, np.argmin, np.argsort, np.shape,
@@ -527,7 +561,6 @@ def constant_array_method(method):
     fn = _CONSTANT_ARRAY_METHODS.get(method.__name__)
     array = method.__self__
     if method.__name__ == "copy":  # a new array, differentiated so it may be written into
-        from .array_writes import constant
         return lambda tape, *args, **kwargs: constant(tape, method(*args, **kwargs))
 
     def call(tape, *args, **kwargs):
@@ -543,29 +576,11 @@ def constant_array_method(method):
     return call
 
 
-# shapes, joining, indexing and methods; products and linear algebra (they use the above)
-from . import array_reductions  # noqa: E402,F401  (before the modules using its helpers)
-from . import array_linalg  # noqa: E402,F401
-from .array_shapes import array_from  # noqa: E402,F401  (calls.py: np.array of duals)
-from . import array_gather  # noqa: E402,F401  (scatter-add, ufunc methods)
-from . import array_moves  # noqa: E402,F401
-from . import array_joins  # noqa: E402,F401
-from . import array_statistics  # noqa: E402,F401
-from . import array_elementwise  # noqa: E402,F401
-from . import array_more_shapes  # noqa: E402,F401
-from . import array_building  # noqa: E402,F401
-from . import array_einsum  # noqa: E402,F401
-from . import array_products  # noqa: E402,F401
-from . import linalg_decompositions  # noqa: E402,F401
-from . import linalg_more  # noqa: E402,F401
-from . import array_writes  # noqa: E402,F401  (writes into arrays, views)
-from . import catalogue  # noqa: E402,F401  (last: it records the rules registered above)
-
-
 def _compiled_elementwise() -> bool:
     """Hand the commonest element-wise rules to the compiled runtime (runtime/_elementwise.c),
-    which runs them at once on small float64 arrays while ``ARRAY_RULES`` still holds the
-    rule given here (a user's own rule for the ufunc turns it off for that ufunc)."""
+    which runs them at once on small float64 arrays while the registry still holds the
+    record given here (a user's own rule for the ufunc renews its record: it turns the
+    compiled rule off for that ufunc)."""
     if _native is None:
         return False
     ops = (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.square,
@@ -573,11 +588,11 @@ def _compiled_elementwise() -> bool:
     helpers = {np.sin: np.cos, np.cos: np.sin, np.power: np.power}  # the partial's ufunc
     table = {}
     for op, ufunc in enumerate(ops):
-        assert ufunc not in PREPARE and ufunc not in VIEWS and ufunc not in WRITERS
-        table[ufunc] = (op, ARRAY_RULES[ufunc], helpers.get(ufunc),
-                        ufunc not in FINITE_PARTIALS)
+        found = RECORDS[ufunc]
+        assert found.check is None and found.view is None and found.writer is None
+        table[ufunc] = (op, found, helpers.get(ufunc), not found.finite)
     return _native.configure_elementwise(ArrayDual, np.ndarray, np.dtype(np.float64),
-                                         np.float64, running, ARRAY_RULES, table,
+                                         np.float64, running, RECORDS, table,
                                          _elementwise_backward, NonFinite, np.arange(3.0),
                                          _numpy_c_api())
 

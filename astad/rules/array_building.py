@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, VJPS, differentiate_by_keyword, is_dual, register_jvp,
-    register_vjp)
+from ..registry import RECORDS, publish
+from .array import (batched_vjps, differentiate_by_keyword, is_dual, register_jvp, register_vjp,
+                    set_rule, set_vjps)
 from .array_axes import align_core, lead_shape, sum_to_shape
-from .scalar import PRIMITIVES, ad
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES, plain_array
+from ..runtime.array_dual import plain_array
 
 
 # -- select ----------------------------------------------------------------------------------------
@@ -63,8 +63,8 @@ def _select_jvp_default(t, r, condlist, choicelist, default=0):
     return align_core(t, np.ndim(default), np.ndim(r)) * none
 
 
-ARRAY_RULES[np.select] = _select_rule
-VJPS[np.select] = (None, _select_vjp_choices, _select_vjp_default)
+set_rule(np.select, _select_rule)
+set_vjps(np.select, None, _select_vjp_choices, _select_vjp_default)
 register_jvp(np.select, None, _select_jvp_choices, _select_jvp_default, batched=True)
 
 
@@ -183,7 +183,7 @@ def _gradient_jvp(t, r, f, *varargs, axis=None, edge_order=1):
 
 register_vjp(np.gradient, _gradient_vjp)
 register_jvp(np.gradient, _gradient_jvp, batched=True)
-_gradient_one_axis = ARRAY_RULES[np.gradient]
+_gradient_one_axis = RECORDS[np.gradient].array
 _SEVERAL_AS_TUPLE = isinstance(np.gradient(np.zeros((3, 3))), tuple)  # (a list before 2.0)
 
 
@@ -202,7 +202,7 @@ def _gradient_rule(tape, f, *varargs, axis=None, edge_order=1):
     return tuple(results) if _SEVERAL_AS_TUPLE else results
 
 
-ARRAY_RULES[np.gradient] = _gradient_rule
+set_rule(np.gradient, _gradient_rule)
 
 
 # -- full, full_like: a differentiated fill value, broadcast ----------------------------------
@@ -236,11 +236,10 @@ def _full_jvp(t, r, shape, fill_value, dtype=None, **kw):
     return np.broadcast_to(align_core(t, np.ndim(fill_value), np.ndim(r)), lead + np.shape(r))
 
 
-ARRAY_RULES[np.full_like] = full_like
-ad.np_full, ad.np_full_like = full, full_like
-PRIMITIVES[np.full] = "np_full"  # (np.full dispatches on like= only: resolved statically)
-PRIMITIVES[np.full_like] = "np_full_like"
-VJPS[np.full] = VJPS[np.full_like] = (None, _full_vjp)
+set_rule(np.full_like, full_like)  # (np.full dispatches on like= only: array_writes.py
+                                   # makes ``full`` the rule calls of it are resolved to)
+set_vjps(np.full, None, _full_vjp)
+set_vjps(np.full_like, None, _full_vjp)
 register_jvp(np.full, None, _full_jvp, batched=True)
 register_jvp(np.full_like, None, _full_jvp, batched=True)
 
@@ -319,11 +318,11 @@ def _trick_jvp(trick):
     return jvp
 
 
-ad.index_trick = index_trick
-ad.slice = slice  # (the slices of np.r_[0:3, x], as generated code builds them)
+publish("index_trick", index_trick)
+publish("slice", slice)  # (the slices of np.r_[0:3, x], as generated code builds them)
 for _trick in (np.r_, np.c_):
-    VJPS[_trick] = (_trick_vjp(_trick),)
+    set_vjps(_trick, _trick_vjp(_trick))
     register_jvp(_trick, _trick_jvp(_trick), batched=True)
-BATCHED_VJPS.update((np.select, np.linspace, np.gradient, np.full, np.full_like, np.r_,
-                     np.c_))
+batched_vjps(np.select, np.linspace, np.gradient, np.full, np.full_like, np.r_,
+             np.c_)
 INDEX_TRICKS = (np.r_, np.c_)

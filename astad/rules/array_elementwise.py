@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import FINITE_PARTIALS, _primal_only, register_elementwise
-
-FINITE_PARTIALS.update((np.fabs, np.degrees, np.radians, np.deg2rad, np.rad2deg,
-                        np.arcsinh, np.conjugate, np.real, np.nan_to_num, np.copysign))
+from .array import (_primal_only, finite_partials, register_elementwise)
+finite_partials(np.fabs, np.degrees, np.radians, np.deg2rad, np.rad2deg, np.arcsinh,
+                np.conjugate, np.real, np.nan_to_num, np.copysign)
 
 _TO_DEGREES = 180.0 / np.pi
 _TO_RADIANS = np.pi / 180.0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, register_jvp, register_vjp
+from .array import (batched_vjps, register_jvp, register_vjp)
 from .array_axes import expand_reduced, lead_shape, negative_axes, negative_axis
 from .array_reductions import extreme_share, others_product
 
@@ -206,5 +206,5 @@ for _ufunc, _method in OUTERS.items():
     register_vjp(_method, _vjp_a, _vjp_b)
     register_jvp(_method, _jvp_a, _jvp_b, batched=True)
 
-BATCHED_VJPS.update((ADD_REDUCEAT, ADD_REDUCE, ADD_ACCUMULATE, MULTIPLY_REDUCE, MAXIMUM_REDUCE,
-                     MINIMUM_REDUCE, *OUTERS.values()))
+batched_vjps(ADD_REDUCEAT, ADD_REDUCE, ADD_ACCUMULATE, MULTIPLY_REDUCE, MAXIMUM_REDUCE,
+             MINIMUM_REDUCE, *OUTERS.values())

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, VJPS, register_jvp
+from .array import (batched_vjps, register_jvp, set_rule, set_vjps)
 from .array_axes import lead_shape, negative_axis
 from .array_shapes import cast
-from ..runtime.array_dual import ARRAY_RULES
 
 
 # vstack, hstack, dstack, column_stack: each array reshaped (promoted to more axes), then
@@ -49,7 +48,7 @@ def _join_rule(fn):
 
 
 for _fn in _JOINS:
-    ARRAY_RULES[_fn] = _join_rule(_fn)
+    set_rule(_fn, _join_rule(_fn))
 
 
 # np.block: numpy's nesting of lists as concatenations (the innermost lists along the last
@@ -77,7 +76,7 @@ def _block_jvp(t, r, arrays):  # (linear; one direction at a time)
     return _block_rule(None, t)
 
 
-ARRAY_RULES[np.block] = _block_rule
+set_rule(np.block, _block_rule)
 register_jvp(np.block, _block_jvp)
 
 
@@ -164,16 +163,16 @@ def _array_jvp(t, r, obj, dtype=None, *args, **kw):
     return cast(np.stack(_filled(parts, [item] * len(obj)), axis=-np.ndim(r)), dtype)
 
 
-VJPS[np.concatenate] = (_concatenate_vjp,)
+set_vjps(np.concatenate, _concatenate_vjp)
 register_jvp(np.concatenate, _concatenate_jvp, batched=True)
-VJPS[np.stack] = (_stack_vjp,)
+set_vjps(np.stack, _stack_vjp)
 register_jvp(np.stack, _stack_jvp, batched=True)
 for _fn in _JOINS:
     _vjp, _jvp = _join_derivatives(_fn)
-    VJPS[_fn] = (_vjp,)
+    set_vjps(_fn, _vjp)
     register_jvp(_fn, _jvp, batched=True)
-VJPS[np.array] = (_array_vjp,)
-VJPS[np.asarray] = (_array_vjp,)
+set_vjps(np.array, _array_vjp)
+set_vjps(np.asarray, _array_vjp)
 register_jvp(np.array, _array_jvp, batched=True)
 register_jvp(np.asarray, _array_jvp, batched=True)
-BATCHED_VJPS.update((np.concatenate, np.stack, *_JOINS, np.array, np.asarray))
+batched_vjps(np.concatenate, np.stack, *_JOINS, np.array, np.asarray)

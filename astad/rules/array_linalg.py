@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, recorder, refuse_keywords,
-    register_jvp, register_vjp)
+from .array import (batched_vjps, NEW_ARRAYS, recorder, refuse_keywords, register_jvp,
+                    register_vjp, result_kinds, set_rule, set_vjps)
 from .array_axes import align_core, sum_to_shape
 from .array_einsum import (EINSUM_JVPS, EINSUM_VJPS, einsum_partial, einsum_tangent, normalize,
     split_arguments)
-from ..runtime.array_dual import (ARRAY_RULES, cotangent, accumulate, is_active, parent_of,
+from ..runtime.array_dual import (cotangent, accumulate, is_active, parent_of,
     primal_of)
 
 
@@ -234,10 +234,10 @@ register_vjp(np.linalg.inv, lambda g, r, a: -(_swap(r) @ g @ _swap(r)))
 register_jvp(np.linalg.inv, lambda t, r, a: -(r @ t @ r), batched=True)
 register_vjp(np.linalg.det, _det_a)
 register_jvp(np.linalg.det, _det_jvp, batched=True)
-RESULT_KIND.update(dict.fromkeys((np.matmul, np.dot, np.inner, np.outer, np.linalg.solve,
-                                  np.linalg.inv, np.linalg.det), NEW_ARRAYS))
-BATCHED_VJPS.update((np.matmul, np.dot, np.inner, np.outer, np.linalg.solve, np.linalg.inv,
-                     np.linalg.det))
+result_kinds(NEW_ARRAYS, np.matmul, np.dot, np.inner, np.outer, np.linalg.solve, np.linalg.inv,
+             np.linalg.det)
+batched_vjps(np.matmul, np.dot, np.inner, np.outer, np.linalg.solve, np.linalg.inv,
+             np.linalg.det)
 
 
 # -- einsum, in every form (array_einsum.py normalises the subscripts) ---------------------
@@ -262,7 +262,7 @@ def _einsum_rule(tape, *args, **kwargs):
     return recorder(result)(tape, result, _einsum_backward, parents, (subscripts, values))
 
 
-ARRAY_RULES[np.einsum] = _einsum_rule
-VJPS[np.einsum] = EINSUM_VJPS
+set_rule(np.einsum, _einsum_rule)
+set_vjps(np.einsum, *EINSUM_VJPS)
 register_jvp(np.einsum, *EINSUM_JVPS, batched=True)
-BATCHED_VJPS.add(np.einsum)
+batched_vjps(np.einsum)

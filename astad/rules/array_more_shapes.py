@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, differentiate_by_keyword,
-    is_dual, register_jvp, register_vjp)
+from ..registry import RECORDS
+from .array import (batched_vjps, differentiate_by_keyword, is_dual, NEW_ARRAYS, register_jvp,
+                    register_vjp, result_kinds, set_rule, set_vjps)
 from .array_axes import lead_shape, move_core_axes, negative_axes, negative_axis
 from .array_gather import gather, positions_of, scatter_add
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES, plain_array
+from ..runtime.array_dual import plain_array
 
 
 # -- split, array_split, hsplit, vsplit, dsplit: one indexed piece each -----------------------
@@ -67,11 +68,11 @@ def _split_derivatives(fn):
 
 
 for _fn in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
-    ARRAY_RULES[_fn] = _split_rule(_fn)
+    set_rule(_fn, _split_rule(_fn))
     _vjp, _jvp = _split_derivatives(_fn)
-    VJPS[_fn] = (_vjp,)
+    set_vjps(_fn, _vjp)
     register_jvp(_fn, _jvp, batched=True)
-    BATCHED_VJPS.add(_fn)
+    batched_vjps(_fn)
 
 
 # -- roll, rollaxis ------------------------------------------------------------------------------
@@ -260,8 +261,8 @@ def _atleast(fn):
         return tuple(results) if _SEVERAL_AS_TUPLE else results
     register_vjp(fn, vjp)
     register_jvp(fn, jvp, batched=True)
-    rule = ARRAY_RULES[fn]
-    ARRAY_RULES[fn] = several
+    rule = RECORDS[fn].array
+    set_rule(fn, several)
 
 
 for _fn in _ATLEAST:
@@ -345,7 +346,7 @@ register_vjp(np.pad, _pad_vjp)
 differentiate_by_keyword(np.pad, ("array", "pad_width", "mode"), _pad_modes)
 register_jvp(np.pad, _pad_jvp, batched=True)
 
-RESULT_KIND[np.tile] = NEW_ARRAYS
-BATCHED_VJPS.update((np.roll, np.rollaxis, np.tril, np.triu, np.diag, np.diagonal,
-                     np.diagflat, np.fliplr, np.flipud, np.rot90, np.append, *_ATLEAST,
-                     np.tile, np.pad))
+result_kinds(NEW_ARRAYS, np.tile)
+batched_vjps(np.roll, np.rollaxis, np.tril, np.triu, np.diag, np.diagonal,
+             np.diagflat, np.fliplr, np.flipud, np.rot90, np.append, *_ATLEAST,
+             np.tile, np.pad)

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, refuse_keywords,
-    register_jvp, register_vjp)
+from .array import (batched_vjps, NEW_ARRAYS, refuse_keywords, register_jvp, register_vjp,
+                    result_kinds, set_vjps)
 from .array_axes import lead_shape, negative_axis
 from .array_gather import gather, positions_of, scatter_add
 from .array_shapes import _may_repeat, take_index
@@ -129,8 +129,8 @@ register_jvp(np.repeat, _repeat_jvp, batched=True)
 register_vjp(np.diff, _diff_vjp)
 register_jvp(np.diff, lambda t, r, a, n=1, axis=-1, **kw: np.diff(
     t, n, axis=negative_axis(axis, np.ndim(a))), batched=True)
-RESULT_KIND.update(dict.fromkeys((np.sort, np.take, np.repeat, np.diff), NEW_ARRAYS))
-BATCHED_VJPS.update((np.sort, np.take, np.repeat, np.diff))
+result_kinds(NEW_ARRAYS, np.sort, np.take, np.repeat, np.diff)
+batched_vjps(np.sort, np.take, np.repeat, np.diff)
 refuse_keywords(np.take, ("mode",), "an index out of range must raise")
 refuse_keywords(np.diff, ("prepend", "append"), "pad the array with np.concatenate")
 
@@ -171,9 +171,9 @@ def _getitem_jvp(t, r, x, index):
     return gather(t, _index_positions(x, index), np.ndim(x))
 
 
-VJPS[take_index] = (_getitem_vjp, None)
+set_vjps(take_index, _getitem_vjp, None)
 register_jvp(take_index, _getitem_jvp, None, batched=True)
-BATCHED_VJPS.add(take_index)
+batched_vjps(take_index)
 
 
 # -- partition: a permutation found by matching the result's elements to the input's --------
@@ -229,5 +229,5 @@ def _take_along_axis_jvp(t, r, arr, indices, axis=-1):
 
 register_vjp(np.take_along_axis, _take_along_axis_vjp, None)
 register_jvp(np.take_along_axis, _take_along_axis_jvp, None, batched=True)
-RESULT_KIND.update(dict.fromkeys((np.partition, np.take_along_axis), NEW_ARRAYS))
-BATCHED_VJPS.update((np.partition, np.take_along_axis))
+result_kinds(NEW_ARRAYS, np.partition, np.take_along_axis)
+batched_vjps(np.partition, np.take_along_axis)

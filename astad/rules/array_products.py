@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, VJPS, register_jvp, register_vjp
+from .array import (batched_vjps, NEW_ARRAYS, register_jvp, register_vjp, result_kinds, set_rule,
+                    set_vjps)
 from .array_axes import align_core, lead_shape, negative_axis, sum_to_shape
 from .array_einsum import einsum_partial, einsum_tangent
 from .array_shapes import _join
-from ..runtime.array_dual import ARRAY_RULES, primal_of
+from ..runtime.array_dual import primal_of
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -215,9 +216,9 @@ def _multi_dot_rule(tape, arrays_, **kwargs):
                  **kwargs)
 
 
-ARRAY_RULES[np.linalg.multi_dot] = _multi_dot_rule
-VJPS[np.linalg.multi_dot] = (_multi_dot_vjp,)
+set_rule(np.linalg.multi_dot, _multi_dot_rule)
+set_vjps(np.linalg.multi_dot, _multi_dot_vjp)
 register_jvp(np.linalg.multi_dot, _multi_dot_jvp, batched=True)
 
-RESULT_KIND.update(dict.fromkeys((np.tensordot, np.kron, np.cross, np.vdot), NEW_ARRAYS))
-BATCHED_VJPS.update((np.tensordot, np.kron, np.cross, np.vdot, np.linalg.multi_dot))
+result_kinds(NEW_ARRAYS, np.tensordot, np.kron, np.cross, np.vdot)
+batched_vjps(np.tensordot, np.kron, np.cross, np.vdot, np.linalg.multi_dot)

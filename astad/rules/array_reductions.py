@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, refuse_keywords,
-    register_jvp, register_vjp)
+from .array import (batched_vjps, NEW_ARRAYS, refuse_keywords, register_jvp, register_vjp,
+                    result_kinds, shapes_only)
 from .array_axes import (align_core, axes_of, count, expand_reduced, lead_shape,
     negative_axes, negative_axis, sum_to_shape)
 from ..runtime.array_dual import add_check, plain_array
@@ -160,12 +160,11 @@ def _trace_vjp(g, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 register_vjp(np.trace, _trace_vjp)
-RESULT_KIND.update(dict.fromkeys(
-    (np.clip, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std, np.trace),
-    NEW_ARRAYS))
-SHAPES_ONLY.update((np.sum, np.mean, np.trace))
-BATCHED_VJPS.update((np.clip, np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
-                     np.var, np.std, np.trace))
+result_kinds(NEW_ARRAYS, np.clip, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std,
+             np.trace)
+shapes_only(np.sum, np.mean, np.trace)
+batched_vjps(np.clip, np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
+             np.var, np.std, np.trace)
 
 
 def _reduce(t, partial, x, axis, keepdims):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, SHAPES_ONLY, VIEWS_OF_G,
-    register_jvp, register_vjp)
+from ..registry import RECORDS
+from .array import (batched_vjps, NEW_ARRAYS, register_jvp, register_vjp, result_kinds, set_rule,
+                    shapes_only, VIEWS_OF_G)
 from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negative_axes,
     negative_axis, sum_to_shape)
-from ..runtime.array_dual import (ARRAY_RULES, ArrayDualBase, accumulate, add_check,
+from ..runtime.array_dual import (ArrayDualBase, accumulate, add_check, constant,
                                   compiled_elementwise,
                                   cotangent, dispatch, is_active, new_array, new_scalar,
                                   parent_of, plain_array, primal_of, rows_accept,
@@ -151,16 +152,15 @@ register_vjp(np.cumsum, _cumsum_vjp)
 register_jvp(np.cumsum, _cumsum_jvp, batched=True)
 register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
 register_jvp(np.asarray, lambda t, r, a, dtype=None, *args, **kw: cast(t, dtype), batched=True)
-RESULT_KIND[np.cumsum] = NEW_ARRAYS
-RESULT_KIND.update(dict.fromkeys(
-    (np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.broadcast_to,
-     np.copy, np.flip, np.asarray, np.moveaxis, np.swapaxes), VIEWS_OF_G))
-SHAPES_ONLY.update((np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
-                    np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
-                    np.moveaxis, np.swapaxes))
-BATCHED_VJPS.update((np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
-                     np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
-                     np.moveaxis, np.swapaxes))
+result_kinds(NEW_ARRAYS, np.cumsum)
+result_kinds(VIEWS_OF_G, np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims,
+             np.broadcast_to, np.copy, np.flip, np.asarray, np.moveaxis, np.swapaxes)
+shapes_only(np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
+            np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
+            np.moveaxis, np.swapaxes)
+batched_vjps(np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
+             np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
+             np.moveaxis, np.swapaxes)
 
 
 def _resolve_order(value, order):
@@ -214,7 +214,7 @@ def _join(tape, join, split, items, *args, **kwargs):
 def _concatenate_rule(tape, arrays_, axis=0, **kwargs):
     items = list(arrays_)
     if axis is None:  # numpy flattens every array first
-        items = [ARRAY_RULES[np.ravel](tape, x) if is_active(x, tape) else np.ravel(x)
+        items = [RECORDS[np.ravel].array(tape, x) if is_active(x, tape) else np.ravel(x)
                  for x in items]
         axis = 0
     sizes = [np.shape(x)[axis] for x in items]
@@ -230,12 +230,12 @@ def _stack_rule(tape, arrays_, axis=0, **kwargs):
                  axis=axis, **kwargs)
 
 
-ARRAY_RULES[np.concatenate] = _concatenate_rule
-ARRAY_RULES[np.stack] = _stack_rule
+set_rule(np.concatenate, _concatenate_rule)
+set_rule(np.stack, _stack_rule)
 
 
 def _reshape(tape, x, shape):
-    return ARRAY_RULES[np.reshape](tape, x, shape)
+    return RECORDS[np.reshape].array(tape, x, shape)
 
 
 def array_from(tape, obj, dtype=None, **kwargs):
@@ -247,7 +247,6 @@ def array_from(tape, obj, dtype=None, **kwargs):
         copies = kwargs.get("copy", True) is True and result is obj
         return dispatch(np.copy, (result,), {}) if copies else result
     if not isinstance(obj, (list, tuple)) or not _holds_dual(obj):
-        from .array_writes import constant  # (a new array: it may be written into)
         value = np.array(obj, dtype=dtype, **kwargs)
         return constant(tape, value) if kwargs.get("copy", True) else value
     if dtype is not None and np.dtype(dtype).kind != "f":
@@ -374,12 +373,12 @@ def getitem(tape, x, index):
 
 
 def take_index(x, index):
-    """``x[index]``: the function indexing is dispatched as (a key of ARRAY_RULES, so that
+    """``x[index]``: the function indexing is dispatched as (a key of so that
     every mode finds its rule as for a numpy function)."""
     return x[index]
 
 
-ARRAY_RULES[take_index] = getitem
+set_rule(take_index, getitem)
 ArrayDualBase.__getitem__ = lambda self, index: dispatch(take_index, (self, index), {})
 
 
@@ -499,7 +498,7 @@ def as_dtype(a, dtype=None, *args, **kwargs):
 
 register_vjp(as_dtype, lambda g, r, a, *args, **kw: g)
 register_jvp(as_dtype, lambda t, r, a, dtype=None, *args, **kw: cast(t, dtype), batched=True)
-RESULT_KIND[as_dtype] = VIEWS_OF_G
-SHAPES_ONLY.add(as_dtype)
-BATCHED_VJPS.add(as_dtype)
-ARRAY_RULES[np.asarray] = ARRAY_RULES[as_dtype]  # (its vjp and jvp stay np.asarray's)
+result_kinds(VIEWS_OF_G, as_dtype)
+shapes_only(as_dtype)
+batched_vjps(as_dtype)
+set_rule(np.asarray, RECORDS[as_dtype].array)  # (its vjp and jvp stay np.asarray's)

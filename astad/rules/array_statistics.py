@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, differentiate_by_keyword,
-    refuse_keywords, register_jvp, register_vjp)
+from .array import (batched_vjps, differentiate_by_keyword, NEW_ARRAYS, refuse_keywords,
+                    register_jvp, register_vjp, result_kinds)
 from .array_axes import axes_of, count, expand_reduced, lead_shape, move_core_axes, \
     negative_axes, negative_axis
 from .array_reductions import (_cumprod_jvp, _cumprod_vjp, _reduce, extreme_share,
@@ -323,7 +323,7 @@ register_jvp(np.nancumsum, _nancumsum_jvp, batched=True)
 register_vjp(np.nancumprod, _nancumprod_vjp)
 register_jvp(np.nancumprod, _nancumprod_jvp, batched=True)
 
-RESULT_KIND.update(dict.fromkeys((np.cumprod, np.ptp, np.nancumprod), NEW_ARRAYS))
-BATCHED_VJPS.update((np.cumprod, np.quantile, np.percentile, np.nanquantile,
-                     np.nanpercentile, np.median, np.nanmedian, np.average, np.ptp,
-                     *_NAN_SIGNATURES, np.nancumsum, np.nancumprod))
+result_kinds(NEW_ARRAYS, np.cumprod, np.ptp, np.nancumprod)
+batched_vjps(np.cumprod, np.quantile, np.percentile, np.nanquantile,
+             np.nanpercentile, np.median, np.nanmedian, np.average, np.ptp,
+             *_NAN_SIGNATURES, np.nancumsum, np.nancumprod)

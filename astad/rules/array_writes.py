@@ -40,13 +40,14 @@ import operator
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import (ARRAY_DUALS, REFRESH, VIEWS, WRITE, WRITERS, ArrayDual,
+from ..runtime.array_dual import (ARRAY_DUALS, REFRESH, WRITE, ArrayDual, constant,
                                   ArrayDualBase, FArrayDual, accumulate, dispatch,
                                   parent_of, plain_array, unbroadcast)
-from ..runtime.duals import (DUAL_TYPES, innermost, is_forward, running)
-from .array import register_jvp, register_vjp
+from ..runtime.duals import (DUAL_TYPES, innermost, running)
+from .array import (register_jvp, register_vjp)
 from .array_shapes import index_scatter, take_index
-from .scalar import PRIMITIVES, ad
+from ..registry import ad, define, publish, record
+from .array_building import full, full_like
 from ..runtime.tape import BATCHED_BACKWARDS
 
 
@@ -431,8 +432,8 @@ def setitem(tape, value, obj, index) -> None:
     obj[index] = value
 
 
-ad.setitem = setitem
-ad.slice = slice
+publish("setitem", setitem)
+publish("slice", slice)
 WRITE[0] = setitem
 ArrayDualBase.__setitem__ = lambda self, index, value: write(self, index, value)
 
@@ -503,47 +504,13 @@ def _dtype(a):
     return a.dtype
 
 
-WRITERS.update({(np.add, "at"): _add_at, np.copyto: _copyto,
-                np.put_along_axis: _put_along_axis})
+# numpy functions that write into an argument: dispatch calls them instead of a rule
+for _fn, _writer in (((np.add, "at"), _add_at), (np.copyto, _copyto),
+                     (np.put_along_axis, _put_along_axis)):
+    record(_fn).writer = _writer
 
 
 # -- arrays made inside differentiated code ------------------------------------------------------
-def constant(tape, value):
-    """``value`` (a new float array) as a differentiated constant of the level ``tape``
-    (the level the code runs on; else the innermost running one), so that what is written
-    into it is differentiated. Inside nested differentiations it is a constant of every
-    level up to that one (its primal a constant of the enclosing level, and so on), so a
-    value of any of them may be written into it."""
-    if type(value) is not np.ndarray or value.dtype.kind != "f":
-        return value
-    stack = running.stack
-    if tape is None or id(tape) not in running.depth:
-        if not stack:
-            return value
-        tape = stack[-1]
-    for handle in stack[:running.depth[id(tape)]]:  # outermost first
-        value = _constant_of(handle, value)
-    return value
-
-
-def _constant_of(handle, value):
-    if is_forward(handle):
-        width = handle.width
-        shape = np.shape(value)
-        return FArrayDual(value, np.zeros(shape if width is None else (width,) + shape,
-                                          _dtype(value)), handle)
-    d = ArrayDual(value, len(handle), handle)
-    handle.append(_CONSTANT)  # an entry of its own: what reaches it is dropped
-    return d
-
-
-def _drop(adjoint, arrays, k, parents, context):
-    arrays.pop(k, None)
-
-
-_CONSTANT = (_drop, (), None)
-
-
 def _creation(fn):
     """The rule of a function making a new array: a differentiated constant."""
     def rule(tape, *args, **kwargs):
@@ -561,9 +528,7 @@ def _plain(value):
 
 for _fn in (np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.eye,
             np.identity):
-    _name = f"np_{_fn.__name__}"
-    setattr(ad, _name, _creation(_fn))
-    PRIMITIVES[_fn] = _name
+    define(f"np_{_fn.__name__}", _creation(_fn), _fn)
 
 
 def _made(rule):
@@ -575,7 +540,8 @@ def _made(rule):
     return made
 
 
-ad.np_full, ad.np_full_like = _made(ad.np_full), _made(ad.np_full_like)
+define("np_full", _made(full), np.full)  # (np.full dispatches on like= only)
+define("np_full_like", _made(full_like), np.full_like)
 
 
 def _copy(tape, a, *args, **kwargs):
@@ -586,8 +552,7 @@ def _copy(tape, a, *args, **kwargs):
     return constant(tape, np.copy(a, *args, **kwargs))
 
 
-ad.np_copy = _copy
-PRIMITIVES[np.copy] = "np_copy"
+define("np_copy", _copy, np.copy)
 
 
 # -- the primitives the backward steps use: differentiable again -------------------------------
@@ -600,8 +565,13 @@ register_vjp(zero_region, lambda g, r, value, write: zero_region(g, write))
 register_jvp(zero_region, lambda t, r, value, write: zero_region(t, write))
 
 
-VIEWS.update({take_index: _index_view, np.transpose: _transpose_view,
-              np.reshape: _reshaping_view(np.reshape), np.ravel: _reshaping_view(np.ravel),
-              np.squeeze: _reshaping_view(np.squeeze),
-              np.expand_dims: _reshaping_view(np.expand_dims),
-              np.swapaxes: _axes_view(np.swapaxes), np.moveaxis: _axes_view(np.moveaxis)})
+# numpy functions whose result may share the array's memory: view(args, kwargs) gives it
+# as a view dual when it does (None: the rule runs)
+for _fn, _view in ((take_index, _index_view), (np.transpose, _transpose_view),
+                   (np.reshape, _reshaping_view(np.reshape)),
+                   (np.ravel, _reshaping_view(np.ravel)),
+                   (np.squeeze, _reshaping_view(np.squeeze)),
+                   (np.expand_dims, _reshaping_view(np.expand_dims)),
+                   (np.swapaxes, _axes_view(np.swapaxes)),
+                   (np.moveaxis, _axes_view(np.moveaxis))):
+    record(_fn).view = _view

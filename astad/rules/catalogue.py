@@ -15,47 +15,53 @@ import sys
 
 import numpy as np
 
-from .array import BATCHED_JVPS, BATCHED_VJPS, JVPS, ELEMENTWISE, PRIMAL_ONLY, VJPS
+from ..registry import RECORDS, lookup
 from .array_building import INDEX_TRICKS
 from .array_gather import UfuncMethod
 from .array_shapes import take_index
-from .scalar import PRIMITIVES
 
 OWN: dict = {}  # callable -> "element-wise" | "vjp" | "no derivative"
-# callable -> the name of astad's own rule for calls resolved when code is transformed
-# (a different one later: the user registered a rule of their own, custom_vjp(np.sin))
-OWN_PRIMITIVES: dict = {}
+_OWN_RECORDS: dict = {}  # callable -> the record astad gave it
 
 
 def overridden(fn) -> bool:
-    """Has a rule the user registered replaced astad's own for ``fn``?"""
-    return PRIMITIVES.get(fn) != OWN_PRIMITIVES.get(fn)
+    """Has a rule the user registered replaced astad's own for ``fn``? (Every
+    registration a user makes renews the callable's record: astad/registry.py.)"""
+    return fn in _OWN_RECORDS and RECORDS.get(fn) is not _OWN_RECORDS[fn]
 
 
-def record_own_rules() -> None:
-    """Record the rules registered so far as astad's own."""
-    OWN_PRIMITIVES.update(PRIMITIVES)
-    for fn in list(ELEMENTWISE):
-        OWN.setdefault(fn, "element-wise")
-    for fn in list(VJPS) + list(JVPS):
-        OWN.setdefault(fn, "vjp")
-    for fn in PRIMAL_ONLY:
-        OWN.setdefault(fn, "no derivative")
+def _kind(found) -> str | None:
+    if found.partials is not None:
+        return "element-wise"
+    if found.vjps is not None or found.jvps is not None:
+        return "vjp"
+    return "no derivative" if found.primal_only else None
+
+
+def record_own_rules(callables=None) -> None:
+    """Record the rules of ``callables`` (every callable with a record: astad's own,
+    when astad's import ends) as astad's own."""
+    for fn in list(RECORDS) if callables is None else callables:
+        found = RECORDS.get(fn)
+        if found is None:
+            continue
+        _OWN_RECORDS[fn] = found
+        kind = _kind(found)
+        if kind is not None:
+            OWN.setdefault(fn, kind)
 
 
 def record_scipy_rules() -> None:
     """Record scipy.special's rules as astad's own (registered on first use)."""
     from . import scipy_special
-    for fn in scipy_special.PYTHON_FUNCTIONS:
-        if fn in scipy_special.PRIMITIVE_OF:  # (registered by astad, not by the user)
-            OWN_PRIMITIVES[fn] = PRIMITIVES.get(fn)
-    for fn in scipy_special.ELEMENTWISE:
-        OWN.setdefault(fn, "element-wise")
+    record_own_rules(list(scipy_special.ELEMENTWISE) + [
+        fn for fn in scipy_special.PYTHON_FUNCTIONS
+        if scipy_special.primitive_of(fn) is not None])  # (not the user's own)
+    for fn in scipy_special.ELEMENTWISE:  # a rule the user gave it first is not astad's
+        if RECORDS[fn].call is not None:
+            _OWN_RECORDS[fn] = None
     for fn in scipy_special.PYTHON_FUNCTIONS:
         OWN.setdefault(fn, "vjp")
-
-
-record_own_rules()
 
 # Keywords astad refuses (an error naming them, never ignored), beyond out= and where=,
 # which are refused for every function. tests/test_systematic.py checks each one.
@@ -147,12 +153,13 @@ def _parameters(derivative):
 
 def differentiable_in(fn) -> str:
     """The arguments a derivative is given for, by the names its rule gives them."""
-    if fn in ELEMENTWISE:
-        partials = ELEMENTWISE[fn]
+    found = RECORDS[fn]
+    if found.partials is not None:
+        partials = found.partials
         params = _parameters(next(p for p in partials if p is not None))
         return ", ".join(p.name if k < len(params) else f"argument {k}" for k, p in
                          enumerate(params[:len(partials)]) if partials[k] is not None)
-    derivatives = VJPS.get(fn) or JVPS.get(fn) or ()
+    derivatives = found.vjps or found.jvps or ()
     if len(derivatives) > 8:
         return "every operand"
     names = []
@@ -166,15 +173,16 @@ def differentiable_in(fn) -> str:
 
 def keywords_of(fn) -> str:
     """The keywords the rule's derivatives read (numpy's others are passed through)."""
-    if fn in ELEMENTWISE:
+    found = RECORDS[fn]
+    if found.partials is not None:
         return "ufunc keywords" if isinstance(fn, np.ufunc) else "-"
-    derivatives = [d for d in (VJPS.get(fn) or ()) if d is not None][:1]
+    derivatives = [d for d in (found.vjps or ()) if d is not None][:1]
     if not derivatives:
         return "-"
     skip = {"g", "r", "t", "out", "self"}
     params = _parameters(derivatives[0])
     positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
-    differentiable = {positional[2 + k].name for k, d in enumerate(VJPS.get(fn, ()))
+    differentiable = {positional[2 + k].name for k, d in enumerate(found.vjps or ())
                       if d is not None and len(positional) > 2 + k}
     words = [p.name for p in params[2:] if p.name not in skip | differentiable and
              p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and
@@ -183,23 +191,25 @@ def keywords_of(fn) -> str:
 
 
 def forward_mode(fn) -> str:
-    if fn in ELEMENTWISE:
+    found = RECORDS[fn]
+    if found.partials is not None:
         return "from the partials"
-    if fn in JVPS:
-        return "jvp, batched" if fn in BATCHED_JVPS else "jvp"
+    if found.jvps is not None:
+        return "jvp, batched" if found.batched_jvps else "jvp"
     return "no"
 
 
 def _reverse(fn) -> str:
-    if fn in ELEMENTWISE:
+    found = RECORDS[fn]
+    if found.partials is not None:
         return "partials"
-    return "vjp, batched" if fn in BATCHED_VJPS else "vjp"
+    return "vjp, batched" if found.batched_vjps else "vjp"
 
 
 # -- the page ------------------------------------------------------------------------------------
 def _section(fn) -> str:
     name = names_of(fn)[0]
-    if fn in ELEMENTWISE and not name.startswith("scipy"):
+    if RECORDS[fn].partials is not None and not name.startswith("scipy"):
         return "Element-wise"
     if name.startswith("scipy"):
         return "scipy.special"
@@ -232,9 +242,9 @@ def catalogue_rows() -> dict:
     """{section: [(names, differentiable in, keywords, reverse, forward, limits)]}."""
     own = dict(OWN)
     scipy_rules = _scipy_rules()
-    if scipy_rules and not all(fn in ELEMENTWISE or fn in VJPS for fn in scipy_rules):
-        from . import lazy
-        lazy.load_rules_for(next(iter(scipy_rules)))
+    missing = [fn for fn in scipy_rules if fn not in RECORDS]
+    if missing:
+        lookup(missing[0])  # (scipy.special's rules: registered on first use)
     own.update(scipy_rules)
     rows = {section: [] for section in SECTIONS}
     for fn, kind in own.items():

@@ -2,7 +2,7 @@
 ``stop_gradient``.
 
 A function with a custom derivative is a primitive like ``math.sin``: it is registered in
-the same table (``primitives.PRIMITIVES``, rules in the ``ad`` namespace), so generated
+the same registry (astad/registry.py: a record, its rule in the ``ad`` namespace), so generated
 code calls its rule directly, and ``calls.rev`` finds it wherever the function is passed
 around. Astad defines some of its own primitives this way (``math.dist``, ``math.lgamma``
 and others at the end of this module), with the same two calls users make.

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from .. import registry
 from ..runtime.duals import (DUAL_TYPES, FDual, forward_dual, innermost, reverse_dual,
                              running, stale)
 
@@ -38,9 +39,6 @@ class Rule:
         self.name = name
         self.primal = primal
         self.partials = partials
-
-
-RULES: dict = {}  # rule name -> Rule
 
 
 def apply(rule: Rule, args: tuple):
@@ -164,7 +162,7 @@ def _general(rule_name: str, plain):
     def call(*args):
         for a in args:
             if type(a) in DUAL_TYPES:
-                return apply(RULES[rule_name], args)
+                return apply(registry.named(rule_name).general, args)
         return plain(*args)
     call.__name__ = getattr(plain, "__name__", rule_name)
     return call
@@ -192,15 +190,16 @@ def general_namespace() -> dict:
 
 
 def define(name: str, primal: str, partials: tuple, arguments: str, math_name=None):
-    """Compile the general form of a rule given as text (rules/scalar.py), and make the
-    math function of the same name in the namespace the texts are compiled in work on
+    """The general form of a rule given as text (rules/scalar.py), compiled; and the math
+    function of the same name in the namespace the texts are compiled in made to work on
     duals (``sin`` in ``cos(x)``, the partial of ``sin``)."""
     fn = eval(f"lambda {arguments}: {primal}", NAMESPACE)  # astad's own rule text
     derivatives = tuple(eval(f"lambda {arguments}, r: {p}", NAMESPACE) for p in partials)
-    RULES[name] = Rule(name, fn, derivatives)
+    rule = Rule(name, fn, derivatives)
     plain = getattr(math, math_name or name, None)
     if plain is not None and (math_name or name) not in NAMESPACE:
         NAMESPACE[math_name or name] = _general(name, plain)
+    return rule
 
 
 def is_dual(value) -> bool:

@@ -1,11 +1,13 @@
 """Rules registered on first use: scipy.special's (rules/scipy_special.py), so that
 ``import astad`` neither needs scipy nor pays for importing it.
 
-This module imports nothing of astad's at its top, so the runtime may import it.
+The registry asks ``load_rules_for`` when a callable has no record (``on_missing``).
 """
 from __future__ import annotations
 
 import sys
+
+from ..registry import on_missing
 
 pending = True  # scipy.special's rules not registered yet
 
@@ -28,10 +30,4 @@ def load_rules_for(f) -> bool:
     return True
 
 
-def rule_for(func):
-    """The array rule of ``func`` once the lazily registered rules are in (None if it has
-    none): numpy's dispatch asks when a function has no rule."""
-    if load_rules_for(func):
-        from ..runtime.array_dual import ARRAY_RULES
-        return ARRAY_RULES.get(func)
-    return None
+on_missing(load_rules_for)

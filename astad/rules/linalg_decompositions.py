@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, VJPS, _require, _vjp_backward, differentiate_by_keyword,
-    recorder, register_jvp, register_vjp)
+from .array import (_require, _vjp_backward, batched_vjps, differentiate_by_keyword, recorder,
+                    register_jvp, register_vjp, set_rule, set_vjps)
 from .array_axes import swap_last
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import (ARRAY_RULES, is_active, parent_of, primal_of)
-
-# functions with several results: which results carry a derivative
-OUTPUTS: dict = {}
+from ..registry import record
+from ..runtime.array_dual import is_active, parent_of, primal_of
 
 
 def _only(vjp, j, n):
@@ -35,11 +33,11 @@ def register_outputs(fn, vjps, jvps, outputs, batched=True):
     tuple of per-result cotangents (None where a result has none) and one jvp per
     argument giving a tuple of per-result tangents. ``outputs``: the results that carry a
     derivative (the others, such as a sign or a rank, are piecewise constant)."""
-    VJPS[fn] = tuple(vjps)
-    OUTPUTS[fn] = tuple(outputs)
+    set_vjps(fn, *vjps)
+    record(fn).outputs = tuple(outputs)  # (which results carry a derivative)
     register_jvp(fn, *jvps, batched=batched)
     if batched:
-        BATCHED_VJPS.add(fn)
+        batched_vjps(fn)
 
     def rule(tape, *args, **kwargs):
         values = [primal_of(a, tape) for a in args]
@@ -60,7 +58,7 @@ def register_outputs(fn, vjps, jvps, outputs, batched=True):
             items[j] = _record(tape, items[j], tuple(parents),
                                (per_result, results, values, kwargs, None))
         return type(results)._make(items) if hasattr(results, "_make") else tuple(items)
-    ARRAY_RULES[fn] = rule
+    set_rule(fn, rule)
     return fn
 
 
@@ -306,5 +304,5 @@ def _qr_checks(a, mode="reduced"):
 
 
 differentiate_by_keyword(np.linalg.qr, ("a", "mode"), _qr_checks)
-BATCHED_VJPS.update((np.linalg.cholesky, np.linalg.eigvalsh,
-                     *([np.linalg.svdvals] if hasattr(np.linalg, "svdvals") else [])))
+batched_vjps(np.linalg.cholesky, np.linalg.eigvalsh,
+             *([np.linalg.svdvals] if hasattr(np.linalg, "svdvals") else []))

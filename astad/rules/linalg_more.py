@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (BATCHED_VJPS, NEW_ARRAYS, RESULT_KIND, differentiate_by_keyword,
-    register_jvp, register_vjp)
+from .array import (batched_vjps, differentiate_by_keyword, NEW_ARRAYS, register_jvp, register_vjp,
+                    result_kinds)
 from .array_reductions import extreme_share
 from .array_axes import axes_of, expand_reduced, negative_axes, swap_last
 from .linalg_decompositions import _refuse, register_outputs
@@ -280,8 +280,8 @@ def _norm_jvp(t, r, x, ord=None, axis=None, keepdims=False):
 
 register_vjp(np.linalg.norm, _norm_vjp)
 register_jvp(np.linalg.norm, _norm_jvp, batched=True)
-RESULT_KIND.update(dict.fromkeys((np.linalg.pinv, np.linalg.norm), NEW_ARRAYS))
-BATCHED_VJPS.update((np.linalg.pinv, np.linalg.matrix_power, np.linalg.norm))
+result_kinds(NEW_ARRAYS, np.linalg.pinv, np.linalg.norm)
+batched_vjps(np.linalg.pinv, np.linalg.matrix_power, np.linalg.norm)
 
 if hasattr(np.linalg, "vector_norm"):  # numpy 2: the array API's two norms
     def _vector_norm_axes(x, axis):
@@ -298,7 +298,7 @@ if hasattr(np.linalg, "vector_norm"):  # numpy 2: the array API's two norms
                  _norm_vjp(g, r, x, ord, (-2, -1), keepdims))
     register_jvp(np.linalg.matrix_norm, lambda t, r, x, keepdims=False, ord="fro":
                  _norm_jvp(t, r, x, ord, (-2, -1), keepdims), batched=True)
-    BATCHED_VJPS.update((np.linalg.vector_norm, np.linalg.matrix_norm))
+    batched_vjps(np.linalg.vector_norm, np.linalg.matrix_norm)
 
 
 def _vector_norm_partial(x, r, axis, keepdims, ord):

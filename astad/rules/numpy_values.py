@@ -19,14 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import (ARRAY_DUALS, ARRAY_RULES, accumulate, cotangent, dispatch,
+from ..registry import define, publish, record
+from ..runtime.array_dual import (ARRAY_DUALS, accumulate, cotangent, dispatch,
                                   new_array, parent_of, primal_of, ufunc_at_once,
                                   compiled_elementwise)
 from ..runtime import array_dual
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, ScalarDual,
                              forward_dual, reverse_dual)
 from .array_shapes import array_from
-from .scalar import ad
 
 
 def full_primal(value):
@@ -52,15 +52,8 @@ def _as_array_rule(tape, x):
     return new_array(tape, value, _as_array_backward, (parent_of(x),), None)
 
 
-ARRAY_RULES[as_array] = _as_array_rule
-
-
-def _register_forward() -> None:
-    from ..forward.arrays import LINEAR  # (forward mode: the conversion is linear)
-    LINEAR[as_array] = (0,)
-
-
-_register_forward()
+record(as_array).array = _as_array_rule
+record(as_array).linear = (0,)  # (forward mode: the conversion is linear)
 
 
 def to_array(value):
@@ -304,6 +297,9 @@ ScalarDual.__getattr__ = _getattr
 ScalarDual.item = _item
 
 
-ad.with_primal = with_primal
-ad.numpy = numpy_call  # generated code: ad.numpy(np.f, ...) where a dual may reach np.f
-ad.np_array = ad.np_asarray = array_of
+publish("with_primal", with_primal)
+publish("numpy", numpy_call)  # generated code: ad.numpy(np.f, ...) where a dual may reach np.f
+# np.array / np.asarray of lists holding duals (numpy cannot dispatch on a list), or of a
+# scalar dual: generated code calls these
+define("np_array", array_of, np.array)
+define("np_asarray", array_of, np.asarray)

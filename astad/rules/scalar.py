@@ -21,20 +21,21 @@ import linecache
 import math
 import numbers
 import operator
-import re
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
+from .. import registry
 from ..errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
+from ..registry import ad, publish
 from ..runtime.array_dual import ArrayDual, FArrayDual
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, ScalarDual, forward_dual,
                              new_dual)
 from ..runtime.tape import gradient_of
 from . import special
-from .generic import (RULES, Rule, _inv, _sign, add_term, apply as general, apply2 as general2,
+from .generic import (Rule, _inv, _sign, add_term, apply as general, apply2 as general2,
                       apply_many, define, general_namespace, is_dual)
 
 # digamma for the general rules (gamma's partial, differentiated again at any order)
@@ -48,18 +49,10 @@ def _sech2(x):
 """
 exec(compile(_SECH2, RULE_FILENAME, "exec"), general_namespace())  # astad's own text
 
-# The namespace generated code calls into, as ``ad.<name>``.
-ad = types.ModuleType("ad", "astad's runtime rules, as called by generated code")
-
-# callable object -> name of its rule in ``ad`` (math.sin -> "sin")
-PRIMITIVES: dict = {}
-# rule name -> (primal expression, partial expression(s)) in terms of x, y and result r;
-# statement-level preaccumulation (fuse.py) reuses them to differentiate whole expressions.
-UNARY_RULES: dict = {}
-BINARY_RULES: dict = {}
-# rules that never raise on floats (they give inf or nan instead)
-TOTAL_RULES = {"add", "sub", "mul", "neg", "pos", "abs", "fabs", "sin", "cos", "tan", "atan",
-               "tanh", "asinh", "erf", "erfc", "degrees", "radians"}
+# Each scalar rule is a record of the registry (astad/registry.py), named as generated code
+# calls it (``ad.sin``), with its formula: the primal expression and the partial
+# expression(s) in terms of x, y and the result r, which statement-level preaccumulation
+# (fuse.py) and the code specialised for floats write into their code.
 
 _INF = math.inf
 
@@ -129,7 +122,7 @@ def mixed(rule, sym: str, a, b):
     return general2(rule, x, y)
 
 
-ad.mixed = mixed
+publish("mixed", mixed)
 
 
 def format_text(text, values):
@@ -144,14 +137,14 @@ def format_text(text, values):
     return text % values
 
 
-ad.format_text = format_text
+publish("format_text", format_text)
 
 IN_PLACE_OPERATORS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
                       "/=": operator.itruediv, "%=": operator.imod}
 
 _NAMESPACE = {
     "Dual": Dual, "FDual": FDual, "SCALAR_DUALS": SCALAR_DUALS, "new": new_dual,
-    "general": general, "RULES": RULES, "_inv": _inv, "_sign": _sign,
+    "general": general, "_inv": _inv, "_sign": _sign,
     "ARRAY": ARRAY, "OPERATORS": OPERATORS, "ARRAY_OPERATORS": ARRAY_OPERATORS,
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
@@ -199,7 +192,7 @@ def rule_{name}(tape, a):
         d.t = tape
         return d
     if type(a) in SCALAR_DUALS:
-        return general(RULES[{general!r}], (a,))
+        return general(GENERAL, (a,))
     return {fallback}
 '''
 
@@ -269,13 +262,14 @@ def rule_{name}(tape, a, b):
             d.t = tape
             return d
     if type(a) in SCALAR_DUALS or type(b) in SCALAR_DUALS:
-        return ad.mixed(RULES[{general!r}], {sym!r}, a, b)
+        return ad.mixed(GENERAL, {sym!r}, a, b)
     return {fallback}
 '''
 
 
 def _compile(template: str, **fields) -> types.FunctionType:
     namespace = dict(_NAMESPACE)
+    namespace["GENERAL"] = registry.named(fields["general"]).general  # (its general form)
     # astad's own templates, never user data
     exec(compile(template.format(**fields), RULE_FILENAME, "exec"), namespace)
     rule = namespace["rule_" + fields["name"]]
@@ -283,46 +277,34 @@ def _compile(template: str, **fields) -> types.FunctionType:
     return rule
 
 
-def _register(name: str, impl, *originals) -> None:
-    setattr(ad, name, impl)
-    for original in originals:
-        PRIMITIVES[original] = name
-
-
-def unique_rule_name(prefix: str, fn) -> str:
-    """A name for ``fn``'s rule in the ``ad`` namespace, from its qualified name, numbered
-    if taken: generated code shows it, so it must not depend on run-time ids."""
-    base = prefix + (re.sub(r"\W+", "_", getattr(fn, "__qualname__", None)
-                            or getattr(fn, "__name__", None) or "").strip("_") or "fn")
-    name, k = base, 1
-    while hasattr(ad, name):
-        k += 1
-        name = f"{base}_{k}"
-    return name
+_register = registry.define
+unique_rule_name = registry.unique_name
 
 
 def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = None,
           math_name: str | None = None):
-    define(name, primal, (dx,), "x", math_name)
+    rule = registry.scalar_rule(name)
+    rule.general = define(name, primal, (dx,), "x", math_name)
+    rule.formula = (primal, (dx,), "x")
     impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx, general=name,
                     fallback=fallback or f"math.{name}(a) if type(a) in NUMBER else "
                     f"ad.via_float(rule_{name}, tape, (a,), math.{name})")
     _register(name, impl, *originals)
-    UNARY_RULES[name] = (primal, dx)
 
 
 def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
            fallback: str | None = None, inplace: str | None = None,
            math_name: str | None = None):
-    define(name, primal, (dx, dy), "x, y", math_name)
+    rule = registry.scalar_rule(name)
+    rule.general = define(name, primal, (dx, dy), "x, y", math_name)
+    rule.formula = (primal, (dx, dy), "x, y")
     impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy, general=name,
                     sym=sym or name, fallback=fallback or f"math.{name}(a, b) if type(a) in "
                     f"NUMBER and type(b) in NUMBER else "
                     f"ad.via_float(rule_{name}, tape, (a, b), math.{name})")
     _register(name, impl, *originals)
-    BINARY_RULES[name] = (primal, dx, dy)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
-        setattr(ad, "i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
+        publish("i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
                                          dx=dx, dy=dy, general=name, sym=sym + "=",
                                          fallback=inplace))
 
@@ -456,7 +438,7 @@ def _pow_dy(x, y, r):
     return math.nan
 
 
-RULES["pow"] = type(RULES["add"])("pow", _pow_primal, (_pow_dx, _pow_dy))
+_POW = registry.scalar_rule("pow").general = Rule("pow", _pow_primal, (_pow_dx, _pow_dy))
 
 
 def pow(tape, a, b, mod=None):  # noqa: A001 - the rule for ** and builtins.pow
@@ -485,7 +467,7 @@ def pow(tape, a, b, mod=None):  # noqa: A001 - the rule for ** and builtins.pow
             return d
     if type(a) not in SCALAR_DUALS and type(b) not in SCALAR_DUALS:
         return a ** b
-    return mixed(RULES["pow"], "**", a, b)
+    return mixed(_POW, "**", a, b)
 
 
 _register("pow", pow, operator.pow, builtins.pow)
@@ -654,9 +636,9 @@ def value(x):
     return full_primal(x)
 
 
-ad.primals = primals
-ad.record = record
-ad.value = value
+publish("primals", primals)
+publish("record", record)
+publish("value", value)
 
 
 def _sum_primal(xs):
@@ -737,6 +719,12 @@ if hasattr(math, "fma"):  # Python >= 3.13
     _register("fma", fma, math.fma)
 
 
+# rules that never raise on floats (they give inf or nan instead): fusing may reorder them
+for _name in ("add", "sub", "mul", "neg", "pos", "abs", "fabs", "sin", "cos", "tan", "atan",
+              "tanh", "asinh", "erf", "erfc", "degrees", "radians"):
+    registry.named(_name).total = True
+
+
 # --- In-place operators (``t op= v``): Python's in-place semantics unless a dual is involved
 def _inplace(rule, python_op):
     def call(tape, a, b):
@@ -747,7 +735,7 @@ def _inplace(rule, python_op):
 
 
 for _name, _op in (("floordiv", operator.ifloordiv), ("pow", operator.ipow)):
-    setattr(ad, "i" + _name, _inplace(getattr(ad, _name), _op))
+    publish("i" + _name, _inplace(getattr(ad, _name), _op))
 
 
 # --- Functions whose result is not differentiable: they see primal values ----------
@@ -816,10 +804,10 @@ def via_float(rule, tape, args, plain):
     return plain(*args)
 
 
-ad.via_float = via_float
-ad.float = float_
-ad.isinstance = isinstance_
-ad.type = type_
+publish("via_float", via_float)
+publish("float", float_)
+publish("isinstance", isinstance_)
+publish("type", type_)
 # builtins rewritten without a tape argument
 TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
                      builtins.type: "type"}
@@ -829,7 +817,7 @@ TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
 # A dual is always among the operands here, so the rule's fast paths (which need a tape)
 # do not apply: the general rule records at the level of the operands (rules/generic.py).
 def _overload(rule_name: str, sym: str, swap: bool = False):
-    rule = RULES[rule_name]
+    rule = registry.named(rule_name).general
     if swap:
         return lambda self, other: mixed(rule, sym, other, self)
     return lambda self, other: mixed(rule, sym, self, other)
@@ -878,7 +866,7 @@ def register_scalar(fn: F, *partials: Callable[..., float], name: str | None = N
     differentiated values themselves (transformed, like any Python function), so give
     them as Python functions or registered ones for derivatives of higher order.
     """
-    rule_name = name or f"user_{getattr(fn, '__name__', 'fn')}_{len(PRIMITIVES)}"
+    rule_name = name or registry.unique_name("user_", fn)
 
     def primal(xs):
         if any(type(x) in SCALAR_DUALS for x in xs):

@@ -16,12 +16,12 @@ import numpy as np
 import scipy.special as sc
 from scipy.special import _ufuncs
 
-from .array import (BATCHED_JVPS, BATCHED_VJPS, FINITE_PARTIALS, JVPS, NEW_ARRAYS, RESULT_KIND,
-    VJPS, differentiate_by_keyword, register_elementwise, register_jvp, register_vjp)
-from .scalar import PRIMITIVES
+from ..registry import RECORDS, renew
+from .array import (NEW_ARRAYS, batched_vjps, differentiate_by_keyword, finite_partials,
+                    register_elementwise, register_jvp, register_vjp, result_kinds)
 from .array_axes import align_core, expand_reduced, negative_axes, sum_to_shape
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import ARRAY_RULES, dispatch
+from ..runtime.array_dual import dispatch
 from ..runtime.duals import DUAL_TYPES
 
 _zeta = _ufuncs._zeta  # the Hurwitz zeta function zeta(s, q) as a ufunc
@@ -133,32 +133,37 @@ PYTHON_FUNCTIONS = {  # function: (vjps, jvps)
 
 def register_all() -> None:
     """Register every rule here (a rule the user registered first is kept)."""
-    FINITE_PARTIALS.update(_FINITE)
+    finite_partials(*_FINITE)
     for fn, partials in ELEMENTWISE.items():
-        if fn not in ARRAY_RULES:
+        if RECORDS.get(fn) is None or RECORDS[fn].array is None:
             register_elementwise(fn, *partials)
     for fn, (vjps, jvps) in PYTHON_FUNCTIONS.items():
-        if fn in ARRAY_RULES or fn in PRIMITIVES:
+        if RECORDS.get(fn) is not None and (RECORDS[fn].array is not None or
+                                            RECORDS[fn].call is not None):
             continue
-        primitive = PRIMITIVE_OF[fn] = _dispatching(fn)
+        primitive = _dispatching(fn)
         register_vjp(primitive, *vjps)
         register_jvp(primitive, *jvps, batched=True)
-        BATCHED_VJPS.add(primitive)
-        RESULT_KIND[primitive] = NEW_ARRAYS if fn is not sc.polygamma else None
+        batched_vjps(primitive)
+        if fn is not sc.polygamma:
+            result_kinds(NEW_ARRAYS, primitive)
         # differentiated code calling scipy's function calls the primitive's rule, and
         # the catalogue reads its derivatives under scipy's name
-        PRIMITIVES[fn] = PRIMITIVES[primitive]
-        VJPS[fn], JVPS[fn] = VJPS[primitive], JVPS[primitive]
-        BATCHED_VJPS.add(fn)
-        BATCHED_JVPS.add(fn)
-    if sc.logsumexp in PRIMITIVE_OF:
-        differentiate_by_keyword(PRIMITIVE_OF[sc.logsumexp], ("a", "axis", "b"),
+        found, rule = renew(fn), RECORDS[primitive]
+        found.name, found.call, found.primitive = rule.name, rule.call, primitive
+        found.vjps, found.jvps = rule.vjps, rule.jvps
+        found.batched_vjps = found.batched_jvps = True
+    if primitive_of(sc.logsumexp) is not None:
+        differentiate_by_keyword(primitive_of(sc.logsumexp), ("a", "axis", "b"),
                                  _logsumexp_checks_call)
-    if sc.polygamma in PRIMITIVE_OF:
-        differentiate_by_keyword(PRIMITIVE_OF[sc.polygamma], ("n", "x"))
+    if primitive_of(sc.polygamma) is not None:
+        differentiate_by_keyword(primitive_of(sc.polygamma), ("n", "x"))
 
 
-PRIMITIVE_OF: dict = {}  # scipy's Python function -> the primitive astad records
+def primitive_of(fn):
+    """The primitive astad records for scipy's Python function ``fn``, or None."""
+    found = RECORDS.get(fn)
+    return None if found is None else found.primitive
 
 
 def _dispatching(fn):

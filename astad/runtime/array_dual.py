@@ -13,7 +13,8 @@ rules may add into it in place.
 
 numpy calls need no rewriting: ``ArrayDual`` (and ``Dual``) implement numpy's dispatch
 protocols (``__array_ufunc__``, ``__array_function__``), so ``np.sin(x)``, ``np.sum(x)``,
-``x @ w`` find their rules in ``ARRAY_RULES`` and record on the tape of the gradient call
+``x @ w`` find their rules in the registry (astad/registry.py: a record's ``array``) and
+record on the tape of the gradient call
 running in this thread. A numpy function without a rule raises an error naming it.
 The rules themselves are in ``rules/array.py`` (how rules are given; element-wise
 functions, reductions), ``rules/array_shapes.py`` (shapes, joining, indexing, the operators
@@ -25,24 +26,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
-from ..rules.lazy import rule_for as lazy_rule_for
+from ..registry import RECORDS, lookup, record
 from .tape import _native
 from .duals import (DUAL_TYPES, Dual, NestedDual, PrimalView, ScalarDual, conversion_error,
                     innermost, is_forward, reverse_dual, running)
 
-# numpy callable (ufunc or function) -> rule(tape, *args, **kwargs)
-ARRAY_RULES: dict = {}
-# numpy callable -> prepare(args, kwargs) -> (args, kwargs): what a rule follows, checked
-# (and normalised) before either mode runs it: a keyword the rule does not follow is
-# refused, never ignored
-PREPARE: dict = {}
-
-
 def add_check(fn, step) -> None:
     """Run ``step(args, kwargs) -> (args, kwargs)`` before ``fn``'s rule, in every mode,
-    after any step registered before it."""
-    before = PREPARE.get(fn)
-    PREPARE[fn] = step if before is None else (
+    after any step registered before it: what a rule follows, checked (and normalised)
+    before either mode runs it (a keyword the rule does not follow is refused, never
+    ignored)."""
+    found = record(fn)
+    before = found.check
+    found.check = step if before is None else (
         lambda args, kwargs: step(*before(args, kwargs)))
 
 
@@ -193,7 +189,8 @@ def plain_array(value):
 
 def dispatch(func, args, kwargs):
     """Run numpy ``func`` on arguments holding duals through its rule, at the innermost
-    level among them: a reverse rule (``ARRAY_RULES``) or forward mode (astad/forward)."""
+    level among them: a reverse rule (its record's ``array``) or forward mode
+    (astad/forward)."""
     if not kwargs and type(func) is np.ufunc:  # the most common call, checked in one pass
         result = ufunc_at_once(func, args)
         if result is not NotImplemented:
@@ -216,14 +213,14 @@ def dispatch(func, args, kwargs):
     level = innermost(args) if not kwargs else innermost(list(args) + list(kwargs.values()))
     if level is None:  # (numpy asked because of a dual of no level: cannot happen)
         return func(*args, **kwargs)
-    rule = ARRAY_RULES.get(func) or lazy_rule_for(func)  # (scipy.special: on first use)
-    prepare = PREPARE.get(func)
-    if prepare is not None:
-        args, kwargs = prepare(args, kwargs)
-    writer = WRITERS.get(func)
+    found = lookup(func)  # (scipy.special's rules: registered on first use)
+    rule = found.array if found is not None else None
+    if found is not None and found.check is not None:
+        args, kwargs = found.check(args, kwargs)
+    writer = found.writer if found is not None else None
     if writer is not None:  # np.add.at, np.copyto, np.put_along_axis: writes (array_writes)
         return writer(*args, **kwargs)
-    view = VIEWS.get(func)
+    view = found.view if found is not None else None
     if view is not None and type(args[0]) in ARRAY_DUALS and args[0].t is level:
         result = view(args, kwargs)  # a view of the array (x[1:], x.T): no copy, no entry
         if result is not None:
@@ -249,10 +246,11 @@ def ufunc_at_once(func, args):
     (The commonest cases have a compiled rule, ``compiled_elementwise``, which its callers
     try first.)"""
     tape = _one_tape(args)
-    if tape is not None and func not in PREPARE and func not in VIEWS and func not in WRITERS:
-        rule = ARRAY_RULES.get(func)
-        if rule is not None:
-            return rule(tape, *args)
+    if tape is not None:
+        found = RECORDS.get(func)
+        if found is not None and found.array is not None and found.check is None and \
+                found.view is None and found.writer is None:
+            return found.array(tape, *args)
     return NotImplemented
 
 
@@ -289,10 +287,6 @@ FORWARD: list = [None]
 # (rules/numpy_values.py sets it)
 CONVERT_LISTS: list = [lambda func, args, kwargs: (args, kwargs)]
 WRITE: list = [None]  # array_writes.setitem
-WRITERS: dict = {}  # numpy functions that write into an argument (array_writes.py)
-# numpy function -> view(args, kwargs): its result as a view dual when numpy's result
-# shares the array's memory, else None (rules/array_writes.py)
-VIEWS: dict = {}
 
 
 def _dual_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -485,3 +479,40 @@ def interleave_array(value, tape):
 
 def is_float_array(value) -> bool:
     return type(value) is np.ndarray and value.dtype.kind == "f"
+
+
+# -- arrays made inside differentiated code ---------------------------------------------
+def constant(tape, value):
+    """``value`` (a new float array) as a differentiated constant of the level ``tape``
+    (the level the code runs on; else the innermost running one), so that what is written
+    into it is differentiated. Inside nested differentiations it is a constant of every
+    level up to that one (its primal a constant of the enclosing level, and so on), so a
+    value of any of them may be written into it."""
+    if type(value) is not np.ndarray or value.dtype.kind != "f":
+        return value
+    stack = running.stack
+    if tape is None or id(tape) not in running.depth:
+        if not stack:
+            return value
+        tape = stack[-1]
+    for handle in stack[:running.depth[id(tape)]]:  # outermost first
+        value = _constant_of(handle, value)
+    return value
+
+
+def _constant_of(handle, value):
+    if is_forward(handle):
+        width = handle.width
+        shape = np.shape(value)
+        return FArrayDual(value, np.zeros(shape if width is None else (width,) + shape,
+                                          plain_array(value).dtype), handle)
+    d = ArrayDual(value, len(handle), handle)
+    handle.append(_CONSTANT)  # an entry of its own: what reaches it is dropped
+    return d
+
+
+def _drop(adjoint, arrays, k, parents, context):
+    arrays.pop(k, None)
+
+
+_CONSTANT = (_drop, (), None)

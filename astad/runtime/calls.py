@@ -26,12 +26,12 @@ import types
 from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
 from ..front.source import filename_of
-from ..rules.scalar import PRIMITIVES, TAPELESS_BUILTINS, ad
+from ..registry import RECORDS, ad, define, publish
+from ..rules.scalar import TAPELESS_BUILTINS
 from ..rules import lazy
 import numpy as np
 
-from ..rules.array import array_from, constant_array_method
-from ..rules.array_shapes import asarray_from
+from ..rules.array import constant_array_method
 from .array_dual import ARRAY_DUALS, compiled_elementwise
 from .tape import _native
 from ..structure import contains_dual
@@ -207,11 +207,11 @@ _API_CALLABLES = (types.FunctionType, types.MethodType) + (
 def rev(f):
     """The transformed version of callable ``f``, taking the tape as first argument."""
     try:  # a registered rule first: a custom derivative wins over the function's source
-        name = PRIMITIVES.get(f)
+        found = RECORDS.get(f)
     except TypeError:  # unhashable callable
-        name = None
-    if name is not None:
-        return getattr(ad, name)
+        found = None
+    if found is not None and found.call is not None:
+        return found.call
     tapeless = _TAPELESS.get(f) if type(f) is type or type(f) is types.BuiltinFunctionType \
         else None
     if tapeless is not None:  # float, isinstance, type reached by another name
@@ -297,7 +297,7 @@ def rev(f):
     return wrapper
 
 
-ad.rev = rev
+publish("rev", rev)
 
 
 # -- user classes: dunder operators and properties, transformed -----------------------
@@ -365,10 +365,10 @@ def getattr_(tape, obj, name):
     return getattr(obj, name)
 
 
-ad.python_method = _python_method
-ad.user_binary = user_binary
-ad.user_unary = user_unary
-ad.getattr = getattr_
+publish("python_method", _python_method)
+publish("user_binary", user_binary)
+publish("user_unary", user_unary)
+publish("getattr", getattr_)
 
 
 def is_numpy_callable(f) -> bool:
@@ -376,13 +376,6 @@ def is_numpy_callable(f) -> bool:
         or type(getattr(f, "__self__", None)) is np.ufunc  # (np.add.reduce: a ufunc method)
 
 
-# np.array / np.asarray of lists holding duals: numpy cannot dispatch on a list
-# (rules/numpy_values.py replaces them: a scalar dual too)
-_register_rule = PRIMITIVES.__setitem__
-ad.np_array = array_from
-ad.np_asarray = asarray_from
-_register_rule(np.array, "np_array")
-_register_rule(np.asarray, "np_asarray")
 
 
 # -- builtins that call functions: they call the transformed versions ------------------
@@ -409,8 +402,7 @@ def _calls_functions(name, original, positions, keywords=("key",)):
                 kwargs[key] = bind(tape, kwargs[key])
         return original(*args, **kwargs)
     rule.__name__ = name
-    setattr(ad, name, rule)
-    PRIMITIVES[original] = name
+    define(name, rule, original)
 
 
 _calls_functions("map", builtins.map, {0})
