@@ -16,7 +16,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from . import scalar  # noqa: F401  (the scalar rules, whose text SAME_AS_MATH reads)
 from ..registry import RECORDS, publish, record, renew, unique_name
+from ..registry import named as registry_named
+from .from_scalar import partials_of
 from ..runtime.array_dual import (CONVERT_LISTS, PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, constant,
                                   accumulate, accumulate_rows, add_check, cotangent, dispatch,
                                   index_of, is_active, new_array, new_scalar, parent_of,
@@ -393,15 +396,8 @@ def finite_partials(*fns) -> None:
 finite_partials(np.add, np.subtract, np.multiply, np.negative, np.positive, np.absolute,
                 np.exp, np.expm1, np.exp2, np.square, np.sin, np.cos, np.arctan, np.sinh,
                 np.cosh, np.tanh, np.maximum, np.minimum, np.fmax, np.fmin, np.where,
-                np.logaddexp, np.logaddexp2)
-
-
-def _one_minus_square(r):
-    """1 - r * r in one new array (not two): tanh's derivative on large arrays."""
-    if type(r) is not np.ndarray:
-        return 1.0 - r * r
-    partial = np.multiply(r, r)
-    return np.subtract(1.0, partial, out=partial)
+                np.logaddexp, np.logaddexp2, np.fabs, np.degrees, np.radians, np.deg2rad,
+                np.rad2deg, np.arcsinh, np.copysign)
 
 
 # Partials written so that they neither overflow, underflow nor cancel where the function
@@ -419,29 +415,6 @@ def _power_dx(x, y):
         return np.where(np.equal(y, 0), 0.0, y * np.power(x, y - 1.0))
 
 
-def _tanh_partial(x, r):
-    """sech^2 x: 1 - r^2 where |x| <= 4 (a relative error below 4e-13 there), and
-    4 e / (1 + e)^2 with e = exp(-2|x|) beyond, where 1 - r^2 cancels to 0."""
-    partial = _one_minus_square(r)
-    if type(partial) is np.ndarray and type(x) is np.ndarray:
-        far = np.abs(x) > 4.0
-        if far.any():
-            e = np.exp(-2.0 * np.abs(x[far]))
-            partial[far] = 4.0 * e / ((1.0 + e) * (1.0 + e))
-        return partial
-    e = np.exp(-2.0 * np.abs(x))
-    return np.where(np.abs(x) > 4.0, 4.0 * e / ((1.0 + e) * (1.0 + e)), partial)
-
-
-def _atan2_partials(y, x):
-    """(d/dy, d/dx) of arctan2(y, x) = (x, -y) / (x^2 + y^2), through hypot (x^2 + y^2
-    underflows at 1e-200 and overflows at 1e200); 0 at the origin."""
-    h = np.hypot(x, y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (np.where(h != 0, x / h / np.where(h != 0, h, 1.0), 0.0),
-                np.where(h != 0, -y / h / np.where(h != 0, h, 1.0), 0.0))
-
-
 register_elementwise(np.add, lambda x, y, r: 1.0, lambda x, y, r: 1.0)
 register_elementwise(np.subtract, lambda x, y, r: 1.0, lambda x, y, r: -1.0)
 register_elementwise(np.multiply, lambda x, y, r: y, lambda x, y, r: x)
@@ -450,42 +423,37 @@ register_elementwise(np.power, lambda x, y, r: _power_dx(x, y),
                      lambda x, y, r: np.where(r != 0, r * np.log(np.where(x > 0, x, 1.0)), 0.0))
 register_elementwise(np.negative, lambda x, r: -1.0)
 register_elementwise(np.positive, lambda x, r: 1.0)
-register_elementwise(np.absolute, lambda x, r: np.sign(x))
-register_elementwise(np.exp, lambda x, r: r)
-register_elementwise(np.expm1, lambda x, r: np.exp(x))
-register_elementwise(np.log, lambda x, r: 1.0 / x)
-register_elementwise(np.log1p, lambda x, r: 1.0 / (1.0 + x))
-register_elementwise(np.log2, lambda x, r: 1.0 / (x * np.log(2.0)))
-register_elementwise(np.log10, lambda x, r: 1.0 / (x * np.log(10.0)))
-register_elementwise(np.sqrt, lambda x, r: 0.5 / r)
-register_elementwise(np.cbrt, lambda x, r: 1.0 / (3.0 * r * r))
 register_elementwise(np.square, lambda x, r: 2.0 * x)
 register_elementwise(np.reciprocal, lambda x, r: -r * r)
-register_elementwise(np.sin, lambda x, r: np.cos(x))
-register_elementwise(np.cos, lambda x, r: -np.sin(x))
-register_elementwise(np.tan, lambda x, r: 1.0 + r * r)
-register_elementwise(np.arcsin, lambda x, r: 1.0 / np.sqrt((1.0 - x) * (1.0 + x)))
-register_elementwise(np.arccos, lambda x, r: -1.0 / np.sqrt((1.0 - x) * (1.0 + x)))
-register_elementwise(np.arctan, lambda x, r: 1.0 / (1.0 + x * x))
-register_elementwise(np.sinh, lambda x, r: np.cosh(x))
-register_elementwise(np.cosh, lambda x, r: np.sinh(x))
-register_elementwise(np.tanh, lambda x, r: _tanh_partial(x, r))
-register_elementwise(np.arctan2, lambda y, x, r: _atan2_partials(y, x)[0],
-                     lambda y, x, r: _atan2_partials(y, x)[1])
 register_elementwise(np.logaddexp, lambda x, y, r: np.exp(x - r), lambda x, y, r: np.exp(y - r))
 register_elementwise(np.logaddexp2, lambda x, y, r: np.exp2(x - r),
                      lambda x, y, r: np.exp2(y - r))
-register_elementwise(np.exp2, lambda x, r: r * np.log(2.0))
 # x % y == x - y * floor(x / y)
 register_elementwise(np.remainder, lambda x, y, r: 1.0, lambda x, y, r: -np.floor_divide(x, y))
-register_elementwise(np.hypot, lambda x, y, r: x / r, lambda x, y, r: y / r)
 # ties: the first argument takes the gradient, as numpy returns it
 register_elementwise(np.maximum, lambda x, y, r: (x >= y) * 1.0, lambda x, y, r: (x < y) * 1.0)
 register_elementwise(np.minimum, lambda x, y, r: (x <= y) * 1.0, lambda x, y, r: (x > y) * 1.0)
 register_elementwise(np.fmax, lambda x, y, r: (x >= y) * 1.0, lambda x, y, r: (x < y) * 1.0)
 register_elementwise(np.fmin, lambda x, y, r: (x <= y) * 1.0, lambda x, y, r: (x > y) * 1.0)
 
-
+# The functions of ``math`` numpy computes element by element: their partials are the
+# scalar rules' own text, read element-wise (rules/from_scalar.py), so that both modes
+# and both kinds of argument differentiate them by one formula.
+SAME_AS_MATH = {
+    np.absolute: "abs", np.fabs: "fabs", np.sin: "sin", np.cos: "cos", np.tan: "tan",
+    np.arcsin: "asin", np.arccos: "acos", np.arctan: "atan", np.sinh: "sinh",
+    np.cosh: "cosh", np.tanh: "tanh", np.arcsinh: "asinh", np.arccosh: "acosh",
+    np.arctanh: "atanh", np.exp: "exp", np.expm1: "expm1", np.log: "log1",
+    np.log1p: "log1p", np.log2: "log2", np.log10: "log10", np.sqrt: "sqrt", np.cbrt: "cbrt",
+    np.exp2: "exp2", np.degrees: "degrees", np.rad2deg: "degrees", np.radians: "radians",
+    np.deg2rad: "radians", np.arctan2: "atan2", np.hypot: "hypot2",
+    np.copysign: "copysign", np.fmod: "fmod"}
+for _ufunc, _name in SAME_AS_MATH.items():
+    if registry_named(_name) is not None:  # (cbrt and exp2: math has them from 3.11)
+        register_elementwise(_ufunc, *partials_of(_name))
+if registry_named("cbrt") is None:
+    register_elementwise(np.cbrt, lambda x, r: 1.0 / (3.0 * r * r))
+    register_elementwise(np.exp2, lambda x, r: r * np.log(2.0))
 register_elementwise(np.where, None, lambda c, x, y, r: np.asarray(c, dtype=bool) * 1.0,
                      lambda c, x, y, r: (~np.asarray(c, dtype=bool)) * 1.0)
 
@@ -585,7 +553,8 @@ def _compiled_elementwise() -> bool:
         return False
     ops = (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.square,
            np.sqrt, np.exp, np.log, np.sin, np.cos, np.tanh, np.power)  # (the C enum's order)
-    helpers = {np.sin: np.cos, np.cos: np.sin, np.power: np.power}  # the partial's ufunc
+    helpers = {np.sin: np.cos, np.cos: np.sin, np.power: np.power,  # the partial's ufunc
+               np.tanh: np.exp}
     table = {}
     for op, ufunc in enumerate(ops):
         found = RECORDS[ufunc]

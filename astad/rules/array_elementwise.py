@@ -1,27 +1,15 @@
 """More element-wise functions, by their partial derivatives (forward mode derives their
-jvps from the partials): fabs, the angle conversions, the inverse hyperbolics, sinc,
-fmod, copysign, float_power, ldexp, nan_to_num, real and conj of real arrays; and the
-functions whose result carries no derivative (integer, bool or piecewise-constant
-results), which see primal values.
+jvps from the partials): sinc, float_power, ldexp, nan_to_num, real and conj of real
+arrays; and the functions whose result carries no derivative (integer, bool or
+piecewise-constant results), which see primal values. (The functions ``math`` has too
+take the scalar rules' partials: rules/array.py's SAME_AS_MATH.)
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .array import (_primal_only, finite_partials, register_elementwise)
-finite_partials(np.fabs, np.degrees, np.radians, np.deg2rad, np.rad2deg, np.arcsinh,
-                np.conjugate, np.real, np.nan_to_num, np.copysign)
-
-_TO_DEGREES = 180.0 / np.pi
-_TO_RADIANS = np.pi / 180.0
-register_elementwise(np.fabs, lambda x, r: np.sign(x))
-register_elementwise(np.degrees, lambda x, r: _TO_DEGREES)
-register_elementwise(np.rad2deg, lambda x, r: _TO_DEGREES)
-register_elementwise(np.radians, lambda x, r: _TO_RADIANS)
-register_elementwise(np.deg2rad, lambda x, r: _TO_RADIANS)
-register_elementwise(np.arcsinh, lambda x, r: 1.0 / np.sqrt(x * x + 1.0))
-register_elementwise(np.arccosh, lambda x, r: 1.0 / np.sqrt(x * x - 1.0))
-register_elementwise(np.arctanh, lambda x, r: 1.0 / (1.0 - x * x))
+finite_partials(np.conjugate, np.real, np.nan_to_num)
 
 
 def _sinc_partial(x, r):
@@ -31,11 +19,6 @@ def _sinc_partial(x, r):
 
 
 register_elementwise(np.sinc, _sinc_partial)
-# fmod(x, y) = x - y * trunc(x / y)
-register_elementwise(np.fmod, lambda x, y, r: 1.0, lambda x, y, r: -np.trunc(x / y))
-# copysign(x, y) = |x| with y's sign: piecewise constant in y
-register_elementwise(np.copysign, lambda x, y, r: np.sign(x) * np.copysign(1.0, y),
-                     lambda x, y, r: 0.0 * x)
 register_elementwise(np.float_power,
                      lambda x, y, r: y * np.float_power(x, y - 1.0),
                      lambda x, y, r: np.where(r != 0, r * np.log(np.where(x > 0, x, 1.0)),

@@ -373,12 +373,14 @@ compute(int op, PyObject *func, PyObject *helper, int checked, Operand *x, Opera
         for (Py_ssize_t j = 0; j < n; j++)
             p[j] = 2.0 * AT(*x, j);
         break;
-    case SQRT:
+    case SQRT: /* the scalar rule's _inv(2.0 * r): 1 / (2 r), +inf where 2 r == 0 */
     case LOG:
         if ((partials[0] = new_like(x->value, &p)) == NULL)
             return -1;
-        for (Py_ssize_t j = 0; j < n; j++)
-            p[j] = op == SQRT ? 0.5 / r[j] : 1.0 / AT(*x, j);
+        for (Py_ssize_t j = 0; j < n; j++) {
+            double z = 2.0 * r[j];
+            p[j] = op == LOG ? 1.0 / AT(*x, j) : z != 0.0 ? 1.0 / z : INFINITY;
+        }
         break;
     case EXP:
         partials[0] = Py_NewRef(*result);
@@ -414,15 +416,55 @@ compute(int op, PyObject *func, PyObject *helper, int checked, Operand *x, Opera
         for (Py_ssize_t j = 0; j < n; j++)
             ((double *)q->data)[j] = y->number * ((double *)q->data)[j];
         break;
-    case TANH: /* 1 - r^2 where |x| <= 4; beyond, the rule's own formula */
-        for (Py_ssize_t j = 0; j < n; j++)
-            if (!(fabs(AT(*x, j)) <= 4.0))
-                goto not_here;
+    case TANH: { /* the scalar rule's text (rules/from_scalar.py): 1 - r^2 where
+                  * -2 < x < 2, else sech^2 x = 4 e / ((1 + e) (1 + e)) with
+                  * e = exp(-2 |x|), numpy's exp (the helper) of those elements only */
         if ((partials[0] = new_like(x->value, &p)) == NULL)
             return -1;
-        for (Py_ssize_t j = 0; j < n; j++)
-            p[j] = 1.0 - r[j] * r[j];
+        Py_ssize_t far = 0;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            double a = AT(*x, j);
+            if (-2.0 < a && a < 2.0)
+                p[j] = 1.0 - r[j] * r[j];
+            else
+                far++;
+        }
+        if (far == 0)
+            break;
+        if (array_new == NULL)
+            goto not_here;
+        PyObject *t = array_new(ew.ndarray, 1, &far, NPY_DOUBLE, NULL, NULL, 0, 0, NULL);
+        ArrayFields *ta = t ? plain_array(t, 1) : NULL;
+        if (ta == NULL) {
+            Py_XDECREF(t);
+            goto not_here;
+        }
+        double *tv = (double *)ta->data;
+        for (Py_ssize_t j = 0, k = 0; j < n; j++) {
+            double a = AT(*x, j);
+            if (!(-2.0 < a && a < 2.0))
+                tv[k++] = -2.0 * fabs(a);
+        }
+        PyObject *e = PyObject_CallOneArg(helper, t);
+        Py_DECREF(t);
+        if (e == NULL)
+            return -1;
+        ArrayFields *ea = plain_array(e, 0);
+        if (ea == NULL || ea->nd != 1 || ea->dimensions[0] != far) {
+            Py_DECREF(e);
+            goto not_here;
+        }
+        double *ev = (double *)ea->data;
+        for (Py_ssize_t j = 0, k = 0; j < n; j++) {
+            double a = AT(*x, j);
+            if (!(-2.0 < a && a < 2.0)) {
+                double v = ev[k++];
+                p[j] = 4.0 * v / ((1.0 + v) * (1.0 + v));
+            }
+        }
+        Py_DECREF(e);
         break;
+    }
     }
     for (int k = 0; k < 2; k++) {
         if (partials[k] == NULL && PyErr_Occurred())
