@@ -10,22 +10,21 @@
 
     astad.grad, astad.jvp, astad.jacfwd, astad.jacrev, astad.hessian, ...  # as in JAX
 """
-from .api import DiffFunction, Pullback, reverse_diff
+from .api.diff import DiffFunction, Pullback, reverse_diff
 from .data import tree as tree_util
 from .data.tree import register_pytree_node, register_pytree_node_class
 from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnavailableError,
                      UnsupportedSyntaxError)
 from .rules.scalar import register_scalar
 from .rules.array import register_elementwise, register_jvp, register_vjp
-from .runtime import calls as _calls  # noqa: F401  (installs ad.rev)
+from .compile import calls as _calls  # noqa: F401  (installs ad.rev)
 from .rules.custom import custom_jvp, custom_vjp, stop_gradient
 from . import testing  # noqa: F401  (astad.testing.check_grads)
 from .display import show
-from . import forward as _forward  # noqa: F401
-from .forward import arrays as _forward_arrays  # noqa: F401  (forward mode on numpy)
+from .rules import array_forward as _forward_arrays  # noqa: F401  (forward mode on numpy)
 from .rules import numpy_values as _numpy_values  # noqa: F401  (lists and floats to numpy)
-from .transforms import grad, hessian, jvp, value_and_grad, vjp
-from .jacobians import jacfwd, jacobian, jacrev
+from .api.transforms import grad, hessian, jvp, value_and_grad, vjp
+from .api.jacobians import jacfwd, jacobian, jacrev
 from .runtime.duals import StaleDualError
 
 from .rules import catalogue as _catalogue

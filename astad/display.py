@@ -48,7 +48,7 @@ def _decorated(f: Callable[..., Any]) -> Any:
     if not isinstance(f, types.FunctionType):
         raise TypeError(f"astad.display needs a Python function (decorated with "
                         f"astad.reverse_diff or not), got {f!r}")
-    from .api import reverse_diff
+    from .api.diff import reverse_diff
     return reverse_diff(f)
 
 

@@ -40,7 +40,7 @@ for _path in (_ROOT, _HERE):  # the astad of this checkout, then the benchmark m
         sys.path.insert(0, _path)
 
 import astad  # noqa: E402
-import astad.api  # noqa: E402
+import astad.api.diff  # noqa: E402
 import programs  # noqa: E402
 import run  # noqa: E402
 from astad.runtime import tape as runtime  # noqa: E402
@@ -72,11 +72,11 @@ def use_runtime(kind):
     (the tape of duals)."""
     if kind == "native":
         native = runtime._native
-        runtime.sweep_flat, astad.api.sweep_and_free = native.sweep_flat, native.sweep_and_free
+        runtime.sweep_flat, astad.api.diff.sweep_and_free = native.sweep_flat, native.sweep_and_free
     elif kind == "python":
-        astad.api.sweep_and_free, runtime.sweep_flat = _python_sweeps()
+        astad.api.diff.sweep_and_free, runtime.sweep_flat = _python_sweeps()
     elif kind == "no sweep":
-        runtime.sweep_flat, astad.api.sweep_and_free = _free_only_flat, _free_only
+        runtime.sweep_flat, astad.api.diff.sweep_and_free = _free_only_flat, _free_only
     else:
         raise ValueError(kind)
 
@@ -84,7 +84,7 @@ def use_runtime(kind):
 def sweep_kind(case, ad):
     """Which tape one value_and_grad call sweeps, and how many entries."""
     seen = []
-    flat, dual = runtime.sweep_flat, astad.api.sweep_and_free
+    flat, dual = runtime.sweep_flat, astad.api.diff.sweep_and_free
 
     def counting_flat(tape, width, adjoint, first):
         seen.append(("flat tape", len(tape) // (2 * width)))
@@ -94,11 +94,11 @@ def sweep_kind(case, ad):
         seen.append(("dual tape", len(tape) - first))
         dual(tape, adjoint, first, arrays)
 
-    runtime.sweep_flat, astad.api.sweep_and_free = counting_flat, counting
+    runtime.sweep_flat, astad.api.diff.sweep_and_free = counting_flat, counting
     try:
         ad.value_and_grad(*case.args)
     finally:
-        runtime.sweep_flat, astad.api.sweep_and_free = flat, dual
+        runtime.sweep_flat, astad.api.diff.sweep_and_free = flat, dual
     return seen[0] if seen else ("no tape", 0)
 
 

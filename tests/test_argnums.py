@@ -75,7 +75,7 @@ def test_argnums_of_the_wrong_form_are_refused_when_decorated(argnums):
 def test_one_reading_shared_by_every_entry_point():
     assert argnums_positions(-1, 3) == ((2,), True)
     assert argnums_positions((0, -1), 3) == ((0, 2), False)
-    assert astad.transforms.argnums_positions is argnums_positions
+    assert astad.api.transforms.argnums_positions is argnums_positions
 
 
 # -- the same array passed twice ---------------------------------------------------------------

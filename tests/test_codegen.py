@@ -6,7 +6,7 @@ import traceback
 import pytest
 
 import astad
-from astad import codegen
+from astad.compile import pipeline as codegen
 
 
 def figure1(x, y):

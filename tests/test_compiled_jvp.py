@@ -14,7 +14,8 @@ import traceback
 import pytest
 
 import astad
-from astad import codegen, transforms
+from astad.api import transforms
+from astad.compile import pipeline as codegen
 from astad.runtime import duals
 from astad.runtime import tape as runtime
 
@@ -180,7 +181,7 @@ def test_under_an_enclosing_differentiation_the_levels_stay_apart():
 
 
 def test_reads_as_the_function_it_stands_for():
-    assert astad.jvp.__name__ == "jvp" and astad.jvp.__module__ == "astad.transforms"
+    assert astad.jvp.__name__ == "jvp" and astad.jvp.__module__ == "astad.api.transforms"
     assert "forward mode" in astad.jvp.__doc__
     assert list(inspect.signature(astad.jvp).parameters) == ["fun", "primals", "tangents",
                                                            "has_aux"]

@@ -247,7 +247,7 @@ def test_the_source_of_a_gradient_shows_the_hessian_vector_code():
     assert "return (1.0 - x) ** 2 + 100.0 * (y - x * x) ** 2" in tangent  # (a comment)
     assert "def rosenbrock_tangent_floats(x, y, x_dot, y_dot):" in tangent
     # the code shown is the code that runs: its function gives H v and the gradient
-    run = astad.codegen.transformed(rosenbrock).hvp[0]
+    run = astad.compile.pipeline.transformed(rosenbrock).hvp[0]
     assert run.__name__ == "rosenbrock_tangent_floats"
     value, (dx, dy, gx, gy) = run(0.5, 1.5, 1.0, -2.0)
     (hxx, hxy), (hyx, hyy) = rosenbrock_hessian(0.5, 1.5)

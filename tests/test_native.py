@@ -65,14 +65,14 @@ def random_tape(rng, n_inputs, n_entries, zero_share=0.3, specials=True):
 
 
 def test_the_runtime_in_use_is_named_and_its_functions_are_the_ones_astad_calls():
-    import astad.api
+    import astad.api.diff
     assert runtime.RUNTIME in ("native", "python")
     expected = native if runtime.RUNTIME == "native" else None
     if expected is not None:
-        assert astad.api.sweep is native.sweep and runtime.sweep_flat is native.sweep_flat
-        assert astad.api.sweep_and_free is native.sweep_and_free
+        assert astad.api.diff.sweep is native.sweep and runtime.sweep_flat is native.sweep_flat
+        assert astad.api.diff.sweep_and_free is native.sweep_and_free
     else:
-        assert astad.api.sweep is python_sweep
+        assert astad.api.diff.sweep is python_sweep
     assert native.SWEEP_CHUNK == runtime._SWEEP_CHUNK
 
 
@@ -407,7 +407,7 @@ def test_gradients_of_programs_are_bit_identical_under_both_runtimes():
 def test_astad_runtime_selects_the_runtime(value, expected):
     env = dict(os.environ, ASTAD_RUNTIME=value)
     result = subprocess.run(
-        [sys.executable, "-c", "from astad.runtime import tape; import astad.api as a; "
+        [sys.executable, "-c", "from astad.runtime import tape; import astad.api.diff as a; "
          "print(tape.RUNTIME, a.sweep is tape.python_sweeps[0])"],
         capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -436,7 +436,7 @@ ROWS = [[], [[]], [[1.0], [2.0, 3.0]], [[1.0], [2.0, 3]], [[1.0], (2.0,)], ([1.0
 
 
 def test_the_argument_checks_answer_as_the_python_ones():
-    from astad.reverse import kinds
+    from astad.specialise import kinds
     python_lists, python_rows, python_floats = kinds.python_checks
     values = [1.0, 2, True, np.float64(1.0), _FloatSubclass(1.0), None, float("nan")]
     for a in values:
@@ -459,7 +459,7 @@ def test_the_argument_checks_answer_as_the_python_ones():
 
 
 def test_the_check_of_bindings_answers_as_the_python_one():
-    from astad import codegen
+    from astad.compile import pipeline as codegen
 
     def helper():
         pass

@@ -7,7 +7,7 @@ import astad
 from astad.rules.scalar import ad
 from astad.runtime.duals import NestedDual, StaleDualError
 from astad.runtime.tape import Dual, sweep
-from astad.structure import Interleaving, build_gradient, primal, seed
+from astad.core.boundary import Interleaving, build_gradient, primal, seed
 
 
 def interleave(value, tape, path="x"):

@@ -135,11 +135,11 @@ def _travelled(fn):
 def test_code_that_travelled_without_its_file_name_gets_it_back():
     fit = models.make_loss([(0.1 * k, math.exp(-0.7 * 0.1 * k)) for k in range(8)],
                            decorate=False)
-    bundle = astad.pickling.source_bundle(fit)  # (what travels with it)
+    bundle = astad.api.pickling.source_bundle(fit)  # (what travels with it)
     codes = dict(bundle["codes"])
     assert set(codes.values()) == {models.__file__}  # fit and its generator expression
     arrived = _travelled(fit)
-    astad.pickling.install_sources(bundle)
+    astad.api.pickling.install_sources(bundle)
     decorated = astad.reverse_diff(arrived)
     assert decorated.grad(1.2, 0.5) == astad.reverse_diff(fit).grad(1.2, 0.5)
     assert "def fit(" in decorated.source
@@ -149,7 +149,7 @@ def test_code_that_travelled_without_its_file_name_gets_it_back():
         {models.__file__}
     # passed on from here (a Dask client that unpickled a copy), it still names its file
     passed_on = _travelled(fit)
-    assert dict(astad.pickling.source_bundle(passed_on)["codes"]) == codes
+    assert dict(astad.api.pickling.source_bundle(passed_on)["codes"]) == codes
     assert passed_on.__code__.co_filename == models.__file__
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import astad
-from astad import codegen
+from astad.compile import pipeline as codegen
 
 COUNT = int(os.environ.get("ASTAD_SPECIALISED_FUZZ", "40"))
 SEED = int(os.environ.get("ASTAD_SPECIALISED_SEED", "0"))

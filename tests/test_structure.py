@@ -10,7 +10,7 @@ import pytest
 
 import astad
 from astad.runtime.tape import Dual
-from astad.structure import Interleaving, build_gradient, contains_dual, primal, seed
+from astad.core.boundary import Interleaving, build_gradient, contains_dual, primal, seed
 
 
 @dataclass

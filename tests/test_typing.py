@@ -79,7 +79,7 @@ def run_mypy(tmp_path):
     # take seconds); what the user's files see of astad is api.py's annotations
     (tmp_path / "mypy.ini").write_text("[mypy]\nfollow_imports = skip\n"
                                        "ignore_missing_imports = True\n"
-                                       "[mypy-astad,astad.api]\nfollow_imports = silent\n")
+                                       "[mypy-astad,astad.api.diff]\nfollow_imports = silent\n")
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini",
          "--cache-dir", str(tmp_path / "cache"), "--no-error-summary", *FILES],
@@ -115,11 +115,11 @@ def test_mypy_checks_calls_against_the_decorated_signature(tmp_path):
     revealed = [message.replace("builtins.", "") for _, kind, message in found["revealed.py"]
                 if kind == "note"]
     assert revealed == [
-        'Revealed type is "astad.api.GradientFunction[[w: float, b: float, xs: list[float]], '
+        'Revealed type is "astad.api.diff.GradientFunction[[w: float, b: float, xs: list[float]], '
         'float]"',
         'Revealed type is "def (w: float, b: float, xs: list[float]) -> Any"',
-        'Revealed type is "astad.api.GradientFunction[[x: float], float]"',
+        'Revealed type is "astad.api.diff.GradientFunction[[x: float], float]"',
         'Revealed type is "def (x: float) -> tuple[float, Any]"',
-        'Revealed type is "astad.api.GradientFunction[[self: revealed.Model, x: float], '
+        'Revealed type is "astad.api.diff.GradientFunction[[self: revealed.Model, x: float], '
         'float]"',
     ]

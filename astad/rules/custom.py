@@ -33,11 +33,11 @@ import numpy as np
 from ..errors import AstadError, NotDifferentiableError, user_location
 from .generic import general_namespace
 from .scalar import _register, ad, full_primal, register_scalar, unique_rule_name
-from ..forward.call import ForwardInterleaving, tangent_of
+from ..core.forward_pass import ForwardInterleaving, tangent_of
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, is_forward, is_nested, level as
                              running_level, reverse_dual)
 from ..runtime.tape import sweep, sweep_general
-from ..structure import (Interleaving, build_gradient, contains_dual, duals_in, level_in,
+from ..core.boundary import (Interleaving, build_gradient, contains_dual, duals_in, level_in,
                          primal, seed)
 
 

@@ -19,8 +19,8 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, record
-from ..rules.array import NonFinite, all_finite
-from ..rules.array_shapes import take_index
+from .array import NonFinite, all_finite
+from .array_shapes import take_index
 from ..runtime.array_dual import FORWARD, FArrayDual
 from ..runtime.duals import DUAL_TYPES, forward_dual
 

@@ -22,15 +22,15 @@ import weakref
 
 import gast
 
-from .front import fence
-from .front.activity import bound_names
-from .runtime.tape import _native
-from .runtime.calls import GENERATED_CODE, calls_as_is, resolvable_function
-from .front.normalize import normalize
-from .registry import RECORDS, ad
-from .rules.scalar import rule_namespace
-from .front.source import parse_function
-from .reverse.transform import CALL_AS_IS, MISSING, Names, transform
+from ..front import fence
+from ..front.activity import bound_names
+from ..runtime.tape import _native
+from .calls import GENERATED_CODE, calls_as_is, resolvable_function
+from ..front.normalize import normalize
+from ..registry import RECORDS, ad
+from ..rules.scalar import rule_namespace
+from ..front.source import parse_function
+from ..transform.reverse import CALL_AS_IS, MISSING, Names, transform
 
 _COMMENT_MARK = "@astad-comment@"
 

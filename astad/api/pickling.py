@@ -39,7 +39,7 @@ import sys
 import threading
 import types
 
-from .front.source import TRAVELLED, code_identity, code_names, restore_filename
+from ..front.source import TRAVELLED, code_identity, code_names, restore_filename
 
 __all__ = ["machinery", "rebuild_transform", "transform_reduction", "transform_token",
            "function_token", "importable", "source_bundle", "install_sources"]
@@ -199,7 +199,7 @@ def machinery(fn, argnums, preaccumulate: bool, sources=None):
     """The ``DiffFunction`` behind decorated ``fn`` in this process: its own when ``fn``
     was imported, else a new one, finished on first use (``fn`` may still be being
     unpickled: cloudpickle fills in its globals, closure and attributes afterwards)."""
-    from .api import DiffFunction
+    from .diff import DiffFunction
 
     install_sources(sources)
     own = getattr(fn.__dict__.get("_astad_transformed"), "__self__", None)

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
-from .forward.call import forward
-from .runtime.array_dual import ArrayDual, index_of
-from .runtime.calls import rev as transformed_callable
-from .runtime.duals import SCALAR_DUALS
-from .runtime.tape import sweep_general
-from .data.tree import leaves, replace_leaves
-from .structure import _ArrayLeaf, _Node, build_gradient, holds_derivative, leaf_slots
+from ..errors import InputError
+from ..core.forward_pass import forward
+from ..runtime.array_dual import ArrayDual, index_of
+from ..compile.calls import rev as transformed_callable
+from ..runtime.duals import SCALAR_DUALS
+from ..runtime.tape import sweep_general
+from ..data.tree import leaves, replace_leaves
+from ..core.boundary import _ArrayLeaf, _Node, build_gradient, holds_derivative, leaf_slots
 from .transforms import Transform, _name, _split_aux, argnums_positions, reverse
 
 

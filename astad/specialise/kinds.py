@@ -187,7 +187,7 @@ class Resolver:
     def value(self, name: str):
         if name in self.free:
             return _MISSING
-        from .transform import MISSING, global_value
+        from ..transform.reverse import MISSING, global_value
         value = global_value(self.globals, name, self.dependencies)
         return _MISSING if value is MISSING else value
 

@@ -25,19 +25,20 @@ from math import isfinite
 from collections.abc import Callable
 from typing import Any
 
-from . import codegen, pickling
-from .codegen import MISSING
-from .api import DiffFunction, Pullback, float_result_gradient, reverse_pass, specialised_call
-from .argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
-from .errors import AstadError, InputError
-from .forward.call import forward
-from .forward.hvp import hessian_vector_product, hvp_source, of_floats
-from .reverse.kinds import floats
-from .runtime.calls import rev as transformed_callable, resolvable_function
-from .runtime.duals import is_nested, running
-from .runtime.tape import _native, sweep, sweep_general
-from .data.tree import FUNCTIONS
-from .structure import refuse_functions, seed
+from ..compile import pipeline as codegen
+from . import pickling
+from ..compile.pipeline import MISSING
+from .diff import DiffFunction, Pullback, float_result_gradient, reverse_pass, specialised_call
+from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
+from ..errors import AstadError, InputError
+from ..core.forward_pass import forward
+from ..specialise.hvp import hessian_vector_product, hvp_source, of_floats
+from ..specialise.kinds import floats
+from ..compile.calls import rev as transformed_callable, resolvable_function
+from ..runtime.duals import is_nested, running
+from ..runtime.tape import _native, sweep, sweep_general
+from ..data.tree import FUNCTIONS
+from ..core.boundary import refuse_functions, seed
 
 
 def _name(fun) -> str:

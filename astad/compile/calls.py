@@ -32,9 +32,9 @@ from ..rules import lazy
 import numpy as np
 
 from ..rules.array import constant_array_method
-from .array_dual import ARRAY_DUALS, compiled_elementwise
-from .tape import _native
-from ..structure import contains_dual
+from ..runtime.array_dual import ARRAY_DUALS, compiled_elementwise
+from ..runtime.tape import _native
+from ..core.boundary import contains_dual
 
 # Code objects astad generated: their functions already take part in the transform.
 GENERATED_CODE: set = set()
@@ -168,7 +168,7 @@ def _transformed_or_raise(fn, as_method: bool = False):
     # run on every call of a user function cost about 1 us)
     global _codegen_transformed
     if _codegen_transformed is None:
-        from ..codegen import transformed_function
+        from .pipeline import transformed_function
         _codegen_transformed = transformed_function
     return _codegen_transformed(fn, as_method)
 

@@ -30,15 +30,15 @@ import numpy as np
 
 from ..front.activity import Activity, bound_names, shadowed_builtins
 from ..front.definite import certain_reads
-from ..runtime.calls import is_numpy_callable
-from .fuse import Fuser
+from ..compile.calls import is_numpy_callable
+from .preaccumulate import Fuser
 from ..front.normalize import INPLACE
 from ..rules import lazy
 from ..registry import RECORDS, rule_name
 from ..rules.scalar import TAPELESS_BUILTINS
-from .scalarloops import write_scalar_loops
-from .straightline import write_straight_line
-from ..forward.floats import write_forward
+from ..specialise.loops import write_scalar_loops
+from ..specialise.straight_line import write_straight_line
+from ..specialise.forward import write_forward
 
 _BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
                 gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow"}

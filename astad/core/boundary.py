@@ -28,13 +28,13 @@ import types
 
 import numpy as np
 
-from .data.tree import (FUNCTIONS, RECORD, children_like, find, format_path,
+from ..data.tree import (FUNCTIONS, RECORD, children_like, find, format_path,
                         FROZEN, instance_attributes, is_float, is_frozen, is_instance,
                         leaf_paths, node_of, plain_record,
                         record_attributes, run, set_entries, set_items, short)
-from .errors import InputError
-from .runtime.array_dual import ARRAY_DUALS, ArrayDual, constant, index_of, is_float_array
-from .runtime.duals import (DUAL_TYPES, FAST_PRIMALS, SCALAR_DUALS, Dual, NestedDual, innermost,
+from ..errors import InputError
+from ..runtime.array_dual import ARRAY_DUALS, ArrayDual, constant, index_of, is_float_array
+from ..runtime.duals import (DUAL_TYPES, FAST_PRIMALS, SCALAR_DUALS, Dual, NestedDual, innermost,
                             new_dual, running)
 
 _NO_ENTRY = ()

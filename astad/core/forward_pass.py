@@ -21,11 +21,11 @@ import numpy as np
 
 from ..errors import InputError
 from ..runtime.array_dual import FArrayDual
-from ..leftovers import run
+from .escape import run
 from ..runtime.duals import (DUAL_TYPES, FDual, ForwardLevel, NestedFDual, forward_dual,
                              new_dual, running)
 from ..data.tree import children_like, short as _short, tree_map
-from ..structure import (Interleaving, _ArrayLeaf, _FloatLeaf, _FloatRecord, _Node, _Run,
+from .boundary import (Interleaving, _ArrayLeaf, _FloatLeaf, _FloatRecord, _Node, _Run,
                          holds_derivative, primal, scalar_of, towered)
 
 

@@ -24,9 +24,9 @@ import re
 
 import gast
 
-from .floatexpr import Plain, Retry, _NotStraight, _tidy, parse_with_user_lines
+from .expressions import Plain, Retry, _NotStraight, _tidy, parse_with_user_lines
 from .kinds import Alias, Float, FloatLocal, PlainLocal, RecordArg, RecordLocal, TupleLocal
-from .scalarloops import _kinds_said, _PlainParam, _tuple, _Writer, prepare, user_scope, \
+from .loops import _kinds_said, _PlainParam, _tuple, _Writer, prepare, user_scope, \
     write_attempts
 
 

@@ -21,7 +21,7 @@ from ..front.activity import bound_names
 from ..front.normalize import normalize
 from ..front.source import parse_function
 from .kinds import Alias, Float, FloatLocal, Plain, PlainLocal, Resolver, constant_global
-from .floatexpr import _NotStraight
+from .expressions import _NotStraight
 
 _MAX_DEPTH = 12          # helpers inlined inside one another
 _MAX_LINES = 4000        # generated lines: beyond, the ordinary code is smaller
@@ -32,7 +32,7 @@ class Inliner:
 
     def inline(self, node, callee, depth: int, line: int):
         """Emit the body of ``callee`` for the call ``node``; return the call's value."""
-        from .scalarloops import _Scope, seeded_activity
+        from .loops import _Scope, seeded_activity
         if len(self.inlining) >= _MAX_DEPTH or len(self.lines) > _MAX_LINES or \
                 not isinstance(callee, types.FunctionType) or callee.__code__.co_freevars:
             raise _NotStraight  # a closure, or too much code: the ordinary code
@@ -114,7 +114,7 @@ class Inliner:
         return Float(result, handle)
 
     def write_function(self, name, callee, root, filename, params, kinds, body, line):
-        from .scalarloops import _rule_helpers, _Scope, seeded_activity
+        from .loops import _rule_helpers, _Scope, seeded_activity
         local_names = bound_names(root) | set(params)
         reserved = {self.names[k] for k in ("tape", "extend", "sink", "last", "layout")}
         if local_names & (_rule_helpers() | reserved) or any(
@@ -175,7 +175,7 @@ class Inliner:
                 raise _NotStraight
                 self.scope.resolver.dependencies.append(
                 (weakref.ref(callee), "__defaults__", callee.__defaults__))
-            from .floatexpr import _literal
+            from .expressions import _literal
             values[p] = Plain(_literal(defaults[k - first_default]))
         return values
 

@@ -38,13 +38,13 @@ import re
 import gast
 
 from ..front.activity import Activity, shadowed_builtins
-from .floatexpr import Expressions, Retry
+from .expressions import Expressions, Retry
 from .inline import Inliner
 from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
                     RecordArg, RecordLocal, RecordVal, Resolver, Row, RowLocal, TupleLocal,
                     TupleVal, int_context_names, nonnegative_names, parameter_guesses)
 from ..registry import formulas, publish
-from .floatexpr import _NotStraight, parse_with_user_lines
+from .expressions import _NotStraight, parse_with_user_lines
 
 publish("plain_types", frozenset({int, bool, str, type(None)}))
 

@@ -40,8 +40,9 @@ import inspect
 import sys
 import types
 
-from . import api, codegen
-from .errors import AstadError, InputError
+from ..compile import pipeline as codegen
+from . import diff as api
+from ..errors import AstadError, InputError
 
 _FunctionType, _MethodType, _new_gradients = types.FunctionType, types.MethodType, object.__new__
 _NAMES_FROM_NAME = sys.version_info < (3, 11)

@@ -21,14 +21,14 @@ import linecache
 import math
 import re
 
-from ..codegen import UNBUILT, _compile_rules, front
+from ..compile.pipeline import UNBUILT, _compile_rules, front
 from ..errors import AstadError
-from ..reverse.floatexpr import _NotStraight
-from ..reverse.kinds import (float_lists, float_rows, floats, record_gradient, record_tangents,
+from .expressions import _NotStraight
+from .kinds import (float_lists, float_rows, floats, record_gradient, record_tangents,
                              record_values)
-from ..reverse.scalarloops import write_scalar_loops
-from ..reverse.straightline import write_straight_line
-from .floats import _ForwardWriter, _inline_single_uses, _names, write_tangents
+from .loops import write_scalar_loops
+from .straight_line import write_straight_line
+from .forward import _ForwardWriter, _inline_single_uses, _names, write_tangents
 
 
 class _TangentWriter(_ForwardWriter):
@@ -156,7 +156,7 @@ def _general_reverse(tangent, plans, found):
     tangent code through reverse mode's general transform (a tape of duals; recursion,
     tuples and nested functions as it supports them), still one pass of plain floats
     taped once, rather than forward duals carried through the whole reverse transform."""
-    from ..api import reverse_diff  # (api imports the transforms, which import this)
+    from ..api.diff import reverse_diff  # (api imports the transforms, which import this)
 
     n = len(inspect.signature(tangent).parameters) // 2
     flat, position = [], 0

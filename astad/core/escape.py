@@ -29,10 +29,10 @@ import weakref
 
 import numpy as np
 
-from .data.tree import (is_instance, node_of, record_attributes, set_entries, set_items,
+from ..data.tree import (is_instance, node_of, record_attributes, set_entries, set_items,
                         tree_map)
-from .front.source import code_names
-from .runtime.duals import DUAL_TYPES, level, running
+from ..front.source import code_names
+from ..runtime.duals import DUAL_TYPES, level, running
 
 _setattr = object.__setattr__
 _LIBRARY_DIRS = tuple({os.path.normcase(p) for p in (

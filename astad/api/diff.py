@@ -19,20 +19,20 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 import numpy as np
 
-from . import codegen
-from .codegen import MISSING, unchanged
+from ..compile import pipeline as codegen
+from ..compile.pipeline import MISSING, unchanged
 
-from . import display
+from .. import display
 from . import pickling
-from .argnums import argnums_positions, check_form
-from .runtime.array_dual import ArrayDual, index_of
-from .errors import AstadError, InputError, SignatureError
-from .leftovers import run
-from .runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual, running
-from .runtime.tape import _native, sweep, sweep_and_free, sweep_general
-from .rules.array_writes import UNDO
-from .data.tree import FUNCTIONS, new_object, slot_names
-from .structure import (Interleaving, build_gradient, contains_float, float_gradient, primal,
+from ..argnums import argnums_positions, check_form
+from ..runtime.array_dual import ArrayDual, index_of
+from ..errors import AstadError, InputError, SignatureError
+from ..core.escape import run
+from ..runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual, running
+from ..runtime.tape import _native, sweep, sweep_and_free, sweep_general
+from ..rules.array_writes import UNDO
+from ..data.tree import FUNCTIONS, new_object, slot_names
+from ..core.boundary import (Interleaving, build_gradient, contains_float, float_gradient, primal,
                         refuse_functions, seed)
 
 

@@ -31,10 +31,10 @@ import ast
 import collections
 import re
 
-from ..reverse.kinds import Alias, FloatLocal, ListArg, MatrixArg, RecordArg
-from ..reverse.scalarloops import _PlainParam, _Writer, _tuple, prepare, user_scope, \
+from .kinds import Alias, FloatLocal, ListArg, MatrixArg, RecordArg
+from .loops import _PlainParam, _Writer, _tuple, prepare, user_scope, \
     write_attempts
-from ..reverse.floatexpr import _NotStraight, _tidy, parse_with_user_lines
+from .expressions import _NotStraight, _tidy, parse_with_user_lines
 
 
 class _ForwardWriter(_Writer):

@@ -18,7 +18,7 @@ import weakref
 
 import gast
 
-from .fuse import Const, Leaf, Op, differentiate
+from ..transform.preaccumulate import Const, Leaf, Op, differentiate
 from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
                     RecordArg, RecordLocal, RecordVal, Row, RowLocal, TupleLocal, TupleVal,
                     _MISSING, constant_global, nonnegative, plain_record_class, record_fields)

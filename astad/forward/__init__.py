@@ -1,1 +1,0 @@
-"""Forward mode: the dual-numbers forward transform (primal and tangent)."""
