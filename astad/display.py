@@ -41,15 +41,16 @@ __all__ = ["show", "html", "attach", "sources"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _decorated(f: Callable[..., Any]) -> Any:
-    """``f`` itself if astad decorated it, else ``f`` decorated now."""
+def _decorated(f: Callable[..., Any]) -> tuple[Any, str]:
+    """``(f, the code astad generates from it)``: a decorated function's ``.source``
+    (astad.grad(f)'s too), or a plain function's, transformed now."""
     if isinstance(getattr(f, "source", None), str) and hasattr(f, "__wrapped__"):
-        return f
+        return f, f.source
     if not isinstance(f, types.FunctionType):
         raise TypeError(f"astad.display needs a Python function (decorated with "
                         f"astad.reverse_diff or not), got {f!r}")
-    from .api.diff import reverse_diff
-    return reverse_diff(f)
+    from .compile import calls
+    return f, calls.readable_source(f, calls.transformed(f), True)
 
 
 @dataclass
@@ -67,13 +68,13 @@ def sources(f: Callable[..., Any]) -> tuple[list[tuple[int, str]], str, str]:
     cannot be read), ``generated`` the text of ``f.source``, ``title`` the function's
     name with where it is defined (``model.py:7``, or ``Cell In[22], line 5`` in a
     notebook)."""
-    decorated = _decorated(f)
+    decorated, source = _decorated(f)
     # (astad.grad(f) has the source of f and of its Hessian-vector products: f's lines)
     function = decorated if hasattr(decorated, "__code__") else decorated.__wrapped__
     original, location = _original(function)
     name = getattr(decorated, "__qualname__", function.__code__.co_name)
     title = f"{name} ({location})" if location else name
-    return original, decorated.source.rstrip("\n"), title
+    return original, source.rstrip("\n"), title
 
 
 def _parts(f) -> _Parts:

@@ -82,19 +82,19 @@ class SignatureError(InputError, TypeError):
     astad's errors, such as ``python -m astad check``, report it as one)."""
 
 
-_ASTAD_DIR = os.path.dirname(os.path.abspath(__file__))
+ASTAD_DIR = os.path.dirname(os.path.abspath(__file__))
 RULE_FILENAME = "<astad rule>"  # the file name of rules compiled from astad's templates
 
 
 def _library_file(filename: str) -> bool:
     """Frames of astad itself, of its rule templates and of numpy."""
-    return (filename.startswith(_ASTAD_DIR) or filename == RULE_FILENAME
+    return (filename.startswith(ASTAD_DIR) or filename == RULE_FILENAME
             or f"{os.sep}numpy{os.sep}" in filename)
 
 
 def user_location() -> tuple:
     """(file, line, column) of the innermost frame of the user's code calling astad: for
-    generated code that is the user's own line (codegen keeps their line numbers)."""
+    generated code that is the user's own line (compile/pipeline.py keeps their line numbers)."""
     frame = sys._getframe(1)
     while frame is not None and _library_file(frame.f_code.co_filename):
         frame = frame.f_back

@@ -183,7 +183,7 @@ def _positions(argnums, n_args, fn):
 def _prepare(f, argnums, n_args):
     """The decorated function to check, the original function, positions and single."""
     __tracebackhide__ = True
-    from .api.diff import reverse_diff
+    from .api import reverse_diff
 
     decorated = f if callable(getattr(f, "vjp", None)) and hasattr(f, "grad") and \
         hasattr(f, "__wrapped__") else None

@@ -169,7 +169,7 @@ def variants(ctape, xs, ys):
         try:
             return dot_list_tape(xs, ys)
         finally:
-            runtime.sweep_flat = runtime._native.sweep_flat
+            runtime.sweep_flat = runtime.native.sweep_flat
 
     return [("primal", programs.dot), ("astad value_and_grad", ad.value_and_grad),
             ("list tape", dot_list_tape), ("list tape, Python sweep", dot_list_tape_python_sweep),

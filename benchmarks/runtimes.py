@@ -71,7 +71,7 @@ def use_runtime(kind):
     tape.sweep_flat (the specialised code, through gradient_of) and api.sweep_and_free
     (the tape of duals)."""
     if kind == "native":
-        native = runtime._native
+        native = runtime.native
         runtime.sweep_flat, astad.api.diff.sweep_and_free = native.sweep_flat, native.sweep_and_free
     elif kind == "python":
         astad.api.diff.sweep_and_free, runtime.sweep_flat = _python_sweeps()

@@ -40,7 +40,7 @@ for path in (_ROOT, _HERE):
 import astad  # noqa: E402
 import programs  # noqa: E402
 import run  # noqa: E402
-from astad.compile import pipeline as codegen# noqa: E402
+from astad.compile import calls as codegen# noqa: E402
 
 
 # -- the forms ----------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def forms(quick: bool) -> list:
 def path_of(fn, args) -> str:
     """Which code runs: "straight-line" (no tape), "specialised" (flat tape), "general"."""
     entry = codegen.build(fn)
-    if entry.floats is None or entry.floats(*args) is None:
+    if entry.tapeless is None or entry.tapeless(*args) is None:
         return "general"
     return "specialised" if entry.tapes else "straight-line"
 

@@ -19,7 +19,7 @@ def product(x, y):
     return x * y
 
 
-def scalar_loop(x, y):  # specialised float code with a loop (scalarloops.py)
+def scalar_loop(x, y):  # specialised float code with a loop (specialise/loops.py)
     total = 0.0
     for _ in range(2):
         total = total + x * y

@@ -6,7 +6,7 @@ import traceback
 import pytest
 
 import astad
-from astad.compile import pipeline as codegen
+from astad.compile import calls as codegen
 
 
 def figure1(x, y):
@@ -220,10 +220,12 @@ def test_rebinding_a_resolved_global_retransforms():
     # a function whose global 'sin' is later rebound to cos
     code = compile("def h(x):\n    return sin(x)\n", "<h>", "exec")
     exec(code, namespace)
-    entry = codegen.Transformed(None, "", [(namespace, "sin", math.sin)])
-    assert entry.still_valid()
+    from astad.compile.entry import Entry
+    h = namespace["h"]
+    entry = Entry(h, None, [(namespace, "sin", math.sin)], "")
+    assert entry.is_current(h)
     namespace["sin"] = math.cos
-    assert not entry.still_valid()
+    assert not entry.is_current(h)
 
 
 def test_nested_defs_lambdas_and_comprehensions_share_the_tape():
@@ -240,7 +242,7 @@ def test_nested_defs_lambdas_and_comprehensions_share_the_tape():
     assert g.grad(x, ys)[1] == pytest.approx([2 * x * x * y for y in ys[:2]] + [2 * x * x * 3 + x])
 
 
-# -- straight-line functions of floats: value and gradient without a tape (straightline.py)
+# -- straight-line functions of floats: value and gradient without a tape (specialise/straight_line.py)
 
 def rotate_x(q0, q1, q2, q3, v0, v1, v2):
     s = q3
@@ -275,7 +277,7 @@ STRAIGHT_CASES = [
 @pytest.mark.parametrize("fn, args", STRAIGHT_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_straight_line_code_agrees_with_the_tape(fn, args):
     entry = codegen.build(fn)
-    assert entry.floats is not None
+    assert entry.tapeless is not None
     fast = astad.reverse_diff(fn)
     taped = astad.reverse_diff(fn, preaccumulate=False)
     value, grads = fast.value_and_grad(*args)
@@ -331,7 +333,7 @@ def test_straight_line_errors_are_the_primals_at_the_users_line():
         z = x * y
         return x / (z - z)
     f = astad.reverse_diff(divides)
-    assert codegen.build(divides).floats is not None
+    assert codegen.build(divides).tapeless is not None
     with pytest.raises(ZeroDivisionError) as info:
         f.grad(1.0, 2.0)
     frames = [fr for fr in traceback.extract_tb(info.tb) if fr.filename == __file__]
@@ -345,13 +347,13 @@ def test_only_straight_line_bodies_get_the_tapeless_code():
             total = total + x
         return total
     entry = codegen.build(iterates)
-    assert entry.floats is not None and entry.tapes
+    assert entry.tapeless is not None and entry.tapes
     assert astad.reverse_diff(iterates).grad([1.0, 2.0, 3.0]) == [1.0, 1.0, 1.0]
-    assert codegen.build(figure1, preaccumulate=False).floats is None
+    assert codegen.build(figure1, preaccumulate=False).tapeless is None
 
     def calls_user_code(x):  # figure1 inlined: 2 x (x + x) = 4 x^2
         return figure1(x, x) * 2.0
-    assert codegen.build(calls_user_code).floats is not None
+    assert codegen.build(calls_user_code).tapeless is not None
     assert astad.reverse_diff(calls_user_code).grad(1.5) == 12.0
 
     def returns_its_argument(x):
@@ -365,7 +367,7 @@ def test_straight_line_code_follows_a_rebound_global(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     import straight_rebind
     h = astad.reverse_diff(straight_rebind.h)
-    assert codegen.build(straight_rebind.h).floats is not None
+    assert codegen.build(straight_rebind.h).tapeless is not None
     x = 0.5
     assert h.grad(x) == pytest.approx(2 * math.cos(x) * x + 2 * math.sin(x))
     straight_rebind.sin = math.cos
@@ -408,7 +410,7 @@ def test_straight_line_source_snapshot():
 
 
 
-# -- scalar code with loops and branches, specialised for float arguments (scalarloops.py)
+# -- scalar code with loops and branches, specialised for float arguments (specialise/loops.py)
 
 def euler(v0, angle):
     dt = 0.05
@@ -477,7 +479,7 @@ SCALAR_LOOP_CASES = [
 @pytest.mark.parametrize("fn, args", SCALAR_LOOP_CASES,
                          ids=lambda v: getattr(v, "__name__", str(v)))
 def test_scalar_loop_code_agrees_with_the_tape(fn, args):
-    assert codegen.build(fn).floats is not None
+    assert codegen.build(fn).tapeless is not None
     fast = astad.reverse_diff(fn)
     value, grads = fast.value_and_grad(*args)
     want_value, want_grads = fast.value_and_grad.__self__._value_and_grad_taped(args, {})
@@ -518,8 +520,8 @@ def test_scalar_loop_code_inlines_calls_and_reads_global_constants(monkeypatch):
         for _ in range(2):
             x = x * SCALE
         return x
-    assert codegen.build(calls_user_code).floats is not None
-    assert codegen.build(reads_a_global).floats is not None
+    assert codegen.build(calls_user_code).tapeless is not None
+    assert codegen.build(reads_a_global).tapeless is not None
     # figure1(x, x) = 2 x^2, twice: 8 x^4, derivative 32 x^3
     assert astad.reverse_diff(calls_user_code).grad(0.5) == pytest.approx(4.0, rel=1e-15)
     f = astad.reverse_diff(reads_a_global)
@@ -571,7 +573,7 @@ LIST_CASES = [
 
 @pytest.mark.parametrize("fn, args", LIST_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_list_arguments_in_specialised_code_agree_with_the_tape(fn, args):
-    assert codegen.build(fn).floats is not None
+    assert codegen.build(fn).tapeless is not None
     fast = astad.reverse_diff(fn)
     value, grads = fast.value_and_grad(*args)
     want_value, want_grads = fast.value_and_grad.__self__._value_and_grad_taped(args, {})
@@ -622,7 +624,7 @@ def test_lists_of_lists_in_specialised_code_agree_with_the_tape(m, v):
         with pytest.raises(IndexError):
             f.grad(m, v)
         return
-    assert codegen.build(sum_matvec).floats is not None
+    assert codegen.build(sum_matvec).tapeless is not None
     value, (gm, gv) = f.value_and_grad(m, v)
     want_value, (wm, wv) = f.value_and_grad.__self__._value_and_grad_taped((m, v), {})
     assert value == want_value
@@ -659,7 +661,7 @@ def test_specialised_code_never_takes_a_differentiated_value_for_a_constant():
         entry = codegen.build(f)
     finally:
         activity_module.Activity.scalar_inactive = original
-    assert entry.floats is None
+    assert entry.tapeless is None
     assert astad.reverse_diff(f).grad(1.5) == 4 * 1.5
 
 

@@ -15,7 +15,8 @@ import pytest
 
 import astad
 from astad.api import transforms
-from astad.compile import pipeline as codegen
+from astad.compile import entry
+from astad.transform import bindings
 from astad.runtime import duals
 from astad.runtime import tape as runtime
 
@@ -200,8 +201,8 @@ def test_the_compiled_case_runs_and_leaves_the_rest_to_the_reference():
         calls.append(args)
         return REFERENCE(*args, **kwargs)
 
-    jvp = runtime._native.CompiledJvp(general, codegen._cache, transforms.grad,
-                                      duals.running, codegen.MISSING)
+    jvp = runtime.native.CompiledJvp(general, entry.CACHE, transforms.grad,
+                                      duals.running, bindings.MISSING)
     g = astad.grad(cubic, argnums=(0, 1))
     for fn, args, tangents in [(mult, (1.5, 2.0), (1.0, 0.5)), (g, (1.0, 2.0), (1.0, 0.0))]:
         want = REFERENCE(fn, args, tangents)  # (builds the entry, finds the HVP code)

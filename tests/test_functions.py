@@ -720,7 +720,7 @@ def test_helpers_from_another_module_of_the_users_code(tmp_path, monkeypatch):
     # the peak is (v sin a)^2 / (2 g): d/dv = v sin^2 a / g + sin a * 0.5
     assert g[0] == pytest.approx(20.0 * math.sin(0.6) ** 2 / 9.81 + math.sin(0.6) * 0.5)
     # transformed once, then cached; rebinding a global it read makes a new version
-    from astad.compile import pipeline as codegen
+    from astad.compile import calls as codegen
     assert codegen.transformed(physics.height) is codegen.transformed(physics.height)
     monkeypatch.setattr(physics, "GRAVITY", 1.62)
     assert f.grad(20.0, 0.6)[0] == pytest.approx(

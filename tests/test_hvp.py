@@ -1,4 +1,4 @@
-"""Hessian-vector products written out (forward/hvp.py): ``astad.jvp(astad.grad(f), ...)``
+"""Hessian-vector products written out (api/hvp.py): ``astad.jvp(astad.grad(f), ...)``
 runs one reverse pass over forward mode's code for floats when ``f`` has it. Each case
 is checked against the general path (forward duals through the reverse transform, as
 ``jvp`` of a wrapper of the gradient runs) and against hand-derived Hessians."""
@@ -247,7 +247,7 @@ def test_the_source_of_a_gradient_shows_the_hessian_vector_code():
     assert "return (1.0 - x) ** 2 + 100.0 * (y - x * x) ** 2" in tangent  # (a comment)
     assert "def rosenbrock_tangent_floats(x, y, x_dot, y_dot):" in tangent
     # the code shown is the code that runs: its function gives H v and the gradient
-    run = astad.compile.pipeline.transformed(rosenbrock).hvp[0]
+    run = astad.compile.calls.transformed(rosenbrock).hvp[0]
     assert run.__name__ == "rosenbrock_tangent_floats"
     value, (dx, dy, gx, gy) = run(0.5, 1.5, 1.0, -2.0)
     (hxx, hxy), (hyx, hyy) = rosenbrock_hessian(0.5, 1.5)
@@ -332,5 +332,5 @@ def test_the_source_of_a_recursive_gradient_shows_its_tangent_code():
     nested = source[source.index("# a Hessian-vector product"):]
     tangent = nested[:nested.index("# and reverse mode of it")]
     assert "def recursive_power_tangent(x, k, x_dot, k_dot):" in tangent
-    assert "forward/hvp.py" in tangent and "import" not in tangent
+    assert "api/hvp.py" in tangent and "import" not in tangent
     assert "def recursive_power_tangent(_tape, x, k, x_dot, k_dot):" in nested

@@ -65,14 +65,14 @@ def random_tape(rng, n_inputs, n_entries, zero_share=0.3, specials=True):
 
 
 def test_the_runtime_in_use_is_named_and_its_functions_are_the_ones_astad_calls():
-    import astad.api.diff
+    from astad.core import reverse_pass
     assert runtime.RUNTIME in ("native", "python")
     expected = native if runtime.RUNTIME == "native" else None
     if expected is not None:
-        assert astad.api.diff.sweep is native.sweep and runtime.sweep_flat is native.sweep_flat
-        assert astad.api.diff.sweep_and_free is native.sweep_and_free
+        assert reverse_pass.sweep is native.sweep and runtime.sweep_flat is native.sweep_flat
+        assert reverse_pass.sweep_and_free is native.sweep_and_free
     else:
-        assert astad.api.diff.sweep is python_sweep
+        assert reverse_pass.sweep is python_sweep
     assert native.SWEEP_CHUNK == runtime._SWEEP_CHUNK
 
 
@@ -407,7 +407,8 @@ def test_gradients_of_programs_are_bit_identical_under_both_runtimes():
 def test_astad_runtime_selects_the_runtime(value, expected):
     env = dict(os.environ, ASTAD_RUNTIME=value)
     result = subprocess.run(
-        [sys.executable, "-c", "from astad.runtime import tape; import astad.api.diff as a; "
+        [sys.executable, "-c", "from astad.runtime import tape; "
+         "from astad.core import reverse_pass as a; "
          "print(tape.RUNTIME, a.sweep is tape.python_sweeps[0])"],
         capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -459,7 +460,7 @@ def test_the_argument_checks_answer_as_the_python_ones():
 
 
 def test_the_check_of_bindings_answers_as_the_python_one():
-    from astad.compile import pipeline as codegen
+    from astad.transform import bindings
 
     def helper():
         pass
@@ -473,7 +474,7 @@ def test_the_check_of_bindings_answers_as_the_python_one():
 
     dead = weakref.ref(gone)
     del gone
-    missing, code = codegen.MISSING, helper.__code__
+    missing, code = bindings.MISSING, helper.__code__
     namespace, attributes = {"a": helper, "b": None}, weakref.ref(helper)
     cases = [(namespace, "a", helper), (namespace, "a", None), (namespace, "b", None),
              (namespace, "c", missing), (namespace, "c", None),
@@ -484,10 +485,10 @@ def test_the_check_of_bindings_answers_as_the_python_one():
     for k in range(len(cases) + 1):
         for dependencies in ([cases[k - 1]] if k else [], cases[:k], cases[k:]):
             assert native.unchanged(dependencies, missing) == \
-                codegen.python_unchanged(dependencies, missing), dependencies
+                bindings.python_unchanged(dependencies, missing), dependencies
     assert not native.unchanged([(attributes, "__code__", code)] * 3 + [(dead, "x", 1)],
                                 missing)
     with pytest.raises(TypeError):
         native.unchanged([(namespace, "a")], missing)
-    assert codegen.unchanged is native.unchanged if runtime.RUNTIME == "native" else \
-        codegen.unchanged is codegen.python_unchanged
+    assert bindings.unchanged is native.unchanged if runtime.RUNTIME == "native" else \
+        bindings.unchanged is bindings.python_unchanged

@@ -198,7 +198,7 @@ def test_one_shot_gradients_free_the_tape_and_keep_custom_entries_working():
 
 
 def test_specialised_float_code_frees_its_tape_and_stays_exact():
-    # the float-specialised loop code (scalarloops.py) sweeps through gradient_of, which
+    # the float-specialised loop code (specialise/loops.py) sweeps through gradient_of, which
     # frees its tape chunk by chunk: a dot product of 1000 (several chunks) still has
     # gradient (ys, xs) exactly
     def dot(xs, ys):

@@ -1,6 +1,6 @@
-"""The code specialised for its arguments' kinds (reverse/scalarloops.py, floatexpr.py,
-inline.py, straightline.py; forward/floats.py): every loop form, argument kind and helper
-call it takes, checked against the ordinary transformed code, central finite
+"""The code specialised for its arguments' kinds (astad/specialise/: loops.py,
+expressions.py, inline.py, straight_line.py; forward.py): every loop form, argument kind
+and helper call it takes, checked against the ordinary transformed code, central finite
 differences and forward mode; and what it leaves to the ordinary code."""
 import dataclasses
 import math
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import astad
-from astad.compile import pipeline as codegen
+from astad.compile import calls as codegen
 
 
 # -- programs: the same computations written the ways people write them -------------------
@@ -367,7 +367,7 @@ def _at(grads, k, path):
 @pytest.mark.parametrize("fn, args", CASES, ids=IDS)
 def test_specialised_code_agrees_with_the_tape_and_finite_differences(fn, args):
     entry = codegen.build(fn)
-    assert entry.floats is not None and entry.floats(*args) is not None  # it runs
+    assert entry.tapeless is not None and entry.tapeless(*args) is not None  # it runs
     f = astad.reverse_diff(fn)
     value, grads = f.value_and_grad(*args)
     want_value, want = f.value_and_grad.__self__._value_and_grad_taped(args, {})
@@ -407,8 +407,8 @@ def test_specialised_forward_mode_agrees_with_the_gradient(fn, args):
         else:
             tangents.append(None)
     if all(not isinstance(a, tuple) for a in args):  # (tuples: the duals' path)
-        assert entry.jvp_floats is not None
-        assert entry.jvp_floats(*args, *tangents) is not None
+        assert entry.forward is not None
+        assert entry.forward(*args, *tangents) is not None
     value, tangent = astad.jvp(fn, tuple(args), tuple(tangents))
     grads = astad.reverse_diff(fn).grad(*args)
     grads = grads if len(args) > 1 else (grads,)
@@ -514,7 +514,7 @@ def test_lists_of_numpy_floats_give_gradients_of_the_same_type():
     xs = [np.float64(v) for v in XS]
     f = astad.reverse_diff(dot_zip)
     entry = codegen.build(dot_zip)
-    assert entry.floats(xs, YS) is not None  # the specialised code takes them
+    assert entry.tapeless(xs, YS) is not None  # the specialised code takes them
     value, (gx, gy) = f.value_and_grad(xs, YS)
     assert value == dot_zip(xs, YS)
     assert [type(g) for g in gx] == [np.float64] * len(xs)
@@ -543,7 +543,7 @@ def test_a_dataclass_argument_gives_a_dataclass_with_every_field():
         return p.x * k + p.y
 
     g = astad.reverse_diff(f).grad(Labelled(1.5, 2.0, 3.0, "a"), 2.0)
-    assert codegen.build(f).floats(Labelled(1.5, 2.0, 3.0, "a"), 2.0) is not None
+    assert codegen.build(f).tapeless(Labelled(1.5, 2.0, 3.0, "a"), 2.0) is not None
     assert g == (Labelled(2.0, 1.0, 0.0, "a"), 1.5)
     # a field holding a list: the ordinary code (it knows how to rebuild it)
     g = astad.reverse_diff(f).grad(Labelled(1.5, 2.0, 3.0, [1.0]), 2.0)
@@ -576,7 +576,7 @@ def test_an_error_in_a_helper_names_the_helpers_line():
         return _inverse(x - 1.0) * 2.0
 
     f = astad.reverse_diff(divides)
-    assert codegen.build(divides).floats is not None
+    assert codegen.build(divides).tapeless is not None
     with pytest.raises(ZeroDivisionError) as info:
         f.grad(1.0)
     lines = [fr.line for fr in traceback.extract_tb(info.tb) if fr.filename == __file__]
@@ -630,7 +630,7 @@ def test_an_operand_recorded_before_a_nested_function_call_keeps_its_entry():
     # _fuzz_power (a nested function, it recurses) had recorded entries of its own: the
     # gradient of xs came out 0.0 instead of (-1, 2, -1)
     args = (-0.4, [0.5, -1.2, 0.7], 2)
-    assert codegen.build(operand_before_a_nested_call).floats(*args) is not None
+    assert codegen.build(operand_before_a_nested_call).tapeless(*args) is not None
     value, (dy, dxs, dn) = astad.reverse_diff(operand_before_a_nested_call).value_and_grad(
         *args)
     assert value == operand_before_a_nested_call(*args)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import astad
-from astad.compile import pipeline as codegen
+from astad.compile import calls as codegen
 
 COUNT = int(os.environ.get("ASTAD_SPECIALISED_FUZZ", "40"))
 SEED = int(os.environ.get("ASTAD_SPECIALISED_SEED", "0"))
@@ -255,8 +255,8 @@ def test_random_programs_agree_with_the_primitive_tape_and_forward_mode(k, tmp_p
         args = args[:2] + ([np.float64(v) for v in xs],) + args[3:]
     want_value = _finite_value(module.f, args)
     entry = codegen.build(module.f)
-    assert entry.floats is not None, source  # the subset is the specialised code's
-    assert entry.floats(*args) is not None, source
+    assert entry.tapeless is not None, source  # the subset is the specialised code's
+    assert entry.tapeless(*args) is not None, source
     f = astad.reverse_diff(module.f)
     value, gradient = f.value_and_grad(*args)
     plain_value, plain_gradient = astad.reverse_diff(
@@ -275,8 +275,8 @@ def test_random_programs_agree_with_the_primitive_tape_and_forward_mode(k, tmp_p
     direction = (rng.uniform(-1, 1), rng.uniform(-1, 1),
                  [rng.uniform(-1, 1) for _ in xs], [[rng.uniform(-1, 1) for _ in row]
                                                      for row in m], None)
-    assert entry.jvp_floats is not None, source
-    forward = entry.jvp_floats(*args, *direction)
+    assert entry.forward is not None, source
+    forward = entry.forward(*args, *direction)
     assert forward is not None, source
     expected = math.fsum(g * d for g, d in zip(_flat(gradient), _flat(direction)))
     assert forward[0] == want_value
@@ -286,7 +286,7 @@ def test_random_programs_agree_with_the_primitive_tape_and_forward_mode(k, tmp_p
 @pytest.mark.parametrize("k", range(COUNT))
 def test_random_programs_hessian_vector_products_written_out(k, tmp_path):
     """``jvp(grad(f))`` by reverse mode over forward mode's code for floats
-    (forward/hvp.py) against the general path (forward duals through the reverse
+    (api/hvp.py) against the general path (forward duals through the reverse
     transform) and against finite differences of the gradient."""
     rng = random.Random(SEED * 100003 + k + 7919)
     source, module, args = _program(rng, tmp_path, f"hvp_{k}")

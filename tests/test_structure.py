@@ -1,4 +1,4 @@
-"""structure.py: interleave plans, rebuild without user code, seed, primal, write-back."""
+"""core/boundary.py: interleave plans, rebuild without user code, seed, primal, write-back."""
 from __future__ import annotations
 
 from collections import OrderedDict, defaultdict, namedtuple

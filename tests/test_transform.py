@@ -7,7 +7,7 @@ import pytest
 
 import astad
 from astad.front.activity import Activity, bound_names
-from astad.compile.pipeline import build
+from astad.compile.calls import build
 from astad.front.normalize import normalize
 
 

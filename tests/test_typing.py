@@ -76,10 +76,11 @@ def run_mypy(tmp_path):
     for name, body in FILES.items():
         (tmp_path / name).write_text(textwrap.dedent(COMMON) + "\n" + textwrap.dedent(body))
     # astad's own modules other than its API are not checked here (numpy's stubs alone
-    # take seconds); what the user's files see of astad is api.py's annotations
+    # take seconds); what the user's files see of astad is api/methods.py's annotations
     (tmp_path / "mypy.ini").write_text("[mypy]\nfollow_imports = skip\n"
                                        "ignore_missing_imports = True\n"
-                                       "[mypy-astad,astad.api.diff]\nfollow_imports = silent\n")
+                                       "[mypy-astad,astad.api,astad.api.methods]\n"
+                                       "follow_imports = silent\n")
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini",
          "--cache-dir", str(tmp_path / "cache"), "--no-error-summary", *FILES],
@@ -115,11 +116,11 @@ def test_mypy_checks_calls_against_the_decorated_signature(tmp_path):
     revealed = [message.replace("builtins.", "") for _, kind, message in found["revealed.py"]
                 if kind == "note"]
     assert revealed == [
-        'Revealed type is "astad.api.diff.GradientFunction[[w: float, b: float, xs: list[float]], '
-        'float]"',
+        'Revealed type is "astad.api.methods.GradientFunction[[w: float, b: float, '
+        'xs: list[float]], float]"',
         'Revealed type is "def (w: float, b: float, xs: list[float]) -> Any"',
-        'Revealed type is "astad.api.diff.GradientFunction[[x: float], float]"',
+        'Revealed type is "astad.api.methods.GradientFunction[[x: float], float]"',
         'Revealed type is "def (x: float) -> tuple[float, Any]"',
-        'Revealed type is "astad.api.diff.GradientFunction[[self: revealed.Model, x: float], '
+        'Revealed type is "astad.api.methods.GradientFunction[[self: revealed.Model, x: float], '
         'float]"',
     ]

@@ -1,6 +1,8 @@
 """The public API: ``reverse_diff`` and the functions it attaches (diff.py), decorated
-methods (methods.py), the transforms with JAX's names (transforms.py, jacobians.py), and
-decorated functions in other processes (pickling.py)."""
-from .diff import DiffFunction, Pullback, reverse_diff
+methods (api/methods.py), the transforms with JAX's names (api/transforms.py, api/jacobians.py), and
+decorated functions in other processes (api/pickling.py)."""
+from ..core.reverse_pass import Pullback
+from .diff import DiffFunction
+from .methods import reverse_diff
 
 __all__ = ["DiffFunction", "Pullback", "reverse_diff"]

@@ -9,6 +9,7 @@ shape ``out.shape + in.shape`` (a float for two floats).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,8 @@ from ..compile.calls import rev as transformed_callable
 from ..runtime.duals import SCALAR_DUALS
 from ..runtime.tape import sweep_general
 from ..data.tree import leaves, replace_leaves
-from ..core.boundary import _ArrayLeaf, _Node, build_gradient, holds_derivative, leaf_slots
-from .transforms import Transform, _name, _split_aux, argnums_positions, reverse
+from ..core.boundary import ArrayPlan, NodePlan, build_gradient, holds_derivative, leaf_slots
+from .transforms import Transform, name_of, split_aux, argnums_positions, reverse
 
 
 # -- the output's leaves ------------------------------------------------------------------
@@ -64,9 +65,9 @@ def _array_slots(plan) -> list:
     found, stack = [], [plan]
     while stack:
         p = stack.pop()
-        if type(p) is _ArrayLeaf:
+        if type(p) is ArrayPlan:
             found.append(p.slot)
-        elif type(p) is _Node:
+        elif type(p) is NodePlan:
             stack.extend(p.children)
     return found
 
@@ -118,12 +119,12 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
 
         width = _count_inputs(args, positions)
         if width == 0:
-            raise InputError(f"jacfwd of {_name(self.fun)}: no argument chosen for "
+            raise InputError(f"jacfwd of {name_of(self.fun)}: no argument chosen for "
                              "differentiation holds a float")
         pass_ = forward(transformed_callable(self.fun), args, kwargs, positions,
                         width=width, basis=basis)
         found = inputs[0]
-        out, aux = _split_aux(pass_.result, self.options["has_aux"], self.fun)
+        out, aux = split_aux(pass_.result, self.options["has_aux"], self.fun)
         tangents = pass_.tangent_of(out)
         value = pass_.primal_of(out)
         leaves = _output_leaves(value)
@@ -168,7 +169,7 @@ class jacrev(Transform):  # noqa: N801
     def from_pass(self, pass_, positions, single):
         """The Jacobian from a forward pass of reverse mode: one sweep of vectors."""
         tape = pass_.tape
-        out, aux = _split_aux(pass_.result, self.options["has_aux"], self.fun)
+        out, aux = split_aux(pass_.result, self.options["has_aux"], self.fun)
         value = pass_.primal_of(out)
         outputs = _output_leaves(out)
         sizes = [int(np.prod(np.shape(pass_.primal_of(leaf)))) for leaf in outputs]
@@ -231,7 +232,7 @@ class jacobian(Transform):  # noqa: N801
         positions, single = argnums_positions(self.options["argnums"], len(args))
         n_in = _count_inputs(args, positions)
         pass_ = reverse(self.fun, args, kwargs, positions)  # (its result gives the sizes)
-        out, _ = _split_aux(pass_.result, self.options["has_aux"], self.fun)
+        out, _ = split_aux(pass_.result, self.options["has_aux"], self.fun)
         n_out = sum(int(np.prod(np.shape(pass_.primal_of(leaf))))
                     for leaf in _output_leaves(out))
         if n_in < n_out:  # fewer columns than rows: forward mode, one more pass
@@ -239,4 +240,10 @@ class jacobian(Transform):  # noqa: N801
         return jacrev(self.fun, **self.options).from_pass(pass_, positions, single)
 
 
-__all__ = ["jacfwd", "jacrev", "jacobian"]
+def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False):
+    """``hessian(f, argnums=0, has_aux=False)``: forward mode over reverse mode,
+    ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+__all__ = ["jacfwd", "jacrev", "jacobian", "hessian"]

@@ -36,13 +36,18 @@ sets attributes one by one: on 3.13 write ``@reverse_diff`` above ``@classmethod
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
-from ..compile import pipeline as codegen
-from . import diff as api
+from ..compile import calls as compiled
+from ..core.reverse_pass import Pullback
 from ..errors import AstadError, InputError
+from . import diff as api
+from .transforms import BoundJvp
 
 _FunctionType, _MethodType, _new_gradients = types.FunctionType, types.MethodType, object.__new__
 _NAMES_FROM_NAME = sys.version_info < (3, 11)
@@ -62,8 +67,7 @@ def decorate(fn, argnums, preaccumulate: bool):
             raise AstadError(f"reverse_diff needs a Python function or method, got {fn!r}")
         return DiffMethod(fn.__func__, argnums, preaccumulate).bind(fn.__self__)
     if isinstance(fn, staticmethod):
-        return staticmethod(api.DiffFunction(_function_of(fn.__func__), argnums,
-                                             preaccumulate).decorated())
+        return staticmethod(_decorated(_function_of(fn.__func__), argnums, preaccumulate))
     if isinstance(fn, classmethod):
         return DiffClassMethod(DiffMethod(_function_of(fn.__func__), argnums, preaccumulate))
     if isinstance(fn, (DiffMethod, DiffClassMethod)):
@@ -73,7 +77,14 @@ def decorate(fn, argnums, preaccumulate: bool):
         if namespace is not None:
             namespace.setdefault("__astad_methods__", _ClassBodyHook())
         return DiffMethod(fn, argnums, preaccumulate)
-    return api.DiffFunction(fn, argnums, preaccumulate).decorated()
+    return _decorated(fn, argnums, preaccumulate)
+
+
+def _decorated(fn, argnums, preaccumulate: bool):
+    """``fn`` decorated: its DiffFunction's function, with ``.jvp`` (api/transforms.py)."""
+    wrapper = api.DiffFunction(fn, argnums, preaccumulate).decorated()
+    wrapper.jvp = BoundJvp(wrapper)
+    return wrapper
 
 
 def _function_of(fn):
@@ -105,8 +116,10 @@ class DiffMethod:
     binds). Used directly (from the class's ``__dict__``, under ``staticmethod``) it
     behaves as the decorated function ``function``, whose attributes it shows."""
 
+    astad_method = True  # (api/pickling.py: what travels with it is ``function``)
+
     def __init__(self, fn, argnums=None, preaccumulate: bool = True):
-        function = api.DiffFunction(fn, argnums, preaccumulate).decorated()
+        function = _decorated(fn, argnums, preaccumulate)
         params = list(inspect.signature(function).parameters.values())
         self._setup(function, argnums, preaccumulate, {
             "__name__": function.__name__, "__qualname__": function.__qualname__,
@@ -167,10 +180,10 @@ class DiffMethod:
         bound method: a recursion costs one frame per level, as the original)."""
         function = self.function
         if function.__code__.co_argcount == 0:  # def f(*args): the tape cannot follow obj
-            rev = codegen.transformed(function, self._preaccumulate).rev
+            rev = compiled.transformed(function, self._preaccumulate).taped
             return lambda tape, *args, **kwargs: rev(tape, obj, *args, **kwargs)
-        return types.MethodType(codegen.transformed(function, self._preaccumulate,
-                                                    as_method=True).rev, obj)
+        return types.MethodType(compiled.transformed(function, self._preaccumulate,
+                                                     as_method=True).taped, obj)
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
@@ -278,6 +291,8 @@ class DiffClassMethod:
     """``reverse_diff`` of a ``classmethod``: ``Model.f`` and ``obj.f`` are the decorated
     function bound to the class, as ``DiffMethod`` binds an object."""
 
+    astad_method = True
+
     def __init__(self, method: DiffMethod):
         self.method = method
         self.function = self.__func__ = method.function
@@ -304,3 +319,67 @@ class _ClassBodyHook:
                 setattr(owner, attribute, DiffClassMethod(value.__func__))
             elif isinstance(value, staticmethod) and isinstance(value.__func__, DiffMethod):
                 setattr(owner, attribute, staticmethod(value.__func__.function))
+
+
+P = ParamSpec("P")
+Q = ParamSpec("Q")
+R = TypeVar("R", covariant=True)
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+class GradientFunction(Protocol[P, R]):
+    """The type of what ``reverse_diff`` returns, for type checkers: the decorated
+    function, with its parameters and result, carrying its gradient functions (which
+    take the same parameters) and its generated source. Through an instance (a decorated
+    method) the first parameter is bound, as for any method."""
+
+    source: str
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+    def grad(self, *args: P.args, **kwargs: P.kwargs) -> Any: ...
+    def value_and_grad(self, *args: P.args, **kwargs: P.kwargs) -> tuple[R, Any]: ...
+    def vjp(self, *args: P.args, **kwargs: P.kwargs) -> tuple[R, Pullback]: ...
+    def jvp(self, primals: tuple[Any, ...], tangents: tuple[Any, ...],
+            **kwargs: Any) -> tuple[R, Any]: ...
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None, /) -> GradientFunction[P, R]: ...
+    @overload
+    def __get__(self: GradientFunction[Concatenate[S, Q], T], obj: S,
+                owner: type | None = None, /) -> GradientFunction[Q, T]: ...
+
+
+class _Decorator(Protocol):
+    """What ``reverse_diff(argnums=...)`` returns: a decorator."""
+
+    def __call__(self, fn: Callable[P, T], /) -> GradientFunction[P, T]: ...
+
+
+@overload
+def reverse_diff(fn: Callable[P, T], *, argnums: int | tuple[int, ...] | None = None,
+                 preaccumulate: bool = True) -> GradientFunction[P, T]: ...
+
+
+@overload
+def reverse_diff(fn: None = None, *, argnums: int | tuple[int, ...] | None = None,
+                 preaccumulate: bool = True) -> _Decorator: ...
+
+
+def reverse_diff(fn: Any = None, *,
+                 argnums: int | tuple[int, ...] | None = None,
+                 preaccumulate: bool = True) -> Any:
+    """Decorate ``fn`` so that ``fn.grad``, ``fn.value_and_grad``, ``fn.vjp`` and
+    ``fn.source`` are available; calling ``fn`` still runs the original code.
+
+    Use bare (``@reverse_diff``) or with options (``@reverse_diff(argnums=(0, 2))``).
+    ``preaccumulate=False`` records one tape entry per primitive operation instead of one
+    per float expression (slower; the paper's plain algorithm, useful for teaching).
+    The function is transformed at decoration, so unsupported syntax is reported at once.
+    On a method (also a classmethod or staticmethod, either side of ``@reverse_diff``),
+    ``obj.f.grad(x)`` differentiates the arguments after ``obj``; a bound method ``obj.f``
+    is accepted too.
+    """
+    if fn is None:
+        return functools.partial(reverse_diff, argnums=argnums, preaccumulate=preaccumulate)
+    return decorate(fn, argnums, preaccumulate)

@@ -22,7 +22,7 @@ rebuilds that on first use, from the same source.
   line and bytecode), and astad gives a function its file name back before reading its
   source (``front.source.restore_filename``).
 
-Function transforms (``astad.grad(f, argnums=...)`` and the like, transforms.py) use the
+Function transforms (``astad.grad(f, argnums=...)`` and the like, api/transforms.py) use the
 same mechanism: their ``__reduce__`` is ``transform_reduction(factory, fn, options)``,
 which pickles the importable factory (the transform's class), the user's function (by
 reference, or by value with its source) and the options, and rebuilds with
@@ -39,9 +39,10 @@ import sys
 import threading
 import types
 
-from ..front.source import TRAVELLED, code_identity, code_names, restore_filename
+from ..core.escape import code_names
+from ..front.source import TRAVELLED, code_identity, restore_filename
 
-__all__ = ["machinery", "rebuild_transform", "transform_reduction", "transform_token",
+__all__ = ["rebuild_transform", "transform_reduction", "transform_token",
            "function_token", "importable", "source_bundle", "install_sources"]
 
 
@@ -101,9 +102,7 @@ def _functions_in(value) -> list:
         return [f for f in (value.fget, value.fset, value.fdel) if f is not None]
     if isinstance(value, (types.FunctionType, type)):
         return [value]
-    from .methods import DiffClassMethod, DiffMethod
-
-    if isinstance(value, (DiffMethod, DiffClassMethod)):
+    if getattr(type(value), "astad_method", False):  # a decorated method (api/methods.py)
         return [value.function]
     return []
 
@@ -179,34 +178,13 @@ def install_sources(bundle: dict | None) -> None:
     TRAVELLED.update(bundle["codes"])
 
 
-# -- the machinery of a decorated function --------------------------------------------------
-def reduce_machinery(diff) -> tuple:
-    """``DiffFunction.__reduce__``: the decorated function, its options and, when it
-    travels by value, its source."""
-    fn = diff._fn
-    return machinery, (fn, diff._argnums, diff._preaccumulate, _bundle_for(fn))
-
-
-def _bundle_for(fn):
+# -- the machinery of a decorated function (api/diff.py: DiffFunction.__reduce__) -----------
+def bundle_for(fn):
     """``source_bundle(fn)`` for a function that travels by value, else None."""
     if fn is None or importable(fn):
         return None
     bundle = source_bundle(fn)
     return bundle if bundle["files"] or bundle["codes"] else None
-
-
-def machinery(fn, argnums, preaccumulate: bool, sources=None):
-    """The ``DiffFunction`` behind decorated ``fn`` in this process: its own when ``fn``
-    was imported, else a new one, finished on first use (``fn`` may still be being
-    unpickled: cloudpickle fills in its globals, closure and attributes afterwards)."""
-    from .diff import DiffFunction
-
-    install_sources(sources)
-    own = getattr(fn.__dict__.get("_astad_transformed"), "__self__", None)
-    if isinstance(own, DiffFunction) and own._argnums == argnums \
-            and own._preaccumulate == preaccumulate:
-        return own
-    return DiffFunction.unfinished(fn, argnums, preaccumulate)
 
 
 # -- function transforms (astad.grad(f) and the like) ---------------------------------------
@@ -217,11 +195,11 @@ def rebuild_transform(factory, fn, options: dict, sources=None):
 
 
 def transform_reduction(factory, fn, options: dict) -> tuple:
-    """``__reduce__`` of a transform made by ``factory(fn, **options)`` (transforms.py):
+    """``__reduce__`` of a transform made by ``factory(fn, **options)`` (api/transforms.py):
     the importable factory, the options, and ``fn`` by reference or by value; a Python
     function that travels by value takes its source along, as a decorated one does."""
     function = _python_function(fn)
-    return rebuild_transform, (factory, fn, dict(options), _bundle_for(function))
+    return rebuild_transform, (factory, fn, dict(options), bundle_for(function))
 
 
 def transform_token(factory, fn, options: dict) -> tuple:
@@ -303,7 +281,7 @@ def _filled(cell) -> bool:
 
 def diff_token(diff) -> tuple:
     """``DiffFunction.__dask_tokenize__``."""
-    return ("astad.reverse_diff", function_token(diff._fn), diff._argnums,
+    return ("astad.reverse_diff", function_token(diff.fn), diff._argnums,
             diff._preaccumulate)
 
 

@@ -20,28 +20,30 @@ keyword arguments are never differentiated; ``has_aux=True`` means ``f`` returns
 """
 from __future__ import annotations
 
+import functools
 import types
 from math import isfinite
 from collections.abc import Callable
 from typing import Any
 
-from ..compile import pipeline as codegen
+from ..compile import calls as compiled
+from ..compile.entry import CACHE, cached
 from . import pickling
-from ..compile.pipeline import MISSING
+from ..transform.bindings import MISSING
 from .diff import DiffFunction, Pullback, float_result_gradient, reverse_pass, specialised_call
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError
 from ..core.forward_pass import forward
-from ..specialise.hvp import hessian_vector_product, hvp_source, of_floats
+from .hvp import hessian_vector_product, hvp_source, of_floats
 from ..specialise.kinds import floats
 from ..compile.calls import rev as transformed_callable, resolvable_function
 from ..runtime.duals import is_nested, running
-from ..runtime.tape import _native, sweep, sweep_general
+from ..runtime.tape import native, sweep, sweep_general
 from ..data.tree import FUNCTIONS
 from ..core.boundary import refuse_functions, seed
 
 
-def _name(fun) -> str:
+def name_of(fun) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 
@@ -49,24 +51,24 @@ def _no_float_error(fun):
     def error(args, positions):
         shown = ", ".join(repr(args[k]) for k in positions)
         return InputError(
-            f"{_name(fun)}: no argument chosen for differentiation holds a float (got "
+            f"{name_of(fun)}: no argument chosen for differentiation holds a float (got "
             f"{shown or 'no positional arguments'}); astad differentiates with respect to "
             "float values passed positionally")
     return error
 
 
-def _split_aux(out, has_aux: bool, fun):
+def split_aux(out, has_aux: bool, fun):
     """``(out, aux)`` of a result, ``aux`` None without ``has_aux``. A function in ``out``
     is refused: its derivative is not a value (JAX refuses it too)."""
     aux = None
     if has_aux:
         if not (isinstance(out, tuple) and len(out) == 2):
             # (__class__: a differentiated value answers as its primal, float or ndarray)
-            raise InputError(f"{_name(fun)} was transformed with has_aux=True, so it must "
+            raise InputError(f"{name_of(fun)} was transformed with has_aux=True, so it must "
                              f"return a pair (value, aux); it returned "
                              f"{out.__class__.__name__}")
         out, aux = out
-    refuse_functions(out, _name(fun), FUNCTIONS + (DiffFunction, Transform))
+    refuse_functions(out, name_of(fun), FUNCTIONS + (DiffFunction, Transform))
     return out, aux
 
 
@@ -89,9 +91,9 @@ class Transform:
             raise AstadError(f"astad.{self.kind} needs a callable, got {fun!r}")
         self.fun = self.__wrapped__ = fun
         self.options = options
-        self.__name__ = f"{self.kind}_{_name(fun)}"
+        self.__name__ = f"{self.kind}_{name_of(fun)}"
         self.__qualname__ = self.__name__
-        self.__doc__ = f"astad.{self.kind} of {_name(fun)}"
+        self.__doc__ = f"astad.{self.kind} of {name_of(fun)}"
 
     def __repr__(self):
         options = "".join(f", {k}={v!r}" for k, v in self.options.items())
@@ -143,13 +145,13 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
             if self._plain is None:
                 diff = DiffFunction(fun, positions[0] if single else positions)
-                diff._entry = codegen.transformed(fun)
+                diff.entry = compiled.transformed(fun)
                 self._plain = specialised_call(diff, self.gradient_only)
             self._resolvable = fun.__code__
             return self._plain(*args, **kwargs)
         pass_ = reverse(fun, args, kwargs, positions, single)
-        out, aux = _split_aux(pass_.result, has_aux, fun)
-        value, gradient = float_result_gradient(pass_, out, _name(fun))
+        out, aux = split_aux(pass_.result, has_aux, fun)
+        value, gradient = float_result_gradient(pass_, out, name_of(fun))
         if has_aux:
             value = value, pass_.primal_of(aux)
         if self.gradient_only:
@@ -168,12 +170,12 @@ class grad(value_and_grad):  # noqa: N801
     @property
     def source(self) -> str:
         """The code this gradient runs (``f``'s, as ``.source`` shows it) and, after it,
-        the code ``jvp`` of this gradient runs for float arguments (forward/hvp.py)."""
+        the code ``jvp`` of this gradient runs for float arguments (api/hvp.py)."""
         fun = self._function()
         if fun is None:
             raise AttributeError(f"{self!r} has no source: astad transforms Python functions")
-        entry = codegen.transformed(fun)
-        text = codegen.readable_source(fun, entry, True)
+        entry = compiled.transformed(fun)
+        text = compiled.readable_source(fun, entry, True)
         nested = None if self.options["has_aux"] else hvp_source(entry, fun)
         return text if nested is None else text.rstrip("\n") + "\n\n" + nested
 
@@ -181,14 +183,14 @@ class grad(value_and_grad):  # noqa: N801
         """The Python function this gradient is of (a @reverse_diff function's own)."""
         fun = self.fun
         if type(fun) is DiffFunction:  # (a @reverse_diff function: the one it decorates)
-            fun = fun._fn
+            fun = fun.fn
         return fun if type(fun) is types.FunctionType and resolvable_function(fun) else None
 
     def hessian_vector(self, primals, tangents):
         """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
-        it (forward/hvp.py: one reverse pass over forward mode's code), else None."""
+        it (api/hvp.py: one reverse pass over forward mode's code), else None."""
         known = self._hvp_known
-        if known is not None and codegen.cached(known[0]) is known[1]:  # still current
+        if known is not None and cached(known[0]) is known[1]:  # still current
             fun, entry, floats_code, n = known[:4]
             if floats_code is not None and len(primals) == n and \
                     floats(*primals, *tangents):
@@ -198,7 +200,7 @@ class grad(value_and_grad):  # noqa: N801
         fun = self._function()
         if self.options["has_aux"] or fun is None:
             return None
-        entry = codegen.transformed(fun)
+        entry = compiled.transformed(fun)
         out = hessian_vector_product(entry, fun, *self._selection(len(primals)), primals,
                                      tangents)
         built = entry.hvp
@@ -229,7 +231,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False):
     """``(out, vjp_fn)`` (with ``has_aux``: ``(out, vjp_fn, aux)``): ``vjp_fn(ct)`` gives
     one cotangent per primal, as a tuple, for a cotangent ``ct`` shaped like ``out``."""
     pass_ = reverse(fun, primals, {}, tuple(range(len(primals))))
-    out, aux = _split_aux(pass_.result, has_aux, fun)
+    out, aux = split_aux(pass_.result, has_aux, fun)
     value = pass_.primal_of(out)
     function = _VjpFunction(pass_, out)
     function.tape_length = Pullback(pass_).tape_length
@@ -250,16 +252,16 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
                          "one tangent per primal")
     outermost = not has_aux and not running.stack
     if outermost and type(fun) is grad:
-        out = fun.hessian_vector(primals, tangents)  # forward/hvp.py, or None
+        out = fun.hessian_vector(primals, tangents)  # api/hvp.py, or None
         if out is not None:
             return out
     if outermost and type(fun) is types.FunctionType:
-        entry = codegen.cached(fun) or (codegen.transformed(fun) if resolvable_function(fun)
+        entry = cached(fun) or (compiled.transformed(fun) if resolvable_function(fun)
                                         else None)  # (cached: it was resolvable)
-        if entry is not None and entry.jvp_floats is not None and \
+        if entry is not None and entry.forward is not None and \
                 len(primals) == entry.arity:
             try:
-                out = entry.jvp_floats(*primals, *tangents)  # forward/floats.py: no dual
+                out = entry.forward(*primals, *tangents)  # specialise/forward.py: no dual
             except Exception:  # noqa: BLE001 (it only reads its arguments: the forward
                 out = None  # duals run and raise the error at the user's line)
             # (None: not every primal and tangent is a float; a tangent that is not
@@ -268,23 +270,34 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
                 return out
     pass_ = forward(transformed_callable(fun), tuple(primals), {},
                     tuple(range(len(primals))), tuple(tangents))
-    out, aux = _split_aux(pass_.result, has_aux, fun)
+    out, aux = split_aux(pass_.result, has_aux, fun)
     value, tangent = pass_.primal_of(out), pass_.tangent_of(out)
     if has_aux:
         return value, tangent, pass_.primal_of(aux)
     return value, tangent
 
 
-if _native is not None:  # the float cases compiled (runtime/_jvp.c), the rest by jvp above
-    jvp = _native.CompiledJvp(jvp, codegen._cache, grad, running, MISSING)
+if native is not None:  # the float cases compiled (runtime/_jvp.c), the rest by jvp above
+    jvp = native.CompiledJvp(jvp, CACHE, grad, running, MISSING)
 
 
-def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False):
-    """``hessian(f, argnums=0, has_aux=False)``: forward mode over reverse mode,
-    ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``."""
-    from .jacobians import jacfwd, jacrev
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+class BoundJvp:
+    """``f.jvp(primals, tangents, **kwargs)`` of a decorated function ``f``: ``jvp`` of
+    ``f``, its keyword arguments constants."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, primals: tuple, tangents: tuple, **kwargs: Any) -> tuple[Any, Any]:
+        """``(value, tangent)`` by forward mode: the function at ``primals`` (its
+        positional arguments) and its directional derivative along ``tangents`` (one per
+        primal, the same structures; None is zero). Keyword arguments are constants."""
+        function = functools.partial(self.function, **kwargs) if kwargs else self.function
+        return jvp(function, primals, tangents)
 
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hessian", "argnums_positions",
-           "Transform"]
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "argnums_positions", "Transform",
+           "BoundJvp"]

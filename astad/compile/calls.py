@@ -22,6 +22,7 @@ import operator
 import dataclasses
 import inspect
 import types
+import weakref
 
 from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
@@ -31,13 +32,15 @@ from ..rules.scalar import TAPELESS_BUILTINS
 from ..rules import lazy
 import numpy as np
 
+from . import pipeline, render
+from .entry import CACHE, GENERATED_CODE, LOCK, Entry, cached, store
 from ..rules.array import constant_array_method
-from ..runtime.array_dual import ARRAY_DUALS, compiled_elementwise
-from ..runtime.tape import _native
+from ..runtime.array_dual import ARRAY_DUALS, compiled_elementwise, is_numpy_callable
+from ..runtime.tape import native
 from ..core.boundary import contains_dual
+from ..transform.bindings import MISSING
+from ..transform.reverse import CALL_AS_IS, Names
 
-# Code objects astad generated: their functions already take part in the transform.
-GENERATED_CODE: set = set()
 
 # Builtin types whose methods only store, move or compare values (never compute on them).
 _CONTAINER_TYPES = (list, dict, set, frozenset, tuple, str, bytes, range, collections.deque)
@@ -164,16 +167,7 @@ def _is_structural_class(f) -> bool:
 
 
 def _transformed_or_raise(fn, as_method: bool = False):
-    # codegen imports this module, so it is imported here, once (an import statement
-    # run on every call of a user function cost about 1 us)
-    global _codegen_transformed
-    if _codegen_transformed is None:
-        from .pipeline import transformed_function
-        _codegen_transformed = transformed_function
-    return _codegen_transformed(fn, as_method)
-
-
-_codegen_transformed = None
+    return transformed(fn, as_method=as_method).taped
 
 
 def _reason(exc: AstadError) -> str:
@@ -201,7 +195,7 @@ _FROZEN_FROM_311 = frozenset({"_collections_abc", "collections.abc"})
 # what astad's own API is made of: functions, bound methods, f.grad / f.value_and_grad
 # and astad.jvp (compiled: _specialised.c, _jvp.c)
 _API_CALLABLES = (types.FunctionType, types.MethodType) + (
-    (_native.SpecialisedCall, _native.CompiledJvp) if _native is not None else ())
+    (native.SpecialisedCall, native.CompiledJvp) if native is not None else ())
 
 
 def rev(f):
@@ -239,7 +233,7 @@ def rev(f):
             return _guarded(f, _reason(exc))
     if t is types.MethodType and type(f.__func__) is types.FunctionType:
         method = f.__func__.__dict__.get("_astad_method")  # obj.f of a decorated method
-        if method is not None:                                # (methods.py)
+        if method is not None:                                # (api/methods.py)
             return method.bound_transformed(f.__self__)
         code = f.__func__.__code__
         if code in GENERATED_CODE:
@@ -371,11 +365,6 @@ publish("user_unary", user_unary)
 publish("getattr", getattr_)
 
 
-def is_numpy_callable(f) -> bool:
-    return type(f) is np.ufunc or (getattr(f, "__module__", None) or "").startswith("numpy") \
-        or type(getattr(f, "__self__", None)) is np.ufunc  # (np.add.reduce: a ufunc method)
-
-
 
 
 # -- builtins that call functions: they call the transformed versions ------------------
@@ -414,3 +403,90 @@ _calls_functions("reduce", functools.reduce, {0})
 _calls_functions("partial", functools.partial, {0})
 _calls_functions("accumulate", itertools.accumulate, {1}, ("func",))
 _calls_functions("starmap", itertools.starmap, {0})
+
+
+# -- D of a Python function: its entry, built once and kept while it is current ---------------
+_building: set = set()  # functions being transformed now, by this thread (under LOCK)
+
+
+def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Entry:
+    """The entry of ``fn`` (compile/entry.py), built now if it has none or if it is no
+    longer current (a global it resolved has changed, its ``__code__`` was replaced).
+
+    ``as_method``: the tape is the second parameter, after ``self`` (``rev``)."""
+    entry = cached(fn, preaccumulate, as_method)
+    if entry is not None:
+        return entry
+    with LOCK:
+        entry = CACHE.get((id(fn), preaccumulate, as_method))
+        if entry is None or entry.function() is not fn or not entry.is_current(fn):
+            entry = build(fn, preaccumulate, as_method)
+            store(fn, entry, preaccumulate, as_method)
+    return entry
+
+
+def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Entry:
+    """The pipeline (compile/pipeline.py) on ``fn``, its callees resolved by ``Callees``."""
+    with LOCK:
+        _building.add(fn)
+        try:
+            return pipeline.build(fn, preaccumulate, as_method, Callees)
+        finally:
+            _building.discard(fn)
+
+
+def readable_source(fn, entry: Entry, preaccumulate: bool) -> str:
+    """What ``f.source`` shows for ``fn`` (compile/render.py): the paper's transform first
+    (``preaccumulate=False``), then what runs."""
+    return render.readable_source(entry, transformed(fn, False) if preaccumulate else None)
+
+
+class Callees:
+    """D of the callables a function calls by a global name, resolved when it is
+    transformed, so a call costs one Python call instead of an ``ad.rev`` lookup:
+
+    - a dataclass or named tuple (D is the class itself): called as written;
+    - the function itself (a recursion): its transformed version, directly;
+    - another plain Python function: its transformed version, built now (a function
+      still being built, as in a mutual recursion, is left to ``ad.rev``).
+
+    Each answer depends on the global binding (recorded by transform), on no rule being
+    registered for the callee later: its record), and on the callee's own code and
+    dependencies: if any changes, the caller is rebuilt as a whole."""
+
+    def __init__(self, fn, preaccumulate: bool, as_method: bool, names: Names):
+        self.fn, self.preaccumulate, self.as_method = fn, preaccumulate, as_method
+        self.names = names
+        self.functions: dict = {}  # name in generated code -> transformed function
+        self._named: dict = {}  # id(callee) -> that name
+
+    def __call__(self, callee):
+        try:
+            no_rule = [(RECORDS, callee, RECORDS.get(callee, MISSING))]
+        except TypeError:  # unhashable
+            return None
+        if calls_as_is(callee):
+            return CALL_AS_IS, no_rule
+        if not resolvable_function(callee):
+            return None
+        decorated = getattr(callee, "_astad_transformed", None)  # its own preaccumulate
+        preaccumulate = True if decorated is None else \
+            getattr(getattr(decorated, "__self__", None), "_preaccumulate", None)
+        if preaccumulate is None:  # not api.DiffFunction's: leave it to ad.rev
+            return None
+        code_of = [(weakref.ref(callee), "__code__", callee.__code__)]
+        if callee is self.fn:
+            if self.as_method or preaccumulate != self.preaccumulate:
+                return None
+            return self.names.factory_def, no_rule
+        if callee in _building:
+            return None
+        try:
+            entry = transformed(callee, preaccumulate)
+        except Exception:  # noqa: BLE001 (ad.rev meets the same error when it is called)
+            return None
+        name = self._named.get(id(callee))
+        if name is None:
+            name = self._named[id(callee)] = self.names.fresh(f"D_{callee.__name__}")
+            self.functions[name] = entry.taped
+        return name, no_rule + code_of + entry.dependencies

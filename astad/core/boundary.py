@@ -105,14 +105,14 @@ def _unsupported_argument(value, path: str):
 
 # Plan nodes: what interleave saw, so that the gradient can be rebuilt later even if the
 # function mutated its arguments. A plain int is a float leaf's input slot.
-class _Run:          # a list or tuple of exactly-float elements: slots start..start+n
+class RunPlan:          # a list or tuple of exactly-float elements: slots start..start+n
     __slots__ = ("start", "n", "kind", "element")  # element: float, or numpy.float64
 
     def __init__(self, start, n, kind, element=float):
         self.start, self.n, self.kind, self.element = start, n, kind, element
 
 
-class _Node:         # a container (data/tree.py): its kind and class, what making it
+class NodePlan:         # a container (data/tree.py): its kind and class, what making it
     __slots__ = ("node", "cls", "aux", "keys", "children")  # again needs, its children's
                                                            # keys and plans
     def __init__(self, node, cls, aux, keys, children):
@@ -120,28 +120,28 @@ class _Node:         # a container (data/tree.py): its kind and class, what maki
         self.keys, self.children = keys, children
 
 
-class _Const:        # a non-float leaf: the gradient holds the argument's own value
+class ConstPlan:        # a non-float leaf: the gradient holds the argument's own value
     __slots__ = ("value",)
 
     def __init__(self, value):
         self.value = value
 
 
-class _ArrayLeaf:    # a float numpy array: one input slot, its cotangent in ``arrays``
+class ArrayPlan:    # a float numpy array: one input slot, its cotangent in ``arrays``
     __slots__ = ("slot", "shape", "dtype")
 
     def __init__(self, slot, shape, dtype):
         self.slot, self.shape, self.dtype = slot, shape, dtype
 
 
-class _FloatRecord:  # a plain dataclass of float attributes only: slots start, start+1...
+class RecordPlan:  # a plain dataclass of float attributes only: slots start, start+1...
     __slots__ = ("cls", "names", "start")
 
     def __init__(self, cls, names, start):
         self.cls, self.names, self.start = cls, names, start
 
 
-class _FloatLeaf:    # a float subclass (numpy.float64): rebuilt with its own type
+class FloatPlan:    # a float subclass (numpy.float64): rebuilt with its own type
     __slots__ = ("slot", "cls")
 
     def __init__(self, slot, cls):
@@ -156,7 +156,7 @@ class Interleaving:
         self.level = tape        # the level the leaves' duals belong to
         self.copies: dict = {}   # id(original) -> (original, copy, plan, snapshot or None)
         # objects passed as they are (a user's class): the call may store duals in them,
-        # which leftovers.py replaces by their primals afterwards
+        # which core/escape.py replaces by their primals afterwards
         self.opaque: list = []
 
     # -- the leaves: a new dual and its slot (ForwardInterleaving makes forward duals) --
@@ -216,7 +216,7 @@ class Interleaving:
         copy = object.__new__(t)
         names = tuple(attributes)
         copy.__dict__.update(zip(names, duals))
-        plan = _FloatRecord(t, names, start)
+        plan = RecordPlan(t, names, start)
         self._remember(value, copy, plan, None if frozen else duals)
         return copy, plan
 
@@ -236,12 +236,12 @@ class Interleaving:
         else:
             start = len(self.tape)
             out = self._new_duals(value)
-            return out, _Run(start, len(out), type(value))
+            return out, RunPlan(start, len(out), type(value))
         if not value or not set(map(type, value)) <= _FLOAT64:
             return None
         start = len(self.tape)
         out = self._new_duals(value)
-        return out, _Run(start, len(out), type(value), np.float64)
+        return out, RunPlan(start, len(out), type(value), np.float64)
 
     def _walk(self, value, path, active):
         """(copy, plan) of a leaf; for a container, the walk (a generator) that gives
@@ -250,10 +250,10 @@ class Interleaving:
         if not active and (t is int or t is str or value is None or is_float(value)):
             return value, None
         if t is int or t is str or t is bool or value is None:  # (the common constants)
-            return value, _Const(value)
+            return value, ConstPlan(value)
         if is_float(value):  # (a float subclass keeps its class: isinstance sees it)
             d = self._dual(value)
-            return (d, len(self.tape) - 1 if t is float else _FloatLeaf(len(self.tape) - 1, t))
+            return (d, len(self.tape) - 1 if t is float else FloatPlan(len(self.tape) - 1, t))
         if t in SCALAR_DUALS:  # a value of an enclosing differentiation: a float here
             if not active:
                 return value, None
@@ -267,7 +267,7 @@ class Interleaving:
             if seen is not None:
                 return seen[1], seen[2]
             d = self._array_dual(value)
-            plan = _ArrayLeaf(len(self.tape) - 1, value.shape, value.dtype)
+            plan = ArrayPlan(len(self.tape) - 1, value.shape, value.dtype)
             if self.level is self.tape:
                 self._remember(value, d, plan)
             return d, plan
@@ -293,17 +293,17 @@ class Interleaving:
         if t is set:  # mutable: the function gets a copy, written back as it leaves it
             copy = set(value)
             self._remember(value, copy, None, set(copy))
-            return copy, _Const(value)
+            return copy, ConstPlan(value)
         if is_instance(value) or (t is np.ndarray and value.dtype == object):
             self.opaque.append(value)
-        return value, _Const(value)
+        return value, ConstPlan(value)
 
     def _container(self, value, node, path, active):
         """A container (data/tree.py): a copy of its kind holding its children's copies,
         and its plan. A mutable one is noted before its children (a cycle through it
         finds the copy) and again after them with a snapshot for write-back."""
         keys, children, aux = node.flatten(value)
-        plan = _Node(node, type(value), aux, keys, [])
+        plan = NodePlan(node, type(value), aux, keys, [])
         copy = node.shell(aux) if node.mutable else None
         if copy is not None:
             self._remember(value, copy, plan)  # before the elements: cycles
@@ -374,7 +374,7 @@ class Interleaving:
                 originals = originals or self.originals()
                 original.clear()
                 original.update(primal(x, originals, self.level) for x in copy)
-            elif type(plan) is _FloatRecord:  # (snapshot: the duals, in plan.names order)
+            elif type(plan) is RecordPlan:  # (snapshot: the duals, in plan.names order)
                 attributes = copy.__dict__
                 if len(attributes) == len(snapshot) and tuple(attributes) == plan.names \
                         and all(map(operator.is_, attributes.values(), snapshot)):
@@ -408,7 +408,7 @@ def float_gradient(g):
 
 
 def run_gradient(plan, adjoint: list) -> list:
-    """The cotangents of a _Run's elements, of the elements' class."""
+    """The cotangents of a RunPlan's elements, of the elements' class."""
     values = adjoint[plan.start:plan.start + plan.n]
     if plan.element is float:
         if set(map(type, values)) <= _FLOAT:
@@ -425,7 +425,7 @@ def build_gradient(plan, adjoint: list, arrays: dict):
     values elsewhere, the same types throughout, no user code run."""
     if type(plan) is int:
         return float_gradient(adjoint[plan])
-    if type(plan) is _FloatRecord:
+    if type(plan) is RecordPlan:
         return _float_record_gradient(plan, adjoint)
     return _run(_build(plan, adjoint, arrays, {}))
 
@@ -442,21 +442,21 @@ def _build(plan, adjoint, arrays, memo):
     t = type(plan)
     if t is int:
         return float_gradient(adjoint[plan])
-    if t is _ArrayLeaf:
+    if t is ArrayPlan:
         g = arrays.get(plan.slot)
         if type(g) in SCALAR_DUALS:  # a 0-d array's cotangent at an enclosing level
             g = np.reshape(np.stack([g]), ())
         return np.zeros(plan.shape, plan.dtype) if g is None else g.astype(plan.dtype,
                                                                           copy=False)
-    if t is _Run:
+    if t is RunPlan:
         values = run_gradient(plan, adjoint)
         return values if plan.kind is list else tuple(values)
-    if t is _Const:
+    if t is ConstPlan:
         return plan.value
-    if t is _FloatLeaf:
+    if t is FloatPlan:
         g = adjoint[plan.slot]
         return plan.cls(g) if type(g) in FAST_PRIMALS else g
-    if t is _FloatRecord:
+    if t is RecordPlan:
         return _float_record_gradient(plan, adjoint)
     built = memo.get(id(plan))
     if built is not None:  # an aliased argument: the same gradient object
@@ -484,15 +484,15 @@ def leaf_slots(plan) -> list:
         t = type(p)
         if t is int:
             found.append((p, ()))
-        elif t is _FloatLeaf:
+        elif t is FloatPlan:
             found.append((p.slot, ()))
-        elif t is _ArrayLeaf:
+        elif t is ArrayPlan:
             found.append((p.slot, p.shape))
-        elif t is _Run:
+        elif t is RunPlan:
             found.extend((s, ()) for s in range(p.start, p.start + p.n))
-        elif t is _FloatRecord:
+        elif t is RecordPlan:
             found.extend((s, ()) for s in range(p.start, p.start + len(p.names)))
-        elif t is _Node and id(p) not in seen:
+        elif t is NodePlan and id(p) not in seen:
             seen.add(id(p))
             stack.extend(p.children)
     return sorted(set(found))

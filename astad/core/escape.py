@@ -1,7 +1,7 @@
 """A differentiation leaves no dual behind: what the function stored in objects that
 outlive the call ends as the original function leaves it, holding plain values.
 
-The function runs on copies of its arguments (structure.py writes their primals back).
+The function runs on copies of its arguments (core/boundary.py writes their primals back).
 Everything else it can reach is scanned when it returns, and every dual of its level
 found there is replaced by its primal, in place: the objects passed but not copied
 (instances of the user's classes), the mutable default arguments and closure cells of
@@ -31,7 +31,6 @@ import numpy as np
 
 from ..data.tree import (is_instance, node_of, record_attributes, set_entries, set_items,
                         tree_map)
-from ..front.source import code_names
 from ..runtime.duals import DUAL_TYPES, level, running
 
 _setattr = object.__setattr__
@@ -49,6 +48,22 @@ def _library(code_or_module) -> bool:
     if not filename or filename.startswith("<"):
         return not filename  # a built-in module; code typed at a prompt is the user's
     return os.path.normcase(os.path.abspath(filename)).startswith(_LIBRARY_DIRS)
+
+
+def code_names(code: types.CodeType) -> set:
+    """The global and attribute names ``code`` reads (``co_names``), its nested code's
+    (comprehensions, lambdas, inner functions) included."""
+    names = set(code.co_names)
+    for nested in nested_code(code):
+        names |= set(nested.co_names)
+    return names
+
+
+def nested_code(code: types.CodeType):
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield const
+            yield from nested_code(const)
 
 
 # -- where a function can leave values: its roots -------------------------------------------
@@ -174,7 +189,7 @@ def origin_of(rev):
     bound = None
     if type(rev) is types.MethodType:
         rev, bound = rev.__func__, rev.__self__
-    origin = getattr(rev, "_astad_origin", None)  # (a weak reference: codegen.py)
+    origin = getattr(rev, "_astad_origin", None)  # (a weak reference: compile/pipeline.py)
     return (origin() if origin is not None else None), bound
 
 

@@ -6,7 +6,7 @@ is the same and only the rules differ by the kind of dual they meet (a forward d
 carries its tangent instead of a tape index; rules/scalar.py). The function receives a
 ``ForwardLevel`` where reverse mode passes its tape.
 
-At the boundary (as interleave does for reverse mode, structure.py): each float leaf of
+At the boundary (as interleave does for reverse mode, core/boundary.py): each float leaf of
 the arguments becomes a forward dual whose tangent comes from the tangents given (the
 same structure as the arguments, ``None`` for zero), the function runs on copies, the
 caller's objects end as the original leaves them, and the result's tangent is read off
@@ -25,7 +25,7 @@ from .escape import run
 from ..runtime.duals import (DUAL_TYPES, FDual, ForwardLevel, NestedFDual, forward_dual,
                              new_dual, running)
 from ..data.tree import children_like, short as _short, tree_map
-from .boundary import (Interleaving, _ArrayLeaf, _FloatLeaf, _FloatRecord, _Node, _Run,
+from .boundary import (Interleaving, ArrayPlan, FloatPlan, RecordPlan, NodePlan, RunPlan,
                          holds_derivative, primal, scalar_of, towered)
 
 
@@ -92,21 +92,21 @@ class ForwardInterleaving(Interleaving):
         t = type(plan)
         if t is int:
             self.set_tangent(plan, tangent, path)
-        elif t is _FloatLeaf or t is _ArrayLeaf:
+        elif t is FloatPlan or t is ArrayPlan:
             self.set_tangent(plan.slot, tangent, path)
-        elif t is _Run:
+        elif t is RunPlan:
             if not isinstance(tangent, (list, tuple)) or len(tangent) != plan.n:
                 raise InputError(f"the tangent at {path} should be a sequence of length "
                                  f"{plan.n}, got {_short(tangent)}")
             for k, x in enumerate(tangent):
                 if x is not None:
                     self.set_tangent(plan.start + k, x, f"{path}[{k}]")
-        elif t is _FloatRecord:
+        elif t is RecordPlan:
             for k, name in enumerate(plan.names):
                 x = getattr(tangent, name, None)
                 if x is not None:
                     self.set_tangent(plan.start + k, x, f"{path}.{name}")
-        elif t is _Node:
+        elif t is NodePlan:
             self._set_node(plan, tangent, path)
         # a _Const leaf (an int, a string...) has no tangent
 
@@ -169,7 +169,7 @@ def forward(rev, args: tuple, kwargs: dict, positions, tangents=None, width=None
         if k not in positions:
             dual_args[k] = state.copy_constant(args[k])
     kwargs = {name: state.copy_constant(v) for name, v in kwargs.items()}
-    # (as reverse mode: arguments written back, no dual left behind: leftovers.py)
+    # (as reverse mode: arguments written back, no dual left behind: core/escape.py)
     result = run(rev, handle, state, dual_args, kwargs)
     return ForwardPass(result, handle, state, plans)
 

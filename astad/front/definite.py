@@ -1,6 +1,6 @@
 """Which reads of a name are certain to find it bound.
 
-Statement-level preaccumulation (reverse/fuse.py) passes the leaves of an expression to
+Statement-level preaccumulation (transform/preaccumulate.py) passes the leaves of an expression to
 its rule as arguments, so they are all read before any operation runs. Python reads a
 name only when it gets to it: in ``w / x + y`` with ``x == 0`` and ``y`` unbound, Python
 raises ZeroDivisionError, not NameError. A fused rule may read a name early only where

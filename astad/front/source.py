@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import gast
 
+from ..core.escape import nested_code
 from ..errors import SourceUnavailableError
 from .lambdas import lambdas_in
 
@@ -344,21 +345,7 @@ def _compile_alone(node: ast.AST, code: types.CodeType, owner, imports: list):
                            dont_inherit=True)
     except (SyntaxError, ValueError, TypeError):
         return None
-    found = [c for c in _nested_code(compiled) if c.co_name == code.co_name]
+    found = [c for c in nested_code(compiled) if c.co_name == code.co_name]
     return found[0] if len(found) == 1 else None
 
 
-def code_names(code: types.CodeType) -> set:
-    """The global and attribute names ``code`` reads (``co_names``), its nested code's
-    (comprehensions, lambdas, inner functions) included."""
-    names = set(code.co_names)
-    for nested in _nested_code(code):
-        names |= set(nested.co_names)
-    return names
-
-
-def _nested_code(code: types.CodeType):
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield const
-            yield from _nested_code(const)

@@ -26,13 +26,13 @@ from ..runtime.array_dual import (CONVERT_LISTS, PLAIN_OPERANDS, PLAIN_SCALARS, 
                                   primal_of, rows_accept, rows_cotangent, unbroadcast,
                                   unbroadcast_rows)
 from ..runtime.duals import DUAL_TYPES, reverse_dual, running
-from ..runtime.tape import BATCHED_BACKWARDS, _native
+from ..runtime.tape import BATCHED_BACKWARDS, native
 from ..errors import NotDifferentiableError, user_location
 from ..registry import ad as _ad
 
 
 # -- the two ways to give a rule ----------------------------------------------------------
-def _require(fn, derivatives, k) -> None:
+def require(fn, derivatives, k) -> None:
     """A differentiated value reached argument ``k``: its derivative must be given."""
     if k >= len(derivatives) or derivatives[k] is None:
         raise NotDifferentiableError(
@@ -51,13 +51,13 @@ class NonFinite:
         self.partial = partial
 
 
-_compiled_all_finite = None if _native is None else _native.all_finite
+_compiled_all_finite = None if native is None else native.all_finite
 
 
 def all_finite(array: np.ndarray) -> bool:
     """No inf or nan in ``array``? (False may also mean a sum too large for a float: then
     the partial is only treated with the care a non-finite one gets.) The compiled
-    runtime reads a contiguous float array itself (``_native.all_finite``)."""
+    runtime reads a contiguous float array itself (``native.all_finite``)."""
     if _compiled_all_finite is not None:
         found = _compiled_all_finite(array)
         if found is not None:
@@ -192,7 +192,7 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
         for k, a in enumerate(args):
             if type(a) in DUAL_TYPES and a.t is tape:
                 if k >= n_partials or partials[k] is None:
-                    _require(fn, partials, k)
+                    require(fn, partials, k)
                 if type(a) is ArrayDual:
                     scalars_only = False
                     parents.append((index_of(a), a.v.shape, a.v.dtype))
@@ -237,7 +237,7 @@ def _placeholder(value):
     return value
 
 
-def _vjp_backward(adjoint, arrays, k, parents, context):
+def vjp_backward(adjoint, arrays, k, parents, context):
     vjps, result, values, kwargs, kind = context
     g = cotangent(adjoint, arrays, k)
     fresh = kind is NEW_ARRAYS or (kind is VIEWS_OF_G and type(g) is np.ndarray)
@@ -247,9 +247,9 @@ def _vjp_backward(adjoint, arrays, k, parents, context):
 
 
 def _batched_vjp_backward(adjoint, arrays, k, parents, context):
-    """_vjp_backward, for a function whose vjps are batched (the entry's backward says
+    """vjp_backward, for a function whose vjps are batched (the entry's backward says
     so)."""
-    _vjp_backward(adjoint, arrays, k, parents, context)
+    vjp_backward(adjoint, arrays, k, parents, context)
 
 
 def _vjp_rows(adjoint, arrays, k, parents, context, width) -> bool:
@@ -294,7 +294,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
         parents = []
         for k, a in enumerate(args):
             if is_active(a, tape):
-                _require(fn, vjps, k)
+                require(fn, vjps, k)
                 parents.append((k, parent_of(a)))
             elif isinstance(a, (list, tuple)) and any(is_active(x, tape) for x in a):
                 raise NotDifferentiableError(
@@ -305,7 +305,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
         if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)
             return result
         now = RECORDS.get(fn) or found  # (what astad said of its vjps after this)
-        backward = _batched_vjp_backward if now.batched_vjps else _vjp_backward
+        backward = _batched_vjp_backward if now.batched_vjps else vjp_backward
         if now.shapes_only:
             return record(tape, result, backward, tuple(parents),
                           (vjps, None, [_placeholder(v) for v in values], kwargs,
@@ -500,7 +500,7 @@ def is_dual(value) -> bool:
     return type(value) in DUAL_TYPES
 
 
-def _primal_only(fn):
+def primal_only(fn):
     """``fn``'s result carries no derivative: it sees primal values."""
     found = record(fn)
     found.primal_only = True
@@ -516,7 +516,7 @@ for _fn in (np.isnan, np.isinf, np.isfinite, np.argmax, np.argmin, np.argsort, n
             np.isclose, np.any, np.all, np.count_nonzero, np.nonzero, np.greater, np.less,
             np.greater_equal, np.less_equal, np.equal, np.not_equal, np.sign, np.floor,
             np.ceil, np.round, np.rint, np.trunc, np.floor_divide):
-    _primal_only(_fn)
+    primal_only(_fn)
 
 
 # -- a constant array's methods given a differentiated argument: c.dot(x) ----------------
@@ -549,7 +549,7 @@ def _compiled_elementwise() -> bool:
     which runs them at once on small float64 arrays while the registry still holds the
     record given here (a user's own rule for the ufunc renews its record: it turns the
     compiled rule off for that ufunc)."""
-    if _native is None:
+    if native is None:
         return False
     ops = (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.square,
            np.sqrt, np.exp, np.log, np.sin, np.cos, np.tanh, np.power)  # (the C enum's order)
@@ -560,7 +560,7 @@ def _compiled_elementwise() -> bool:
         found = RECORDS[ufunc]
         assert found.check is None and found.view is None and found.writer is None
         table[ufunc] = (op, found, helpers.get(ufunc), not found.finite)
-    return _native.configure_elementwise(ArrayDual, np.ndarray, np.dtype(np.float64),
+    return native.configure_elementwise(ArrayDual, np.ndarray, np.dtype(np.float64),
                                          np.float64, running, RECORDS, table,
                                          _elementwise_backward, NonFinite, np.arange(3.0),
                                          _numpy_c_api())

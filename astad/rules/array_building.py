@@ -1,5 +1,5 @@
 """Building arrays from values: select, linspace, gradient, full, full_like, and the index
-tricks ``np.r_`` and ``np.c_`` (``np.r_[a, b]``: reverse/transform.py routes a subscript
+tricks ``np.r_`` and ``np.c_`` (``np.r_[a, b]``: transform/reverse.py routes a subscript
 of either to ``index_trick`` here).
 
 select is a chain of np.where (the same choices numpy makes); linspace is linear in its

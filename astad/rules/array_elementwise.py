@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (_primal_only, finite_partials, register_elementwise)
+from .array import (primal_only, finite_partials, register_elementwise)
 finite_partials(np.conjugate, np.real, np.nan_to_num)
 
 
@@ -38,4 +38,4 @@ for _fn in (np.imag, np.result_type, np.iscomplexobj, np.isrealobj, np.isreal, n
             np.may_share_memory, np.shares_memory, np.spacing, np.nextafter, np.bitwise_and,
             np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
             np.gcd, np.lcm):
-    _primal_only(_fn)
+    primal_only(_fn)

@@ -16,7 +16,7 @@ from .array import (batched_vjps, NEW_ARRAYS, refuse_keywords, register_jvp, reg
                     result_kinds, set_vjps)
 from .array_axes import lead_shape, negative_axis
 from .array_gather import gather, positions_of, scatter_add
-from .array_shapes import _may_repeat, take_index
+from .array_shapes import may_repeat, take_index
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import add_check, plain_array
 
@@ -155,7 +155,7 @@ def _getitem_vjp(g, r, x, index):
     """x[index]'s cotangent: zeros with g added at the indexed elements (repeats add)."""
     if type(g) is np.ndarray and g.ndim == np.ndim(r) or type(g) is float:
         grad = np.zeros(np.shape(x), dtype=np.result_type(getattr(x, "dtype", float), 1.0))
-        if _may_repeat(index):
+        if may_repeat(index):
             np.add.at(grad, index, g)
         else:
             grad[index] += g

@@ -13,7 +13,7 @@ from .array import (batched_vjps, NEW_ARRAYS, register_jvp, register_vjp, result
                     set_vjps)
 from .array_axes import align_core, lead_shape, negative_axis, sum_to_shape
 from .array_einsum import einsum_partial, einsum_tangent
-from .array_shapes import _join
+from .array_shapes import record_join
 from ..runtime.array_dual import primal_of
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -212,8 +212,8 @@ def _multi_dot_rule(tape, arrays_, **kwargs):
     rows = () if np.ndim(values[0]) == 1 else np.shape(values[0])[:1]
     cols = () if np.ndim(values[-1]) == 1 else np.shape(values[-1])[1:]
     result = np.broadcast_to(0.0, rows + cols)  # (only its shape is read)
-    return _join(tape, np.linalg.multi_dot, lambda g: _multi_dot_vjp(g, result, values), items,
-                 **kwargs)
+    return record_join(tape, np.linalg.multi_dot,
+                       lambda g: _multi_dot_vjp(g, result, values), items, **kwargs)
 
 
 set_rule(np.linalg.multi_dot, _multi_dot_rule)

@@ -167,7 +167,7 @@ batched_vjps(np.clip, np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod
              np.var, np.std, np.trace)
 
 
-def _reduce(t, partial, x, axis, keepdims):
+def reduce_over(t, partial, x, axis, keepdims):
     """The jvp of a reduction of ``x`` over ``axis`` with partial ``partial``."""
     return np.sum(t * partial, axis=negative_axes(axis, np.ndim(x)), keepdims=keepdims)
 
@@ -192,7 +192,7 @@ register_jvp(np.mean, lambda t, r, x, axis=None, dtype=None, out=None, keepdims=
 
 
 def _extreme_jvp(t, r, x, axis=None, out=None, keepdims=False, **kw):
-    return _reduce(t, extreme_share(x, r, axis, keepdims), x, axis, keepdims)
+    return reduce_over(t, extreme_share(x, r, axis, keepdims), x, axis, keepdims)
 
 
 for _fn in (np.max, np.min, np.amax, np.amin):
@@ -203,7 +203,7 @@ def _prod_jvp(t, r, x, axis=None, dtype=None, out=None, keepdims=False, initial=
     others = others_product(x, axis) if np.ndim(x) else np.ones(np.shape(x))
     if initial is not None:
         others = others * initial
-    return _reduce(t, others, x, axis, keepdims)
+    return reduce_over(t, others, x, axis, keepdims)
 
 
 def _centred(x, axis):
@@ -213,7 +213,7 @@ def _centred(x, axis):
 def _var_jvp(t, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
              correction=None, **kw):
     scale = 2.0 / (count(np.shape(x), axis) - _variance_ddof(ddof, correction))
-    return _reduce(t, _centred(x, axis) * scale, x, axis, keepdims)
+    return reduce_over(t, _centred(x, axis) * scale, x, axis, keepdims)
 
 
 def _std_jvp(t, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
@@ -222,7 +222,7 @@ def _std_jvp(t, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *
     nonzero = r_full != 0
     n = count(np.shape(x), axis) - _variance_ddof(ddof, correction)
     partial = np.where(nonzero, _centred(x, axis) / np.where(nonzero, r_full, 1.0), 0.0) / n
-    return _reduce(t, partial, x, axis, keepdims)
+    return reduce_over(t, partial, x, axis, keepdims)
 
 
 def _trace_jvp(t, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
@@ -274,7 +274,7 @@ def _cumprod_core_jvp(t, r, x):
     return np.sum(_cumprod_exact(x) * np.expand_dims(t, -1), axis=-2)
 
 
-def _cumprod_vjp(g, r, a, axis=None, dtype=None, out=None):
+def cumprod_vjp(g, r, a, axis=None, dtype=None, out=None):
     x = _along_last(a, axis)
     if axis is None:
         lead = lead_shape(g, 1)
@@ -284,7 +284,7 @@ def _cumprod_vjp(g, r, a, axis=None, dtype=None, out=None):
     return np.moveaxis(core, -1, axis)
 
 
-def _cumprod_jvp(t, r, a, axis=None, dtype=None, out=None):
+def cumprod_jvp(t, r, a, axis=None, dtype=None, out=None):
     x = _along_last(a, axis)
     if axis is None:
         flat = np.reshape(t, lead_shape(t, np.ndim(a)) + (-1,))
@@ -294,7 +294,7 @@ def _cumprod_jvp(t, r, a, axis=None, dtype=None, out=None):
     return np.moveaxis(core, -1, axis)
 
 
-register_vjp(np.cumprod, _cumprod_vjp)
-register_jvp(np.cumprod, _cumprod_jvp, batched=True)
+register_vjp(np.cumprod, cumprod_vjp)
+register_jvp(np.cumprod, cumprod_jvp, batched=True)
 
 

@@ -203,7 +203,7 @@ def _pieces_backward(adjoint, arrays, k, parents, context):
         accumulate(adjoint, arrays, parent, pieces[position])
 
 
-def _join(tape, join, split, items, *args, **kwargs):
+def record_join(tape, join, split, items, *args, **kwargs):
     items = list(items)
     values = [primal_of(x, tape) for x in items]
     result = join(values, *args, **kwargs)
@@ -219,13 +219,13 @@ def _concatenate_rule(tape, arrays_, axis=0, **kwargs):
         axis = 0
     sizes = [np.shape(x)[axis] for x in items]
     bounds = np.cumsum(sizes)[:-1]
-    return _join(tape, np.concatenate, lambda g: np.split(g, bounds, axis=axis), items,
+    return record_join(tape, np.concatenate, lambda g: np.split(g, bounds, axis=axis), items,
                  axis=axis, **kwargs)
 
 
 def _stack_rule(tape, arrays_, axis=0, **kwargs):
     items = list(arrays_)
-    return _join(tape, np.stack,
+    return record_join(tape, np.stack,
                  lambda g: [np.take(g, j, axis=axis) for j in range(len(items))], items,
                  axis=axis, **kwargs)
 
@@ -283,7 +283,7 @@ def _index_backward(adjoint, arrays, k, parents, context):
         return
     if existing is None:
         existing = arrays[slot] = np.zeros(shape, dtype=dtype)
-    if _may_repeat(index):
+    if may_repeat(index):
         np.add.at(existing, index, g)  # x[[0, 0]]: each repetition adds
     else:
         existing[index] += g  # ints, slices, None, masks: each element once (faster)
@@ -308,7 +308,7 @@ def _index_rows(adjoint, arrays, k, parents, context, width) -> bool:
     if existing is None:
         existing = arrays[slot] = np.zeros((width,) + shape, dtype=dtype)
     rows = (slice(None),) + parts
-    if _may_repeat(index):
+    if may_repeat(index):
         np.add.at(existing, rows, g)
     else:
         existing[rows] += g
@@ -318,7 +318,7 @@ def _index_rows(adjoint, arrays, k, parents, context, width) -> bool:
 BATCHED_BACKWARDS[_index_backward] = _index_rows
 
 
-def _may_repeat(index) -> bool:
+def may_repeat(index) -> bool:
     """Does ``index`` hold an integer array or list (fancy indexing may repeat)?"""
     for part in index if type(index) is tuple else (index,):
         if isinstance(part, (list, np.ndarray)) and np.asarray(part).dtype.kind != "b":

@@ -13,7 +13,7 @@ from .array import (batched_vjps, differentiate_by_keyword, NEW_ARRAYS, refuse_k
                     register_jvp, register_vjp, result_kinds)
 from .array_axes import axes_of, count, expand_reduced, lead_shape, move_core_axes, \
     negative_axes, negative_axis
-from .array_reductions import (_cumprod_jvp, _cumprod_vjp, _reduce, extreme_share,
+from .array_reductions import (cumprod_jvp, cumprod_vjp, reduce_over, extreme_share,
     others_product)
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import add_check, plain_array
@@ -187,14 +187,14 @@ def _average_jvp_a(t, r, a, axis=None, weights=None, returned=False, *, keepdims
     if weights is None:
         return np.mean(t, axis=negative_axes(axis, np.ndim(a)), keepdims=keepdims)
     w = _spread(weights, a, axis, np.ndim(weights))
-    return _reduce(t, w / _average_scale(a, axis, w), a, axis, keepdims)
+    return reduce_over(t, w / _average_scale(a, axis, w), a, axis, keepdims)
 
 
 def _average_jvp_w(t, r, a, axis=None, weights=None, returned=False, *, keepdims=False):
     w = _spread(weights, a, axis, np.ndim(weights))
     t = _spread(t, a, axis, np.ndim(weights))
     r_full = expand_reduced(r, np.shape(a), axis, keepdims)
-    return _reduce(t, (a - r_full) / _average_scale(a, axis, w), a, axis, keepdims)
+    return reduce_over(t, (a - r_full) / _average_scale(a, axis, w), a, axis, keepdims)
 
 
 register_vjp(np.average, _average_vjp_a, None, _average_vjp_w)
@@ -219,7 +219,7 @@ def _ptp_partial(x, axis):
 
 register_vjp(np.ptp, lambda g, r, x, axis=None, out=None, keepdims=False: expand_reduced(
     g, np.shape(x), axis, keepdims) * _ptp_partial(x, axis))
-register_jvp(np.ptp, lambda t, r, x, axis=None, out=None, keepdims=False: _reduce(
+register_jvp(np.ptp, lambda t, r, x, axis=None, out=None, keepdims=False: reduce_over(
     t, _ptp_partial(x, axis), x, axis, keepdims), batched=True)
 
 
@@ -276,7 +276,7 @@ def _nan_rules(partial, names):
         p = _bound(names, args, kwargs)
         axis, keepdims = p.get("axis"), p.get("keepdims", False)
         ddof = p.get("ddof", 0) if p.get("correction") is None else p["correction"]
-        return _reduce(t, partial(x, r, axis, keepdims, ddof=ddof), x, axis, keepdims)
+        return reduce_over(t, partial(x, r, axis, keepdims, ddof=ddof), x, axis, keepdims)
     return vjp, jvp
 
 
@@ -311,11 +311,11 @@ def _nancumsum_jvp(t, r, a, axis=None, dtype=None, out=None):
 
 def _nancumprod_vjp(g, r, a, axis=None, dtype=None, out=None):
     filled = np.where(_present(a), a, 1.0)
-    return _cumprod_vjp(g, r, filled, axis) * _present(a)
+    return cumprod_vjp(g, r, filled, axis) * _present(a)
 
 
 def _nancumprod_jvp(t, r, a, axis=None, dtype=None, out=None):
-    return _cumprod_jvp(t * _present(a), r, np.where(_present(a), a, 1.0), axis)
+    return cumprod_jvp(t * _present(a), r, np.where(_present(a), a, 1.0), axis)
 
 
 register_vjp(np.nancumsum, _nancumsum_vjp)

@@ -48,7 +48,7 @@ from .array import (register_jvp, register_vjp)
 from .array_shapes import index_scatter, take_index
 from ..registry import ad, define, publish, record
 from .array_building import full, full_like
-from ..runtime.tape import BATCHED_BACKWARDS
+from ..runtime.tape import BATCHED_BACKWARDS, UNDO
 
 
 # -- views ---------------------------------------------------------------------------------
@@ -239,7 +239,6 @@ class Write:
         self.target[self.index] = self.new
 
 
-UNDO = object()  # seeded as the adjoint of a write entry: the sweep always runs it
 
 
 def _write_backward(adjoint, arrays, k, parents, write):
@@ -408,7 +407,7 @@ def setitem(tape, value, obj, index) -> None:
         obj[index] = value
         return
     if t is np.ndarray and obj.dtype == object:  # (holds Python objects, as a list does;
-        obj[index] = value  # what it keeps is cleaned after the call: leftovers.py)
+        obj[index] = value  # what it keeps is cleaned after the call: core/escape.py)
         return
     if t in ARRAY_DUALS:
         write(obj, index, value)

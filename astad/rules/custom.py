@@ -32,7 +32,8 @@ import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
 from .generic import general_namespace
-from .scalar import _register, ad, full_primal, register_scalar, unique_rule_name
+from ..registry import define, unique_name
+from .scalar import ad, full_primal, register_scalar
 from ..core.forward_pass import ForwardInterleaving, tangent_of
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, is_forward, is_nested, level as
                              running_level, reverse_dual)
@@ -87,12 +88,12 @@ class _CustomRule:
             self._signature = None
         self._name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
         self._rule = functools.partial(_custom_rule, self)
-        self._rule_name = unique_rule_name("custom_", fn)
-        _register(self._rule_name, self._rule, self)
+        self._rule_name = unique_name("custom_", fn)
+        define(self._rule_name, self._rule, self)
 
     def _defined(self):
         try:  # the wrapped callable itself, wherever differentiated code calls it
-            _register(self._rule_name, self._rule, self.fn)
+            define(self._rule_name, self._rule, self.fn)
         except TypeError:  # unhashable: only the wrapper is registered
             pass
         return self
@@ -387,7 +388,7 @@ def stop_gradient(x: T) -> T:
     return primal(x) if contains_dual(x) else x  # (every level's duals: a constant to all)
 
 
-_register("stop_gradient", lambda tape, x: stop_gradient(x), stop_gradient)
+define("stop_gradient", lambda tape, x: stop_gradient(x), stop_gradient)
 
 
 # -- astad's own primitives, defined the way users define theirs ---------------------------

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from .. import registry
-from ..runtime.tape import _native
+from ..runtime.tape import native
 
 # math's functions as numpy's, where a scalar rule's text calls them
 _FUNCTIONS = {
@@ -69,7 +69,7 @@ def _float(x):
 
 
 def all_finite(array) -> bool:
-    found = _native.all_finite(array) if _native is not None else None
+    found = native.all_finite(array) if native is not None else None
     return bool(np.isfinite(array).all()) if found is None else found
 
 

@@ -1,6 +1,6 @@
 """The general case of every scalar rule: any mix of modes and levels.
 
-A rule's fast path (rules/scalar.py, reverse/fuse.py) takes duals of the level the
+A rule's fast path (rules/scalar.py, transform/preaccumulate.py) takes duals of the level the
 generated code runs on, with float primals. Everything else comes here: a dual of another
 level (a value of an enclosing differentiation reaching an inner one, through an argument,
 a closure, a global or an object), a nested primal (a dual of a dual), a forward dual with
@@ -168,18 +168,18 @@ def _general(rule_name: str, plain):
     return call
 
 
-def _inv(z):
+def inverse(z):
     """1/z, with 1/0 = inf: the derivative at a vertical tangent (sqrt at 0, asin at 1)."""
     return 1.0 / z if z else _INF
 
 
-def _sign(x):
+def sign(x):
     """Derivative of abs: 0 at 0 (the subgradient PyTorch also picks)."""
     return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
 
 
 NAMESPACE = {
-    "_inv": _inv, "_sign": _sign, "LN2": math.log(2.0), "LN10": math.log(10.0),
+    "_inv": inverse, "_sign": sign, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
     "RAD": math.pi / 180.0, "math": math, "float": float,
 }
@@ -189,7 +189,7 @@ def general_namespace() -> dict:
     return NAMESPACE
 
 
-def define(name: str, primal: str, partials: tuple, arguments: str, math_name=None):
+def general_form(name: str, primal: str, partials: tuple, arguments: str, math_name=None):
     """The general form of a rule given as text (rules/scalar.py), compiled; and the math
     function of the same name in the namespace the texts are compiled in made to work on
     duals (``sin`` in ``cos(x)``, the partial of ``sin``)."""

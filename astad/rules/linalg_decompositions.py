@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (_require, _vjp_backward, batched_vjps, differentiate_by_keyword, recorder,
+from .array import (require, vjp_backward, batched_vjps, differentiate_by_keyword, recorder,
                     register_jvp, register_vjp, set_rule, set_vjps)
 from .array_axes import swap_last
 from ..errors import NotDifferentiableError, user_location
@@ -45,7 +45,7 @@ def register_outputs(fn, vjps, jvps, outputs, batched=True):
         parents = []
         for k, a in enumerate(args):
             if is_active(a, tape):
-                _require(fn, vjps, k)
+                require(fn, vjps, k)
                 parents.append((k, parent_of(a)))
         if not parents:
             return results
@@ -63,10 +63,10 @@ def register_outputs(fn, vjps, jvps, outputs, batched=True):
 
 
 def _record(tape, value, parents, context):
-    return recorder(value)(tape, value, _vjp_backward, parents, context)
+    return recorder(value)(tape, value, vjp_backward, parents, context)
 
 
-def _refuse(condition, message):
+def refuse(condition, message):
     if condition:
         raise NotDifferentiableError(message, *user_location())
 
@@ -162,9 +162,9 @@ register_jvp(np.linalg.eigvalsh, _eigvalsh_jvp, batched=True)
 
 # -- svd: a = U diag(s) Vh ---------------------------------------------------------------------
 def _svd_checks(a, full_matrices, hermitian, compute_uv=True):
-    _refuse(hermitian, "astad does not differentiate svd(..., hermitian=True); use eigh")
+    refuse(hermitian, "astad does not differentiate svd(..., hermitian=True); use eigh")
     m, n = np.shape(a)[-2:]
-    _refuse(compute_uv and full_matrices and m != n,
+    refuse(compute_uv and full_matrices and m != n,
             "astad differentiates the svd of a non-square matrix with full_matrices=False "
             "only (the extra columns of U or V are not unique)")
 
@@ -256,14 +256,14 @@ def _qr_tall_jvp(t, q, r):
 
 
 def _qr_mode(mode):
-    _refuse(mode not in ("reduced", "complete", "r"),
+    refuse(mode not in ("reduced", "complete", "r"),
             f"astad differentiates qr in modes 'reduced', 'complete' and 'r', not {mode!r}")
 
 
 def _qr_vjp(gs, results, a, mode="reduced"):
     _qr_mode(mode)
     m, n = np.shape(a)[-2:]
-    _refuse(mode == "complete" and m > n, "astad differentiates qr(mode='complete') of a "
+    refuse(mode == "complete" and m > n, "astad differentiates qr(mode='complete') of a "
             "tall matrix only with mode='reduced' (the extra columns of Q are not unique)")
     if mode == "r":
         gq, gr, (q, r) = None, gs, np.linalg.qr(a)
@@ -299,7 +299,7 @@ register_outputs(np.linalg.qr, (_qr_vjp,), (_qr_jvp,), outputs=(0, 1))
 def _qr_checks(a, mode="reduced"):
     _qr_mode(mode)
     m, n = np.shape(a)[-2:]
-    _refuse(mode == "complete" and m > n, "astad differentiates qr(mode='complete') of a "
+    refuse(mode == "complete" and m > n, "astad differentiates qr(mode='complete') of a "
             "tall matrix only with mode='reduced' (the extra columns of Q are not unique)")
 
 

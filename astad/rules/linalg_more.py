@@ -14,7 +14,7 @@ from .array import (batched_vjps, differentiate_by_keyword, NEW_ARRAYS, register
                     result_kinds)
 from .array_reductions import extreme_share
 from .array_axes import axes_of, expand_reduced, negative_axes, swap_last
-from .linalg_decompositions import _refuse, register_outputs
+from .linalg_decompositions import refuse, register_outputs
 
 
 # -- slogdet: (sign, log |det a|); the sign is piecewise constant -------------------------------
@@ -52,7 +52,7 @@ def _pinv_jvp_from(t, a, p):
 
 
 def _pinv_checks(kw):
-    _refuse(kw.get("hermitian"), "astad does not differentiate pinv(..., hermitian=True)")
+    refuse(kw.get("hermitian"), "astad does not differentiate pinv(..., hermitian=True)")
 
 
 def _pinv_vjp(g, r, a, *args, **kw):
@@ -252,7 +252,7 @@ def norm_partial(x, r, ord=None, axis=None, keepdims=False):
         if ord in (np.inf, -np.inf):
             return _extreme_vector_partial(x, r_full, axes)
         return _vector_partial(x, r_full, ord)
-    _refuse(ord not in _MATRIX_ORDS, f"linalg.norm has no matrix norm of order {ord!r}")
+    refuse(ord not in _MATRIX_ORDS, f"linalg.norm has no matrix norm of order {ord!r}")
     r_full = expand_reduced(r, np.shape(x), matrix, keepdims)
     xm = np.moveaxis(x, matrix, (-2, -1))
     rm = np.moveaxis(r_full, matrix, (-2, -1))

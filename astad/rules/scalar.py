@@ -29,14 +29,14 @@ import numpy as np
 
 from .. import registry
 from ..errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
-from ..registry import ad, publish
+from ..registry import ad, define, publish
 from ..runtime.array_dual import ArrayDual, FArrayDual
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, ScalarDual, forward_dual,
                              new_dual)
 from ..runtime.tape import gradient_of
 from . import special
-from .generic import (Rule, _inv, _sign, add_term, apply as general, apply2 as general2,
-                      apply_many, define, general_namespace, is_dual)
+from .generic import (Rule, add_term, inverse, sign, apply as general, apply2 as general2,
+                      apply_many, general_form, general_namespace, is_dual)
 
 # digamma for the general rules (gamma's partial, differentiated again at any order)
 general_namespace()["_digamma"] = special.general(general, Rule, is_dual)
@@ -52,7 +52,7 @@ exec(compile(_SECH2, RULE_FILENAME, "exec"), general_namespace())  # astad's own
 # Each scalar rule is a record of the registry (astad/registry.py), named as generated code
 # calls it (``ad.sin``), with its formula: the primal expression and the partial
 # expression(s) in terms of x, y and the result r, which statement-level preaccumulation
-# (fuse.py) and the code specialised for floats write into their code.
+# (transform/preaccumulate.py) and the code specialised for floats write into their code.
 
 _INF = math.inf
 
@@ -144,7 +144,7 @@ IN_PLACE_OPERATORS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.i
 
 _NAMESPACE = {
     "Dual": Dual, "FDual": FDual, "SCALAR_DUALS": SCALAR_DUALS, "new": new_dual,
-    "general": general, "_inv": _inv, "_sign": _sign,
+    "general": general, "_inv": inverse, "_sign": sign,
     "ARRAY": ARRAY, "OPERATORS": OPERATORS, "ARRAY_OPERATORS": ARRAY_OPERATORS,
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
@@ -156,7 +156,7 @@ _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.s
 _NAMESPACE.update({"ad": ad, "NUMBER": (int, float), "gradient_of": gradient_of,
                    "accumulate": itertools.accumulate})
 # (plain math: the fast paths; its text readable, so code written for floats that is
-# differentiated again, forward/hvp.py, can inline it as it inlines a user's helper)
+# differentiated again, api/hvp.py, can inline it as it inlines a user's helper)
 _SECH2_FILENAME = "<astad rule _sech2>"
 linecache.cache[_SECH2_FILENAME] = (len(_SECH2), None, _SECH2.splitlines(True), _SECH2_FILENAME)
 exec(compile(_SECH2, _SECH2_FILENAME, "exec"), _NAMESPACE)
@@ -277,32 +277,30 @@ def _compile(template: str, **fields) -> types.FunctionType:
     return rule
 
 
-_register = registry.define
-unique_rule_name = registry.unique_name
 
 
 def unary(name: str, primal: str, dx: str, *originals, fallback: str | None = None,
           math_name: str | None = None):
     rule = registry.scalar_rule(name)
-    rule.general = define(name, primal, (dx,), "x", math_name)
+    rule.general = general_form(name, primal, (dx,), "x", math_name)
     rule.formula = (primal, (dx,), "x")
     impl = _compile(_UNARY_TEMPLATE, name=name, primal=primal, dx=dx, general=name,
                     fallback=fallback or f"math.{name}(a) if type(a) in NUMBER else "
                     f"ad.via_float(rule_{name}, tape, (a,), math.{name})")
-    _register(name, impl, *originals)
+    define(name, impl, *originals)
 
 
 def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
            fallback: str | None = None, inplace: str | None = None,
            math_name: str | None = None):
     rule = registry.scalar_rule(name)
-    rule.general = define(name, primal, (dx, dy), "x, y", math_name)
+    rule.general = general_form(name, primal, (dx, dy), "x, y", math_name)
     rule.formula = (primal, (dx, dy), "x, y")
     impl = _compile(_BINARY_TEMPLATE, name=name, primal=primal, dx=dx, dy=dy, general=name,
                     sym=sym or name, fallback=fallback or f"math.{name}(a, b) if type(a) in "
                     f"NUMBER and type(b) in NUMBER else "
                     f"ad.via_float(rule_{name}, tape, (a, b), math.{name})")
-    _register(name, impl, *originals)
+    define(name, impl, *originals)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
         publish("i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
                                          dx=dx, dy=dy, general=name, sym=sym + "=",
@@ -347,7 +345,7 @@ def floordiv(tape, a, b):
     return (a.v if type(a) in SCALAR_DUALS else a) // (b.v if type(b) in SCALAR_DUALS else b)
 
 
-_register("floordiv", floordiv, operator.floordiv)
+define("floordiv", floordiv, operator.floordiv)
 
 
 def divmod_(tape, a, b):
@@ -357,7 +355,7 @@ def divmod_(tape, a, b):
     return floordiv(tape, a, b), ad.mod(tape, a, b)
 
 
-_register("divmod", divmod_, builtins.divmod)
+define("divmod", divmod_, builtins.divmod)
 
 
 def _pow_partials(x, y, r, need_y: bool):
@@ -470,7 +468,7 @@ def pow(tape, a, b, mod=None):  # noqa: A001 - the rule for ** and builtins.pow
     return mixed(_POW, "**", a, b)
 
 
-_register("pow", pow, operator.pow, builtins.pow)
+define("pow", pow, operator.pow, builtins.pow)
 
 
 def math_pow(tape, a, b):
@@ -481,7 +479,7 @@ def math_pow(tape, a, b):
     return pow(tape, a, b if type(b) in SCALAR_DUALS else float(b))
 
 
-_register("math_pow", math_pow, math.pow)
+define("math_pow", math_pow, math.pow)
 
 # --- math: every differentiable function ---------------------------------------------
 unary("sin", "sin(x)", "cos(x)", math.sin)
@@ -537,7 +535,7 @@ def log(tape, x, base=None):
     return ad.log1(tape, x) if base is None else ad.log_base(tape, x, base)
 
 
-_register("log", log, math.log)
+define("log", log, math.log)
 # the general math namespace's log: one or two arguments, like math.log
 general_namespace()["log"] = lambda x, base=None: log(None, x, base)
 
@@ -587,7 +585,7 @@ def hypot(tape, *coordinates):
         lambda xs: math.hypot(*xs))
 
 
-_register("hypot", hypot, math.hypot)
+define("hypot", hypot, math.hypot)
 # the general math namespace's hypot: any number of coordinates, like math.hypot
 general_namespace()["hypot"] = lambda *coordinates: hypot(None, *coordinates)
 
@@ -659,7 +657,7 @@ def sum(tape, iterable, start=0):  # noqa: A001 - the rule for builtins.sum
     return _many(tape, [start] + items, _sum_primal, _ones, _sum_primal)
 
 
-_register("sum", sum, builtins.sum)
+define("sum", sum, builtins.sum)
 
 
 def _fsum_primal(xs):
@@ -672,7 +670,7 @@ def fsum(tape, iterable):
     return _many(tape, list(iterable), _fsum_primal, _ones, _fsum_primal)
 
 
-_register("fsum", fsum, math.fsum)
+define("fsum", fsum, math.fsum)
 
 
 def _prod_primal(xs):
@@ -688,7 +686,7 @@ def prod(tape, iterable, start=1):
     return _many(tape, [start] + list(iterable), _prod_primal, _prod_partials, _prod_primal)
 
 
-_register("prod", prod, math.prod)
+define("prod", prod, math.prod)
 
 
 if hasattr(math, "sumprod"):  # Python >= 3.12
@@ -707,7 +705,7 @@ if hasattr(math, "sumprod"):  # Python >= 3.12
             return math.sumprod(a, b)
         return _many(tape, p + q, primal, lambda xs, r: xs[n:] + xs[:n], primal)
 
-    _register("sumprod", sumprod, math.sumprod)
+    define("sumprod", sumprod, math.sumprod)
 
 if hasattr(math, "fma"):  # Python >= 3.13
     def fma(tape, x, y, z):
@@ -718,7 +716,7 @@ if hasattr(math, "fma"):  # Python >= 3.13
             return math.fma(*xs)
         return _many(tape, [x, y, z], primal, lambda xs, r: [xs[1], xs[0], 1.0], primal)
 
-    _register("fma", fma, math.fma)
+    define("fma", fma, math.fma)
 
 
 # rules that never raise on floats (they give inf or nan instead): fusing may reorder them
@@ -752,7 +750,7 @@ def _primal_only(fn):
 PRIMAL_ONLY_FUNCTIONS = (math.floor, math.ceil, math.trunc, math.isnan, math.isinf,
                          math.isfinite, math.isclose)
 for _fn in PRIMAL_ONLY_FUNCTIONS:
-    _register(_fn.__name__, _primal_only(_fn), _fn)
+    define(_fn.__name__, _primal_only(_fn), _fn)
 
 
 # --- Builtins that astad rewrites (they need to see through a dual) ------------------
@@ -894,7 +892,7 @@ def register_scalar(fn: F, *partials: Callable[..., float], name: str | None = N
             primal)
 
     rule.__name__ = rule_name
-    _register(rule_name, rule, fn)
+    define(rule_name, rule, fn)
     return fn
 
 

@@ -5,11 +5,11 @@
  * and the tangents are tuples of floats (exactly) of one length, and no differentiation runs
  * in this thread (an outermost jvp):
  *  - ``f`` a Python function of floats whose cached entry (codegen._cache) has forward mode's
- *    code for them (forward/floats.py; ``jvp_unchecked``: its checks of the arguments are
+ *    code for them (specialise/forward.py; ``jvp_unchecked``: its checks of the arguments are
  *    made here), with ``f.__code__`` and every binding that code was written for unchanged:
  *    the code's answer, when it is a value and a finite float tangent;
  *  - ``f`` an ``astad.grad`` whose Hessian-vector code for floats is known (grad._hvp_known,
- *    forward/hvp.py), its function's ``__code__`` and bindings unchanged: ``(gradient, H v)``
+ *    api/hvp.py), its function's ``__code__`` and bindings unchanged: ``(gradient, H v)``
  *    taken from the code's answer as hvp.of_floats takes it, when every number is finite.
  * Anything else, an exception included, goes to the reference, which gives the documented
  * result or error (at the user's line).
@@ -425,7 +425,7 @@ astad_add_compiled_jvp(PyObject *module)
     INTERN(str_function, "function")
     INTERN(str_code, "code")
     INTERN(str_dependencies, "dependencies")
-    INTERN(str_jvp_unchecked, "jvp_unchecked")
+    INTERN(str_jvp_unchecked, "forward_unchecked")
     INTERN(str_arity, "arity")
     INTERN(str_hvp_known, "_hvp_known")
 #undef INTERN

@@ -23,7 +23,7 @@
  * ``adjoint[i]``, multiply ``a * g``, ``+=``, store. A tape or adjoint that is not exactly
  * a list is handed to the Python implementation (tape.python_sweeps).
  *
- * Also float_lists and float_rows (reverse/kinds.py): the checks the specialised code
+ * Also float_lists and float_rows (specialise/kinds.py): the checks the specialised code
  * makes of its list arguments on every call, a few times faster than set(map(type, xs)).
  */
 #define PY_SSIZE_T_CLEAN
@@ -724,8 +724,8 @@ static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "astad.runtime._native",
     .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit), "
-             "the specialised code's checks of its arguments (reverse/kinds.py) and of the bindings "
-             "it was written for (codegen.py), SpecialisedCall (_specialised.c), the "
+             "the specialised code's checks of its arguments (specialise/kinds.py) and of the bindings "
+             "it was written for (compile/pipeline.py), SpecialisedCall (_specialised.c), the "
              "element-wise numpy rules (_elementwise.c) and jvp on floats (_jvp.c).",
     .m_size = -1,
     .m_methods = native_methods,

@@ -1,8 +1,8 @@
 /* SpecialisedCall: ``f.value_and_grad`` and ``f.grad`` of a decorated function, compiled.
  *
  * api.DiffFunction._specialised is the reference (it serves the pure-Python runtime, and
- * ``.vjp``): when the function's entry has specialised float code (straightline.py,
- * scalarloops.py), no keyword is passed, the argument count is the code's, no
+ * ``.vjp``): when the function's entry has specialised float code (specialise/straight_line.py,
+ * specialise/loops.py), no keyword is passed, the argument count is the code's, no
  * differentiation runs in this thread, the function's ``__code__`` and every binding the
  * code was written for are unchanged, run it; if it answers (not None, no exception), the
  * answer, reduced to the gradients ``argnums`` chooses, is the result. Otherwise the
@@ -362,14 +362,14 @@ astad_add_specialised_call(PyObject *module)
 #define INTERN(var, text) \
     if ((var = PyUnicode_InternFromString(text)) == NULL) \
         return -1;
-    INTERN(str_entry, "_entry")
-    INTERN(str_fn, "_fn")
-    INTERN(str_floats, "floats")
+    INTERN(str_entry, "entry")
+    INTERN(str_fn, "fn")
+    INTERN(str_floats, "tapeless")
     INTERN(str_arity, "arity")
     INTERN(str_code, "code")
     INTERN(str_dependencies, "dependencies")
     INTERN(str_tapes, "tapes")
-    INTERN(str_selection, "_selection")
+    INTERN(str_selection, "selection")
 #undef INTERN
     if (PyType_Ready(&SpecialisedCallType) < 0)
         return -1;

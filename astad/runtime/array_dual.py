@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
 from ..registry import RECORDS, lookup, record
-from .tape import _native
+from .tape import native
 from .duals import (DUAL_TYPES, Dual, NestedDual, PrimalView, ScalarDual, conversion_error,
                     innermost, is_forward, reverse_dual, running)
 
@@ -255,7 +255,7 @@ def ufunc_at_once(func, args):
 
 
 # the commonest element-wise rules in C (runtime/_elementwise.c; rules/array.py configures)
-compiled_elementwise = None if _native is None else _native.elementwise
+compiled_elementwise = None if native is None else native.elementwise
 
 
 def _one_tape(args):
@@ -281,7 +281,7 @@ def _one_tape(args):
 PLAIN_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64, np.bool_, bool})
 PLAIN_OPERANDS = PLAIN_SCALARS | {np.ndarray}
 
-# forward mode's application of a rule (astad/forward/arrays.py sets it)
+# forward mode's application of a rule (astad/rules/array_forward.py sets it)
 FORWARD: list = [None]
 # (func, args, kwargs) -> (args, kwargs) with lists holding duals made arrays
 # (rules/numpy_values.py sets it)
@@ -516,3 +516,9 @@ def _drop(adjoint, arrays, k, parents, context):
 
 
 _CONSTANT = (_drop, (), None)
+
+
+def is_numpy_callable(f) -> bool:
+    """A numpy function, ufunc or ufunc method: numpy's dispatch finds its rule."""
+    return type(f) is np.ufunc or (getattr(f, "__module__", None) or "").startswith("numpy") \
+        or type(getattr(f, "__self__", None)) is np.ufunc  # (np.add.reduce: a ufunc method)

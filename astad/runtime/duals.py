@@ -14,7 +14,7 @@ implementations of the same idea):
 - a dual whose level is not running (kept from a finished call in a global, a default
   argument, an object) raises ``StaleDualError`` where it is used.
 
-The rules' fast paths (rules/scalar.py, reverse/fuse.py) take a ``Dual`` or ``FDual`` of
+The rules' fast paths (rules/scalar.py, transform/preaccumulate.py) take a ``Dual`` or ``FDual`` of
 the level the generated code runs on, whose primal (and tangent) are plain floats, so
 they compute with floats only; every other case (a nested primal, a dual of another
 level, a vector of tangents) goes through the general rules of rules/generic.py, which
@@ -38,7 +38,7 @@ import threading
 import numpy as np
 
 from .. import errors
-from ..errors import _ASTAD_DIR, NotDifferentiableError, user_location
+from ..errors import ASTAD_DIR, NotDifferentiableError, user_location
 
 
 class StaleDualError(NotDifferentiableError):
@@ -181,7 +181,7 @@ def conversion_error(value, otherwise: str) -> NotDifferentiableError:
     if id(value.t) not in running.depth:
         return stale(value)
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_ASTAD_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith(ASTAD_DIR):
         frame = frame.f_back
     if frame is not None and _INDEX_TRICKS in frame.f_code.co_filename:
         return NotDifferentiableError(

@@ -10,11 +10,11 @@ The representation (paper sections 7, 8.1, 8.2, Figure 12):
 - one backward sweep walks the tape from the highest index down (the "resolve order" of
   section 4), so each entry runs at most once and the sweep is linear in the tape. A
   one-shot gradient frees the entries chunk by chunk as it sweeps (sweep_and_free);
-- the float-specialised code (scalarloops.py) keeps no tuple per entry: its tape is one
+- the float-specialised code (specialise/loops.py) keeps no tuple per entry: its tape is one
   flat list of (parent, partial) pairs, the same number per entry (sweep_flat).
 Every gradient call owns its tape (it is passed explicitly as the first argument of
 every transformed function), so threads and nested gradient calls never share state.
-Interleave, rebuild and seed, which walk the user's data, are in structure.py.
+Interleave, rebuild and seed, which walk the user's data, are in core/boundary.py.
 """
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ from .duals import DUAL_TYPES, Dual, PrimalView, new_dual  # noqa: F401  (where 
 
 # ---------------------------------------------------------------------------
 # The backward sweep (section 4 "resolve order", section 8.2)
+
+UNDO = object()  # seeded as the adjoint of a write's entry (rules/array_writes.py): it
+                 # always runs, and undoes the write
+
 
 def sweep(tape: list, adjoint: list, first: int, arrays: dict) -> None:
     """Propagate ``adjoint`` from the last tape entry down to index ``first``.
@@ -223,7 +227,7 @@ def sweep_and_free(tape: list, adjoint: list, first: int, arrays: dict) -> None:
 
 
 def sweep_flat(tape: list, width: int, adjoint: list, first: int) -> None:
-    """``sweep_and_free`` for the flat tape of the float-specialised code (scalarloops.py):
+    """``sweep_and_free`` for the flat tape of the float-specialised code (specialise/loops.py):
     entry ``first + m`` is the ``m``-th run of ``2 * width`` items of ``tape``, its
     (parent slot, partial) pairs. No entry is an array or custom one there. A list item
     costs 8 bytes where a tuple per entry costs 56 more, and grouping the items with
@@ -265,7 +269,7 @@ def sweep_flat(tape: list, width: int, adjoint: list, first: int) -> None:
 
 
 def gradient_of(tape: list, width: int, value, index: int, sink: int, layout: tuple):
-    """``(value, gradients)`` for float code specialised by scalarloops.py, whose flat
+    """``(value, gradients)`` for float code specialised by specialise/loops.py, whose flat
     tape holds ``width`` pairs per entry, entry ``sink + 1`` first: ``layout`` gives each
     argument's first slot and length (-1 for a float), or for a list of lists the first
     slot of each row and None; slot ``sink`` holds the constants and is never swept.
@@ -307,6 +311,6 @@ def _select_runtime():
 
 
 python_sweeps = (sweep, sweep_and_free, sweep_flat)  # the reference implementations
-RUNTIME, _native = _select_runtime()  # "native" or "python"
-if _native is not None:
-    sweep, sweep_and_free, sweep_flat = _native.sweep, _native.sweep_and_free, _native.sweep_flat
+RUNTIME, native = _select_runtime()  # "native" or "python"
+if native is not None:
+    sweep, sweep_and_free, sweep_flat = native.sweep, native.sweep_and_free, native.sweep_flat

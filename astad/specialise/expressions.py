@@ -1,7 +1,7 @@
 """Expressions of the float-specialised code: the writer's half that reads values.
 
 ``Expressions`` is the base of scalarloops' writer. It turns an expression of the user's
-code into a value of a known kind (kinds.py): a float expression into the primal
+code into a value of a known kind (specialise/kinds.py): a float expression into the primal
 operations, in Python's order, and its derivative (one tape entry, a tangent, or an
 adjoint, by the writer's ``combine``); a value with no derivative into Python code as
 the user wrote it, its names translated; an element or field read into a local and its
@@ -21,7 +21,7 @@ import gast
 from ..transform.preaccumulate import Const, Leaf, Op, differentiate
 from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
                     RecordArg, RecordLocal, RecordVal, Row, RowLocal, TupleLocal, TupleVal,
-                    _MISSING, constant_global, nonnegative, plain_record_class, record_fields)
+                    ABSENT, constant_global, nonnegative, plain_record_class, record_fields)
 from ..registry import formula, total
 from ..rules.scalar import rule_namespace
 
@@ -38,7 +38,7 @@ _NO_DERIVATIVE = ("len", "int", "round", "bool", "floor", "ceil", "trunc", "isin
                   "isfinite", "isinf", "isnan")
 
 
-class _NotStraight(Exception):
+class CannotSpecialise(Exception):
     """The code is not of the kind the specialised writer takes: the ordinary code runs."""
 
 
@@ -51,10 +51,10 @@ class Retry(Exception):
 
 
 class Expressions:
-    """What reads values; the writer (scalarloops._Writer) adds statements, and each
+    """What reads values; the writer (scalarloops.Writer) adds statements, and each
     mode (tape, tangents, straight-line adjoints) the hooks at the end of this class."""
 
-    scope = None  # the function body being written (scalarloops._Scope)
+    scope = None  # the function body being written (scalarloops.Scope)
 
     # -- names ---------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -81,9 +81,9 @@ class Expressions:
                 local = scope.local(name, None)
             else:  # a global: a constant written into the code (rebuilt if rebound)
                 value = scope.resolver.value(name)
-                if value is _MISSING or not constant_global(value):
-                    raise _NotStraight
-                return Plain(_literal(value))
+                if value is ABSENT or not constant_global(value):
+                    raise CannotSpecialise
+                return Plain(literal(value))
         return local.read()
 
     # -- what an expression is -----------------------------------------------------------
@@ -165,13 +165,13 @@ class Expressions:
         return _renamed(value, self.volatile, saved)
 
     def evaluate(self, node, depth: int, line: int):
-        """Emit what computes ``node``; return its value (kinds.py)."""
+        """Emit what computes ``node``; return its value (specialise/kinds.py)."""
         if isinstance(node, gast.Name):
             return self.read(node.id)
         if isinstance(node, gast.Constant):
             if not constant_global(node.value):
-                raise _NotStraight
-            return Plain(_literal(node.value))
+                raise CannotSpecialise
+            return Plain(literal(node.value))
         if isinstance(node, gast.Tuple) and isinstance(node.ctx, gast.Load):
             return TupleVal(self.evaluate_all(node.elts, depth, line))
         if isinstance(node, gast.Call) and not self.is_local(node.func) and \
@@ -184,7 +184,7 @@ class Expressions:
                                  inner.handle)
                 if isinstance(inner, Plain):
                     return Plain(f"float({inner.value})")
-                raise _NotStraight
+                raise CannotSpecialise
             if isinstance(callee, type) and callee.__module__ != "builtins":
                 return self.construct(node, callee, depth, line)
             if isinstance(callee, types.FunctionType) and \
@@ -249,9 +249,9 @@ class Expressions:
         elif isinstance(node, gast.Constant) and type(node.value) is int:
             k = node.value
         else:
-            raise _NotStraight  # a tuple's element by a computed index
+            raise CannotSpecialise  # a tuple's element by a computed index
         if not -length <= k < length:
-            raise _NotStraight  # (Python raises IndexError: the ordinary code does)
+            raise CannotSpecialise  # (Python raises IndexError: the ordinary code does)
         return k % length
 
     def field(self, node, depth, line):
@@ -266,22 +266,22 @@ class Expressions:
             return record.fields[node.attr]
         if isinstance(record, (ListArg, MatrixArg)):
             raise Retry(record.param, "record")
-        raise _NotStraight
+        raise CannotSpecialise
 
     def construct(self, node, cls, depth, line):
         """``Vec3(a, b, c)`` of a plain dataclass: one value per field, no object."""
         fields = record_fields(cls) if plain_record_class(cls) else None
         if fields is None or any(isinstance(a, gast.Starred) for a in node.args):
-            raise _NotStraight
+            raise CannotSpecialise
         self.scope.resolver.dependencies.append((weakref.ref(cls), "__init__", cls.__init__))
         given = {}
         positional = [name for name, _, kw_only in fields if not kw_only]
         if len(node.args) > len(positional):
-            raise _NotStraight
+            raise CannotSpecialise
         for keyword in node.keywords:
             if keyword.arg is None or keyword.arg in positional[:len(node.args)] or \
                     keyword.arg not in {name for name, _, _ in fields}:
-                raise _NotStraight
+                raise CannotSpecialise
         order = positional[:len(node.args)] + [k.arg for k in node.keywords]
         given = dict(zip(order, self.evaluate_all(
             list(node.args) + [k.value for k in node.keywords], depth, line)))
@@ -289,10 +289,10 @@ class Expressions:
         for name, default, _ in fields:
             if name in given:
                 values[name] = given[name]
-            elif default is not _MISSING:
-                values[name] = Plain(_literal(default))
+            elif default is not ABSENT:
+                values[name] = Plain(literal(default))
             else:
-                raise _NotStraight
+                raise CannotSpecialise
         return RecordVal(cls, values)
 
     def conditional(self, node, depth, line):
@@ -310,7 +310,7 @@ class Expressions:
         max with ``>``), each argument computed once."""
         a, b = self.evaluate_all(node.args, depth, line)
         if not all(isinstance(v, (Float, Plain)) for v in (a, b)):
-            raise _NotStraight
+            raise CannotSpecialise
         op = "<" if self.scope.resolver.callee(node.func) is min else ">"
         a_text, b_text = self.stable(a.value, depth, line), self.stable(b.value, depth, line)
         a = Float(a_text, a.handle) if isinstance(a, Float) else Plain(a_text, a.param)
@@ -336,7 +336,7 @@ class Expressions:
         leaves: list = []
         tree = self.tree(node, leaves)
         if isinstance(tree, Const):
-            return Plain(_literal(tree.value))
+            return Plain(literal(tree.value))
         if not _order_is_safe(tree):  # a call would run before an operation that raises
             return self.in_order(node, depth, line)  # first: the operands one by one
         values, handles = {}, {}
@@ -351,7 +351,7 @@ class Expressions:
                 values[leaf.index] = self.stable(value.value, depth, line)
                 handles[leaf.index] = None
             else:
-                raise _NotStraight  # a list or a record used as a number
+                raise CannotSpecialise  # a list or a record used as a number
         if isinstance(tree, Leaf):
             value = values[tree.index]
             handle = handles[tree.index]
@@ -359,13 +359,13 @@ class Expressions:
         lines, result, partials = differentiate(tree, values, self.counter,
                                                 self.names["temp"], self.zero_guards)
         for text in lines:
-            self.emit(depth, _tidy(text), line)
+            self.emit(depth, tidy(text), line)
             self.check_real(tree, text, depth, line)
         pairs = []
         for leaf in leaves:
             if handles[leaf.index] is not None:
                 partial = " + ".join(partials.get(leaf.index, ["0.0"]))
-                pairs.append((handles[leaf.index], _tidy(partial)))
+                pairs.append((handles[leaf.index], tidy(partial)))
         if not pairs:
             return Plain(result)
         return Float(result, self.combine(pairs, depth, line))
@@ -380,7 +380,7 @@ class Expressions:
         elif isinstance(node, gast.Call):
             operands = list(node.args)
         else:
-            raise _NotStraight
+            raise CannotSpecialise
         computed = [o for o in operands if _number(o) is None]  # (numbers stay numbers)
         values = iter(self.evaluate_all(computed, depth, line))
         names = []
@@ -417,8 +417,9 @@ class Expressions:
                 self.emit(depth, f"{op.var} = float({op.var})", line)
 
     def tree(self, node, leaves: list):
-        """The expression tree of ``node`` (fuse.py's Op, Leaf, Const); leaves are every
-        operand that is not an operation the rules differentiate."""
+        """The expression tree of ``node`` (transform/preaccumulate.py's Op, Leaf,
+        Const); leaves are every operand that is not an operation the rules
+        differentiate."""
         if isinstance(node, gast.Constant) and type(node.value) in (int, float):
             return Const(node.value)
         if isinstance(node, gast.BinOp):
@@ -429,7 +430,7 @@ class Expressions:
                     _number(node.right) is not None and not self.active(node.right):
                 return Op("pow", [self.tree(node.left, leaves)], node, _number(node.right))
             if isinstance(node.op, gast.Pow) and self.active(node):
-                raise _NotStraight  # a power whose exponent is differentiated
+                raise CannotSpecialise  # a power whose exponent is differentiated
         if isinstance(node, gast.UnaryOp) and type(node.op) in _UNARYOPS and \
                 self.active(node):
             return Op(_UNARYOPS[type(node.op)], [self.tree(node.operand, leaves)], node)
@@ -450,7 +451,7 @@ class Expressions:
                 leaves.append(leaf)
                 return leaf
             if rule is not None:
-                raise _NotStraight  # a rule the fused code does not know (pow, sum...)
+                raise CannotSpecialise  # a rule the fused code does not know (pow, sum...)
         if isinstance(node, gast.Name):  # one leaf per name (a name has no side effect)
             for leaf in leaves:
                 if isinstance(leaf.node, gast.Name) and leaf.node.id == node.id:
@@ -466,13 +467,13 @@ class Expressions:
         compared (an ``if`` test, a bound, an index), so it may read floats; otherwise
         a float is read only under a comparison, ``int()``, ``//`` and the like, and an
         argument taken for an int that is used as a number makes it a float argument."""
-        return _tidy(self._plain(node, depth, line, quiet))
+        return tidy(self._plain(node, depth, line, quiet))
 
     def _plain(self, node, depth, line, quiet) -> str:
         if isinstance(node, gast.Constant):
             if not constant_global(node.value):
-                raise _NotStraight
-            return _literal(node.value)
+                raise CannotSpecialise
+            return literal(node.value)
         if isinstance(node, gast.Name):
             return self._plain_value(self.read(node.id), quiet, node.id)
         sub = lambda n, q=quiet: self._plain(n, depth, line, q)  # noqa: E731
@@ -502,7 +503,7 @@ class Expressions:
             return self._plain_value(self.field(node, depth, line), quiet, None)
         if isinstance(node, gast.Call):
             return self.plain_call(node, depth, line, quiet)
-        raise _NotStraight
+        raise CannotSpecialise
 
     def _plain_value(self, value, quiet: bool, name) -> str:
         if isinstance(value, Plain):
@@ -515,12 +516,12 @@ class Expressions:
             return value.value
         if quiet and isinstance(value, (ListArg, MatrixArg)):
             return value.name
-        raise _NotStraight  # a derivative would be lost (or a record used as a value)
+        raise CannotSpecialise  # a derivative would be lost (or a record used as a value)
 
     def plain_call(self, node, depth, line, quiet) -> str:
         if node.keywords or any(isinstance(a, gast.Starred) for a in node.args) or \
                 self.is_local(node.func):
-            raise _NotStraight
+            raise CannotSpecialise
         callee = self.scope.resolver.callee(node.func)
         name = getattr(callee, "__name__", "")
         if isinstance(callee, types.FunctionType) and \
@@ -531,12 +532,12 @@ class Expressions:
             if isinstance(value, TupleVal):
                 return str(len(value.items))
             if isinstance(value, (RecordArg, RecordVal)):
-                raise _NotStraight
+                raise CannotSpecialise
         if _in_rules(node.func) is not callee or callee is None or not (
                 name in _PLAIN_BUILTINS and callee is getattr(builtins, name, None) or
                 self.scope.resolver.rule_name(node.func) is not None or
                 name in _NO_DERIVATIVE):
-            raise _NotStraight
+            raise CannotSpecialise
         inner = quiet or name in _NO_DERIVATIVE
         args = ", ".join(self._plain(a, depth, line, inner) for a in node.args)
         return f"{ast.unparse(gast.gast_to_ast(node.func))}({args})"
@@ -557,7 +558,7 @@ class Expressions:
         if isinstance(container, TupleVal):
             return container.items[self.constant_index(node.slice, len(container.items))]
         if not isinstance(container, (ListArg, Row, MatrixArg)):
-            raise _NotStraight
+            raise CannotSpecialise
         k = self.index(node.slice, "k", depth, line)
         nonnegative_k = self.is_nonnegative(node.slice)
         if isinstance(container, MatrixArg):  # a row
@@ -586,7 +587,7 @@ def parse_with_user_lines(lines: list, default_line: int | None = None):
     return function, text
 
 
-def _tidy(code: str) -> str:
+def tidy(code: str) -> str:
     """``code`` as ``ast.unparse`` writes it (no redundant parentheses)."""
     try:
         return ast.unparse(ast.parse(code, mode="eval"))
@@ -653,7 +654,7 @@ def _number(node):
     return None
 
 
-def _literal(value) -> str:
+def literal(value) -> str:
     if type(value) is float and not math.isfinite(value):
         return f"float({str(value)!r})"
     return repr(value)

@@ -1,7 +1,7 @@
 """Forward mode specialised for its arguments' kinds: the dual-numbers forward transform
 written out (paper sections 2-3), each float a local and its tangent a local beside it.
 
-For the code reverse/scalarloops.py specialises (float expressions assigned to names,
+For the code specialise/loops.py specialises (float expressions assigned to names,
 ``if``, ``while``, ``for`` over ranges, lists, ``zip``, ``enumerate``, ``reversed`` and
 rows, tuples and dataclasses kept as their fields, helpers inlined) and arguments whose
 kinds it knows (floats, lists of floats, lists of lists, dataclasses of floats, ints and
@@ -12,17 +12,18 @@ other values never differentiated), forward mode needs no dual at all: every sta
     z_dot = <sum over the expression's leaves of partial * the leaf's tangent>
 
 with the partials of the whole expression derived at transform time from the rule table
-(fuse.py's ``differentiate``, as for reverse mode), and ``return z`` becomes ``return z,
-z_dot``. This is the textbook forward-mode code, and the code ``astad.jvp`` and ``f.jvp``
-run when the entry's checks accept every primal and tangent (otherwise the transformed
-code runs on forward duals). The code is plain arithmetic, with no test of each
-tangent: where a zero tangent meets an infinite partial it gives NaN, which reaches the
-result (tangents only flow through products and sums, never into a test), so a result
-whose tangent is not finite is not returned: the call runs again on forward duals, whose
-rules drop a zero tangent even through an infinite partial, as a zero adjoint in reverse
+(transform/preaccumulate.py's ``differentiate``, as for reverse mode), and ``return z``
+becomes ``return z, z_dot``. This is the textbook forward-mode code, and the code
+``astad.jvp`` and ``f.jvp`` run when the entry's checks accept every primal and tangent
+(otherwise the transformed code runs on forward duals). The code is plain arithmetic,
+with no test of each tangent: where a zero tangent meets an infinite partial it gives
+NaN, which reaches the result (tangents only flow through products and sums, never into
+a test), so a result whose tangent is not finite is not returned: the call runs again on
+forward duals, whose rules drop a zero tangent even through an infinite partial, as a zero
+adjoint in reverse
 mode. (Without the tests the loop of a dot product runs about a third faster.)
 
-The writer is scalarloops.py's, told what forward mode records: a tangent expression
+The writer is specialise/loops.py's, told what forward mode records: a tangent expression
 where reverse mode appends a tape entry.
 """
 from __future__ import annotations
@@ -32,12 +33,12 @@ import collections
 import re
 
 from .kinds import Alias, FloatLocal, ListArg, MatrixArg, RecordArg
-from .loops import _PlainParam, _Writer, _tuple, prepare, user_scope, \
+from .loops import PlainParam, Writer, tuple_text, prepare, user_scope, \
     write_attempts
-from .expressions import _NotStraight, _tidy, parse_with_user_lines
+from .expressions import CannotSpecialise, tidy, parse_with_user_lines
 
 
-class _ForwardWriter(_Writer):
+class ForwardWriter(Writer):
     """scalarloops' writer, for forward mode: each float local's handle is its tangent's
     local; a list argument's ``start`` (a matrix's ``starts``) is the list of its
     tangents, a row's handle the row of its tangents."""
@@ -78,7 +79,7 @@ class _ForwardWriter(_Writer):
         if not terms:
             return "0.0"
         var = self.temp("d")
-        self.emit(depth, _tidy(f"{var} = " + " + ".join(terms)), lineno)
+        self.emit(depth, tidy(f"{var} = " + " + ".join(terms)), lineno)
         return var
 
     def return_statement(self, value, index, depth, line):
@@ -98,12 +99,12 @@ def write_forward(root, fn, local_names: set, filename: str, dependencies: list)
     of its arguments when they are all floats (runtime/_jvp.c calls it having checked
     that every primal and tangent is a float), else None; None if its body is not code of
     this kind."""
-    written = write_tangents(root, fn, local_names, filename, _ForwardWriter, head=True)
+    written = write_tangents(root, fn, local_names, filename, ForwardWriter, head=True)
     if written is None:
         return None
     writer, head, found = written
     dependencies.extend(found)
-    body = writer.functions_text + _inline_single_uses(writer.lines, writer.names["temp"])
+    body = writer.functions_text + inline_single_uses(writer.lines, writer.names["temp"])
     function, text = parse_with_user_lines(head + body, root.lineno)
     unchecked = None  # the same without the checks, for callers that made them (all floats)
     if all(writer.kinds[p] == "float" for p in writer.params):
@@ -132,7 +133,7 @@ def write_tangents(root, fn, local_names: set, filename: str, writer_class, head
             kind = kinds[p]
             tangents[p] = writer.fresh(p + names["suffix"])
             if kind == "plain":
-                scope.vars[p] = _PlainParam(p)
+                scope.vars[p] = PlainParam(p)
             elif kind == "float":
                 scope.vars[p] = FloatLocal(p, tangents[p])
             elif kind == "list":
@@ -154,12 +155,12 @@ def write_tangents(root, fn, local_names: set, filename: str, writer_class, head
 _SIMPLE = re.compile(r"( *)([A-Za-z_][\w, ]*) = (.+)")  # an assignment: indent, targets, value
 
 
-def _inline_single_uses(lines: list, prefix: str) -> list:
+def inline_single_uses(lines: list, prefix: str) -> list:
     """The lines with each temporary the writer made (``{prefix}t3 = ...``) that is read
     once, by an assignment or a return later in the same run of assignments, written into
     that reader: the user's expressions come back whole, and reverse mode records one
-    entry per statement of this code with its partials preaccumulated (reverse/fuse.py)
-    rather than one per operation (forward/hvp.py), and forward mode's own code does the
+    entry per statement of this code with its partials preaccumulated (transform/preaccumulate.py)
+    rather than one per operation (api/hvp.py), and forward mode's own code does the
     same operations in the same order with fewer loads and stores. A temporary read
     twice stays: its value is shared.
 
@@ -167,7 +168,7 @@ def _inline_single_uses(lines: list, prefix: str) -> list:
     of temporaries folds into its last reader as the pass reaches each of them."""
     temp = re.compile(re.escape(prefix) + r"[tgxd]\d+")
     lines = list(lines)
-    words = [_names(text) if not text.lstrip().startswith("#") else [] for text, _ in lines]
+    words = [names_in(text) if not text.lstrip().startswith("#") else [] for text, _ in lines]
     counts: dict = {}
     for found in words:
         for word in found:
@@ -184,7 +185,7 @@ def _inline_single_uses(lines: list, prefix: str) -> list:
         indent, name, value = match.groups()
         new = re.sub(rf"\b{name}\b", f"({value})", lines[reader][0])
         lines[reader] = (indent + ast.unparse(ast.parse(new.strip())), lines[reader][1])
-        words[reader] = _names(lines[reader][0])
+        words[reader] = names_in(lines[reader][0])
         del lines[k], words[k]  # (the line now at k is looked at next)
     return lines
 
@@ -192,7 +193,7 @@ def _inline_single_uses(lines: list, prefix: str) -> list:
 def _reader(lines: list, words: list, k: int, indent: str, name: str, value: str):
     """The index of the line that reads temporary ``name`` (assigned ``value`` at line
     ``k``) if it may take ``value`` in its place, else None."""
-    reads = set(_names(value))
+    reads = set(names_in(value))
     for u in range(k + 1, len(lines)):
         if not words[u]:
             continue  # (a comment)
@@ -202,12 +203,12 @@ def _reader(lines: list, words: list, k: int, indent: str, name: str, value: str
             return None  # (a block begins or ends: the value stays where it is)
         if name in words[u]:
             return u
-        if is_return or reads & set(_names(use.group(2))):
+        if is_return or reads & set(names_in(use.group(2))):
             return None  # (a name the value reads is assigned before the reader)
     return None
 
 
-def _names(text: str) -> list:
+def names_in(text: str) -> list:
     return re.findall(r"[A-Za-z_]\w*", text)
 
 
@@ -261,7 +262,7 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
         else:
             fields = scope.vars[p].value.fields
             if not fields:
-                raise _NotStraight
+                raise CannotSpecialise
             values, dots = writer.fresh(f"{temp}fields_{p}"), writer.fresh(f"{temp}dots_{p}")
             lines += [f"{values} = ad.record_values({p}, {tuple(fields)!r})",
                       f"{dots} = ad.record_tangents({t}, {tuple(fields)!r})",
@@ -286,7 +287,7 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
                  ("        return None  # other arguments: the transformed code runs on "
                   "forward duals", root.lineno)]
     if not any(kinds[p] != "plain" for p in params):
-        raise _NotStraight
+        raise CannotSpecialise
     head += [(f"    {line}", root.lineno) for line in lines]
     return head
 
@@ -294,4 +295,4 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
 _KINDS = {"plain": "not differentiated", "float": "a float", "list": "a list of floats",
           "matrix": "a list of lists of floats", "record": "a dataclass of floats"}
 
-__all__ = ["write_forward", "write_tangents", "_tuple"]
+__all__ = ["write_forward", "write_tangents", "tuple_text"]

@@ -21,25 +21,25 @@ from ..front.activity import bound_names
 from ..front.normalize import normalize
 from ..front.source import parse_function
 from .kinds import Alias, Float, FloatLocal, Plain, PlainLocal, Resolver, constant_global
-from .expressions import _NotStraight
+from .scope import Scope, rule_helpers, seeded_activity
+from .expressions import CannotSpecialise
 
 _MAX_DEPTH = 12          # helpers inlined inside one another
 _MAX_LINES = 4000        # generated lines: beyond, the ordinary code is smaller
 
 
 class Inliner:
-    """The writer's half that inlines calls (scalarloops._Writer)."""
+    """The writer's half that inlines calls (scalarloops.Writer)."""
 
     def inline(self, node, callee, depth: int, line: int):
         """Emit the body of ``callee`` for the call ``node``; return the call's value."""
-        from .loops import _Scope, seeded_activity
         if len(self.inlining) >= _MAX_DEPTH or len(self.lines) > _MAX_LINES or \
                 not isinstance(callee, types.FunctionType) or callee.__code__.co_freevars:
-            raise _NotStraight  # a closure, or too much code: the ordinary code
+            raise CannotSpecialise  # a closure, or too much code: the ordinary code
         root, filename = _helper_tree(callee)
         args = root.args
         if args.vararg or args.kwarg or args.kwonlyargs:
-            raise _NotStraight
+            raise CannotSpecialise
         params = [a.id for a in args.posonlyargs + args.args]
         values = self.arguments(node, callee, params, len(args.posonlyargs), depth, line)
         body = [s for s in root.body if not (isinstance(s, gast.Expr) and isinstance(
@@ -58,7 +58,7 @@ class Inliner:
         activity = seeded_activity(root, local_names, params, plain)
         dependencies = self.scope.resolver.dependencies
         dependencies.append((weakref.ref(callee), "__code__", callee.__code__))
-        scope = _Scope(callee, root, Resolver(callee, dependencies), activity, local_names,
+        scope = Scope(callee, root, Resolver(callee, dependencies), activity, local_names,
                        filename, prefix=f"{callee.__name__}_", call_line=line,
                        same_file=filename == self.filename)
         scope.writer = self
@@ -87,7 +87,7 @@ class Inliner:
         nested function written for the kinds of its arguments (floats and plain
         values), once per kinds, called with each float's handle beside it."""
         if self.static_binding:
-            raise _NotStraight  # (straight-line code has no calls)
+            raise CannotSpecialise  # (straight-line code has no calls)
         kinds = []
         for p in params:
             value = values[p]
@@ -96,7 +96,7 @@ class Inliner:
             elif isinstance(value, Plain):
                 kinds.append(("plain", value.param))
             else:
-                raise _NotStraight  # a list, a tuple or a record argument: not (yet)
+                raise CannotSpecialise  # a list, a tuple or a record argument: not (yet)
         key = (callee.__code__, tuple(kinds))
         name = self.functions.get(key)
         if name is None:
@@ -114,17 +114,16 @@ class Inliner:
         return Float(result, handle)
 
     def write_function(self, name, callee, root, filename, params, kinds, body, line):
-        from .loops import _rule_helpers, _Scope, seeded_activity
         local_names = bound_names(root) | set(params)
         reserved = {self.names[k] for k in ("tape", "extend", "sink", "last", "layout")}
-        if local_names & (_rule_helpers() | reserved) or any(
+        if local_names & (rule_helpers() | reserved) or any(
                 n.startswith(self.names["temp"]) for n in local_names):
-            raise _NotStraight  # a name would hide one the generated code uses
+            raise CannotSpecialise  # a name would hide one the generated code uses
         plain = {p for p, (kind, _) in zip(params, kinds) if kind == "plain"}
         activity = seeded_activity(root, local_names, params, plain)
         dependencies = self.scope.resolver.dependencies
         dependencies.append((weakref.ref(callee), "__code__", callee.__code__))
-        scope = _Scope(callee, root, Resolver(callee, dependencies), activity, local_names,
+        scope = Scope(callee, root, Resolver(callee, dependencies), activity, local_names,
                        filename, call_line=line, same_file=filename == self.filename)
         scope.writer = self
         saved = self.lines, self.scope, self.loops, self.function, self.returns_from
@@ -156,13 +155,13 @@ class Inliner:
         """The values of the call's arguments (in Python's order), by parameter."""
         if any(isinstance(a, gast.Starred) for a in node.args) or \
                 len(node.args) > len(params):
-            raise _NotStraight
+            raise CannotSpecialise
         order = params[:len(node.args)]
         for keyword in node.keywords:
             name = keyword.arg
             if name is None or name in order or name not in params or \
                     params.index(name) < positional_only:
-                raise _NotStraight
+                raise CannotSpecialise
             order.append(name)
         values = dict(zip(order, self.evaluate_all(
             list(node.args) + [k.value for k in node.keywords], depth, line)))
@@ -172,27 +171,27 @@ class Inliner:
             if p in values:
                 continue
             if k < first_default or not constant_global(defaults[k - first_default]):
-                raise _NotStraight
+                raise CannotSpecialise
                 self.scope.resolver.dependencies.append(
                 (weakref.ref(callee), "__defaults__", callee.__defaults__))
-            from .expressions import _literal
-            values[p] = Plain(_literal(defaults[k - first_default]))
+            from .expressions import literal
+            values[p] = Plain(literal(defaults[k - first_default]))
         return values
 
 
 def _helper_tree(callee):
     """The helper's syntax tree, checked and normalized as the transform does, or
-    _NotStraight if its source cannot be read or holds what astad does not support."""
+    CannotSpecialise if its source cannot be read or holds what astad does not support."""
     try:
         parsed = parse_function(callee)
         root = parsed.node  # (found by its code object: decorators changed nothing)
         if not isinstance(root, gast.FunctionDef):
-            raise _NotStraight
+            raise CannotSpecialise
         fence.check(root, parsed.filename)
-    except _NotStraight:
+    except CannotSpecialise:
         raise
     except Exception:  # noqa: BLE001 (no source, unsupported syntax: the ordinary code)
-        raise _NotStraight from None
+        raise CannotSpecialise from None
     taken = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)}
     prefix = "_tmp"
     while any(n.startswith(prefix) for n in taken):

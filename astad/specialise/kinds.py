@@ -1,9 +1,9 @@
 """What the float-specialised code generator knows of each value: its kind.
 
-The specialised code (scalarloops.py) keeps every float in a local of its own beside its
+The specialised code (specialise/loops.py) keeps every float in a local of its own beside its
 derivative's *handle*: the local holding its tape slot (reverse mode with a tape), its
-tangent (forward mode, forward/floats.py) or the name of its adjoint (straight-line
-code, straightline.py). What else a value can be is known when the code is written:
+tangent (forward mode, specialise/forward.py) or the name of its adjoint (straight-line
+code, specialise/straight_line.py). What else a value can be is known when the code is written:
 
 - ``Plain``: a value that carries no derivative (an int counter, a bool, a string, None,
   a float constant), computed as Python computes it;
@@ -30,7 +30,7 @@ from ..front.source import filename_of
 from ..registry import RECORDS, publish, rule_name
 from ..runtime import tape as _tape_module
 
-_MISSING = object()
+ABSENT = object()
 
 
 # -- values and the locals that hold them -------------------------------------------------
@@ -186,27 +186,27 @@ class Resolver:
 
     def value(self, name: str):
         if name in self.free:
-            return _MISSING
+            return ABSENT
         from ..transform.reverse import MISSING, global_value
         value = global_value(self.globals, name, self.dependencies)
-        return _MISSING if value is MISSING else value
+        return ABSENT if value is MISSING else value
 
     def callee(self, func):
-        """The object ``func`` (a name or ``module.name``) names, or _MISSING."""
+        """The object ``func`` (a name or ``module.name``) names, or ABSENT."""
         if isinstance(func, gast.Name):
             return self.value(func.id)
         if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
             module = self.value(func.value.id)
             if isinstance(module, types.ModuleType):
-                return getattr(module, func.attr, _MISSING)
-        return _MISSING
+                return getattr(module, func.attr, ABSENT)
+        return ABSENT
 
     def rule_name(self, func):
         """The registered scalar rule ``func`` names, or None (a rule registered for it
         later rebuilds the code: a dependency on the rule table)."""
         callee = self.callee(func)
         try:
-            rule, found = rule_name(callee) if callee is not _MISSING else (None, None)
+            rule, found = rule_name(callee) if callee is not ABSENT else (None, None)
         except TypeError:
             return None
         if rule is not None:
@@ -231,14 +231,14 @@ def plain_record_class(cls) -> bool:
 
 
 def record_fields(cls) -> list | None:
-    """The fields of a dataclass the constructor takes, as (name, default or _MISSING,
+    """The fields of a dataclass the constructor takes, as (name, default or ABSENT,
     keyword only); None if one is not an argument or has a default factory."""
     out = []
     for field in dataclasses.fields(cls):
         if not field.init or field.default_factory is not dataclasses.MISSING:
             return None
-        default = _MISSING if field.default is dataclasses.MISSING else field.default
-        if default is not _MISSING and not constant_global(default):
+        default = ABSENT if field.default is dataclasses.MISSING else field.default
+        if default is not ABSENT and not constant_global(default):
             return None
         out.append((field.name, default, getattr(field, "kw_only", False)))
     return out
@@ -442,7 +442,7 @@ _FLOAT64 = np.float64
 
 def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
                          layout: tuple):
-    """``(value, gradients)`` for the code scalarloops.py writes: sweep its flat tape
+    """``(value, gradients)`` for the code specialise/loops.py writes: sweep its flat tape
     (``width`` (slot, partial) pairs per entry, entry ``sink + 1`` first; the compiled
     sweep where it is built) and give each argument its gradient as ``layout`` says:
 
@@ -556,7 +556,7 @@ def record_values(obj, names: tuple):
             return None
     values = []
     for name in names:
-        v = fields.get(name, _MISSING)
+        v = fields.get(name, ABSENT)
         if type(v) is not float and type(v) is not _FLOAT64:
             return None
         values.append(v)
@@ -572,7 +572,7 @@ def record_tangents(tangent, names: tuple):
     attributes; None is zero), or None if one is missing or not a float."""
     out = []
     for name in names:
-        t = getattr(tangent, name, _MISSING)
+        t = getattr(tangent, name, ABSENT)
         if t is None:
             t = 0.0
         elif type(t) is not float:
@@ -631,9 +631,9 @@ def float_rows(*matrices) -> bool:
 _FLOAT_ONLY = frozenset({float})
 # (the reference the compiled ones are tested on)
 python_checks = (float_lists, float_rows, floats)
-if _tape_module._native is not None:
-    float_lists, float_rows = _tape_module._native.float_lists, _tape_module._native.float_rows
-    floats = _tape_module._native.floats
+if _tape_module.native is not None:
+    float_lists, float_rows = _tape_module.native.float_lists, _tape_module.native.float_rows
+    floats = _tape_module.native.floats
 
 # what generated code calls (through ``ad``, in the rules' namespace)
 publish("tape_gradient_of", tape_gradient_of)

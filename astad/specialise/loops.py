@@ -2,17 +2,19 @@
 
 When a function's values are floats, numbers with no derivative, read-only lists of
 floats (or lists of such lists), tuples and dataclasses of those, the kind of every
-operand is known when the code is written (kinds.py): each float local ``x`` can be two
-locals, its float ``x`` and its tape index ``x_i``. Each float statement then becomes
+operand is known when the code is written (specialise/kinds.py): each float local ``x``
+can be two locals, its float ``x`` and its tape index ``x_i``. Each float statement then becomes
 inline code: the primal operations exactly as Python would run them, one tape entry
-with the partials of the whole expression (statement-level preaccumulation, fuse.py),
-and the new index. No dual is created, no rule is called; comparisons and ``if`` and
-``while`` tests read the floats directly; a tuple or a dataclass the code builds is one
-local per element or field; a call of a helper function is its body, inlined with its
-parameters bound to the arguments' kinds (floatexpr.py). This is the same algorithm with
-the operand kinds resolved when the code is generated, not at run time. Only the tape's
-layout differs (runtime.sweep_flat): one flat list of (parent slot, partial) pairs, the
-same number of pairs for every entry of the function (padded or split), so an entry
+with the partials of the whole expression (statement-level preaccumulation,
+transform/preaccumulate.py), and the new index. No dual is created, no rule is called;
+comparisons and ``if`` and ``while`` tests read the floats directly; a tuple or a dataclass
+the code builds is one local per element or field; a call of a helper function is its body,
+inlined with its
+parameters bound to the arguments' kinds (specialise/expressions.py). This is the same
+algorithm with the operand kinds resolved when the code is generated, not at run time.
+Only the tape's layout differs (runtime.sweep_flat): one flat list of (parent slot, partial)
+pairs, the same number of pairs for every entry of the function (padded or split), so an
+entry
 costs no tuple of its own.
 
 Loops: ``for`` over ``range``, over a list argument (``for x in xs``: its slots are a
@@ -25,9 +27,9 @@ uses it as such (``range(n)``) is a plain value, its gradient itself.
 
 The writer has hooks for what each mode records (``combine``, ``element_derivative``,
 ``row_derivative``, ``bind_handle``, ``return_statement``, ``constant``, the loops'
-``handles``): forward/floats.py writes forward-mode code from the same writer, and
-straightline.py code without a tape. ``value_and_grad`` runs the generated function when
-the entry's checks accept the arguments (api.py); otherwise, or if it raises, the
+``handles``): specialise/forward.py writes forward-mode code from the same writer, and
+specialise/straight_line.py code without a tape. ``value_and_grad`` runs the generated function when
+the entry's checks accept the arguments (api/diff.py); otherwise, or if it raises, the
 ordinary transformed code runs (and raises the user's error at the user's line).
 """
 from __future__ import annotations
@@ -37,73 +39,21 @@ import re
 
 import gast
 
-from ..front.activity import Activity, shadowed_builtins
+from ..front.activity import shadowed_builtins
+from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import Expressions, Retry
 from .inline import Inliner
 from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
                     RecordArg, RecordLocal, RecordVal, Resolver, Row, RowLocal, TupleLocal,
-                    TupleVal, int_context_names, nonnegative_names, parameter_guesses)
-from ..registry import formulas, publish
-from .expressions import _NotStraight, parse_with_user_lines
+                    TupleVal, int_context_names, parameter_guesses)
+from ..registry import publish
+from .expressions import CannotSpecialise, parse_with_user_lines
 
 publish("plain_types", frozenset({int, bool, str, type(None)}))
 
 
-def _rule_helpers() -> set:
-    """The names the rules' primal and partial expressions use (sin, _inv, LN2...), and
-    those the generated code calls: no local of the generated code may hide them."""
-    words = set()
-    for _, primal, partials in formulas():
-        for expression in (primal, *partials):
-            words.update(re.findall(r"[A-Za-z_]\w*", expression))
-    return (words - {"x", "y", "r", "if", "else", "or", "and", "not"}) | {
-        "ad", "len", "type", "float", "list", "tuple", "set", "map", "all", "id", "zip",
-        "range", "reversed", "enumerate", "int", "abs", "min", "max", "round", "bool",
-        "math", "accumulate", "object"}
-
-
-class _Scope:
-    """One function body being written: the user's function, or one inlined call of a
-    helper. ``vars``: each user name bound so far -> its local (kinds.py)."""
-
-    def __init__(self, fn, root, resolver, activity, local_names, filename, prefix="",
-                 call_line=None, same_file=True):
-        self.fn, self.root, self.resolver = fn, root, resolver
-        self.activity, self.local_names = activity, set(local_names)
-        self.filename, self.prefix = filename, prefix
-        self.call_line, self.same_file = call_line, same_file
-        self.vars: dict = {}
-        self.nonnegative = nonnegative_names(root, activity.inactive & self.local_names)
-        self.writer = None
-
-    def user_line(self, lineno: int) -> int:
-        """The line of the user's function a statement of this body is attributed to."""
-        return lineno if self.call_line is None or self.same_file else self.call_line
-
-    def local(self, name: str, like):
-        """The local for user name ``name``, made on its first binding: its kind from
-        the value bound (``like``) or, for a read before any binding, the analysis."""
-        local = self.vars.get(name)
-        if local is None:
-            local = self.vars[name] = self.writer.new_local(
-                self.prefix + name if self.prefix else name, like,
-                name not in self.activity.inactive, own=not self.prefix)
-        return local
-
-
-def seeded_activity(root, local_names: set, params: list, plain: set):
-    """The activity analysis with the parameters in ``plain`` known to hold no
-    derivative (the writer refuses every construct that binds names other than
-    assignments, ``for`` targets and parameters, the analysis's other sources)."""
-    activity = Activity.__new__(Activity)
-    activity.local_names, activity.root = local_names, root
-    activity.inactive = set(local_names) - (set(params) - set(plain))
-    activity._fixpoint()
-    return activity
-
-
-class _Writer(Inliner, Expressions):
-    """Writes one specialised function: statements here, expressions in floatexpr.py,
+class Writer(Inliner, Expressions):
+    """Writes one specialised function: statements here, expressions in specialise/expressions.py,
     inlined calls in inline.py. The default mode records a flat tape."""
 
     zero_guards = True  # a zero adjoint or tangent passes nothing on (fuse.differentiate)
@@ -141,9 +91,9 @@ class _Writer(Inliner, Expressions):
             return RecordLocal(like.cls, {f: self.new_local(f"{base}_{f}", v, active, False)
                                           for f, v in like.fields.items()})
         if isinstance(like, (ListArg, MatrixArg, RecordArg)):
-            raise _NotStraight  # a list or a record argument rebound to a local
+            raise CannotSpecialise  # a list or a record argument rebound to a local
         if isinstance(like, Float) and not active:
-            raise _NotStraight  # the analysis found it constant, yet it gets a derivative
+            raise CannotSpecialise  # the analysis found it constant, yet it gets a derivative
         name = base if own else self.fresh(base)
         if active:
             return FloatLocal(name, self.fresh(name + self.names["suffix"]))
@@ -196,7 +146,7 @@ class _Writer(Inliner, Expressions):
             if isinstance(value, RecordVal) and value.cls is local.cls:
                 return [p for name, item in local.fields.items()
                         for p in self.pairs(item, value.fields[name])]
-        raise _NotStraight  # a value of another kind than the name holds elsewhere
+        raise CannotSpecialise  # a value of another kind than the name holds elsewhere
 
     def taint(self, local, value) -> None:
         """A local bound to an argument taken for an int: reads of it say so."""
@@ -232,19 +182,19 @@ class _Writer(Inliner, Expressions):
         if isinstance(stmt, gast.Assign):
             value = self.evaluate(stmt.value, depth, line)
             if len(stmt.targets) > 1 and not isinstance(value, Plain):
-                raise _NotStraight  # a = b = <float>: one value, two names (rare)
+                raise CannotSpecialise  # a = b = <float>: one value, two names (rare)
             for target in stmt.targets:
                 self.assign(target, value, depth, line)
         elif isinstance(stmt, gast.Return):
             if stmt.value is None or self.scope is not self.returns_from:
-                raise _NotStraight  # (an inlined helper's return is written by inline.py)
+                raise CannotSpecialise  # (an inlined helper's return is written by inline.py)
             value = self.evaluate(stmt.value, depth, line)
             if isinstance(value, Plain):
                 if value.param is not None:
                     raise Retry(value.param, "float")  # the result depends on it
                 value = Float(value.value, self.constant)
             if not isinstance(value, Float):
-                raise _NotStraight  # not a float: the ordinary code says so
+                raise CannotSpecialise  # not a float: the ordinary code says so
             self.return_statement(value.value, value.handle, depth, line)
         elif isinstance(stmt, (gast.If, gast.While)):
             keyword = "if" if isinstance(stmt, gast.If) else "while"
@@ -268,13 +218,13 @@ class _Writer(Inliner, Expressions):
         elif isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant):
             pass  # a docstring or a bare constant: nothing to run
         else:
-            raise _NotStraight
+            raise CannotSpecialise
 
     def assign(self, target, value, depth: int, line: int) -> None:
         if isinstance(target, gast.Name):
             local = self.scope.local(target.id, value)
             if isinstance(local, Alias):
-                raise _NotStraight
+                raise CannotSpecialise
             self.bind(local, value, depth, line)
         elif isinstance(target, (gast.Tuple, gast.List)) and \
                 all(isinstance(e, gast.Name) for e in target.elts):
@@ -285,7 +235,7 @@ class _Writer(Inliner, Expressions):
             elif isinstance(value, (ListArg, Row)):  # a, b = xs: Python checks the length
                 locals_ = [self.scope.local(n, Float("", "")) for n in names]
                 if not all(isinstance(v, FloatLocal) for v in locals_) or self.static_binding:
-                    raise _NotStraight
+                    raise CannotSpecialise
                 container = value.name if isinstance(value, ListArg) else value.value
                 self.emit(depth, f"{', '.join(v.name for v in locals_)} = {container}", line)
                 for k, v in enumerate(locals_):
@@ -294,12 +244,12 @@ class _Writer(Inliner, Expressions):
             elif isinstance(value, Plain):
                 locals_ = [self.scope.local(n, value) for n in names]
                 if not all(isinstance(v, PlainLocal) for v in locals_):
-                    raise _NotStraight
+                    raise CannotSpecialise
                 self.emit(depth, f"{', '.join(v.name for v in locals_)} = {value.value}", line)
             else:
-                raise _NotStraight
+                raise CannotSpecialise
         else:
-            raise _NotStraight  # an element or an attribute: the arguments are only read
+            raise CannotSpecialise  # an element or an attribute: the arguments are only read
 
     # -- loops ---------------------------------------------------------------------------
     def for_loop(self, stmt, depth: int, line: int) -> None:
@@ -324,7 +274,7 @@ class _Writer(Inliner, Expressions):
                 and len(target.elts) == len(element.items):
             return [name for t, e in zip(target.elts, element.items)
                     for name in self.loop_targets(t, e)]
-        raise _NotStraight
+        raise CannotSpecialise
 
     def loop_locals(self, local, element) -> list:
         if isinstance(local, FloatLocal) and isinstance(element, Float):
@@ -337,7 +287,7 @@ class _Writer(Inliner, Expressions):
                 len(local.items) == len(element.items):
             return [n for item, e in zip(local.items, element.items)
                     for n in self.loop_locals(item, e)]
-        raise _NotStraight  # (a float counter over range: the ordinary code)
+        raise CannotSpecialise  # (a float counter over range: the ordinary code)
 
     def iteration(self, node, depth: int, line: int):
         """The columns a loop over ``node`` zips (iterables, as text) and a template of
@@ -362,7 +312,7 @@ class _Writer(Inliner, Expressions):
             if callee is reversed and len(node.args) == 1:
                 columns, element = self.iteration(node.args[0], depth, line)
                 if isinstance(element, TupleVal):
-                    raise _NotStraight  # reversed(zip(...)) is an error in Python too
+                    raise CannotSpecialise  # reversed(zip(...)) is an error in Python too
                 return [self.reversed_column(c) for c in columns], element
         value = self.evaluate(node, depth, line)
         if isinstance(value, ListArg):
@@ -376,7 +326,7 @@ class _Writer(Inliner, Expressions):
             if value.param is not None:
                 raise Retry(value.param, "list")
             return [value.value], Plain("")
-        raise _NotStraight
+        raise CannotSpecialise
 
     def reversed_column(self, column: str) -> str:
         match = re.fullmatch(r"(\w+)\[:(-?\w+)\]", column)
@@ -384,7 +334,7 @@ class _Writer(Inliner, Expressions):
             return f"reversed({column})"
         return f"reversed({column})"
 
-    # -- what reverse mode records (forward/floats.py and straightline.py say otherwise) --
+    # -- what reverse mode records (specialise/forward.py, straight_line.py say otherwise) --
     @property
     def constant(self) -> str:
         """The handle of a constant: the slot of constants, never swept."""
@@ -498,7 +448,7 @@ def prepare(root, fn, local_names: set, suffix: str):
         return None
     params = [a.id for a in args.posonlyargs + args.args]
     user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)} | set(params)
-    if not params or (set(local_names) | set(params)) & _rule_helpers():
+    if not params or (set(local_names) | set(params)) & rule_helpers():
         return None  # a user name would hide a function the generated code calls
     if shadowed_builtins(fn):
         return None  # (a global named like a builtin: the resolver would see it, not us)
@@ -513,7 +463,7 @@ def prepare(root, fn, local_names: set, suffix: str):
     temp = names["temp"]
     names.update(sink=f"{temp}sink", layout=f"{temp}layout", last=f"{temp}last",
                  parent=f"{temp}parent")
-    taken = set(user_names) | set(local_names) | _rule_helpers() | {names["parent"]}
+    taken = set(user_names) | set(local_names) | rule_helpers() | {names["parent"]}
     return params, body, names, taken
 
 
@@ -532,7 +482,7 @@ def write_attempts(write, params: list, root):
             if kinds.get(retry.param) == retry.kind or retry.param not in kinds:
                 return None
             kinds[retry.param] = retry.kind
-        except _NotStraight:
+        except CannotSpecialise:
             import os
             if os.environ.get("FPDEBUG"):
                 import traceback
@@ -555,7 +505,7 @@ def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: 
 
     def write(kinds, int_names):
         found: list = []
-        writer = _Writer(fn, dict(names), set(taken), int_names)
+        writer = Writer(fn, dict(names), set(taken), int_names)
         head = _taped_head(writer, root, fn, params, kinds, local_names, filename, found)
         writer.block(body, 1)  # (falling off the end returns None: the ordinary code runs)
         return writer, head(), found
@@ -581,7 +531,7 @@ def user_scope(writer, root, fn, params, kinds, local_names, filename, found):
     """The scope of the user's function, with its parameters bound to their kinds."""
     plain = {p for p in params if kinds[p] == "plain"}
     activity = seeded_activity(root, set(local_names) | set(params), params, plain)
-    scope = _Scope(fn, root, Resolver(fn, found), activity,
+    scope = Scope(fn, root, Resolver(fn, found), activity,
                    set(local_names) | set(params), filename)
     scope.writer = writer
     writer.scope = writer.returns_from = scope
@@ -598,7 +548,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
     for p in params:
         kind = kinds[p]
         if kind == "plain":
-            scope.vars[p] = _PlainParam(p)
+            scope.vars[p] = PlainParam(p)
         elif kind == "float":
             scope.vars[p] = FloatLocal(p, writer.fresh(p + names["suffix"]))
         elif kind == "list":  # (the first list's slots start at 0: xs[i] is slot i)
@@ -624,7 +574,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
                 layout[p] = f"({p}, -2)"
             else:
                 {"float": floats, "list": lists, "matrix": matrices}.get(kind, []).append(p)
-        text = [f"# every argument {_kinds_said(kinds, params)}: each float is a local and "
+        text = [f"# every argument {kinds_said(kinds, params)}: each float is a local and "
                 "its tape index"]
         if checks:
             text += [f"if {' or '.join(checks)}:",
@@ -643,13 +593,13 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
                 tests.append(f"ad.float_lists({', '.join(lists)})")
             tests += [f"ad.float_rows({p})" for p in matrices]
             text += [f"{temp}exact = {' and '.join(tests)}",
-                     f"if not {temp}exact and not ad.float_sequences({_tuple(lists)}, "
-                     f"{_tuple(matrices)}):",
+                     f"if not {temp}exact and not ad.float_sequences({tuple_text(lists)}, "
+                     f"{tuple_text(matrices)}):",
                      "    return None  # not lists of floats: the transformed code runs "
                      "instead"]
         every = lists + matrices + [f"*{m}" for m in matrices]
         if len(every) > 1:
-            text += [f"{temp}lists = {_tuple(every)}",
+            text += [f"{temp}lists = {tuple_text(every)}",
                      f"if len(set(map(id, {temp}lists))) != len({temp}lists):",
                      "    return None  # a list reached twice: the transformed code keeps "
                      "the aliasing"]
@@ -690,7 +640,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
             elif kinds[p] == "record":
                 fields = scope.vars[p].value.fields
                 if not fields:
-                    raise _NotStraight
+                    raise CannotSpecialise
                 values = writer.fresh(f"{temp}fields_{p}")
                 text += [f"{values} = ad.record_values({p}, {tuple(fields)!r})",
                          f"if {values} is None:",
@@ -718,10 +668,10 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
                      "    return None  # no float: the transformed code says so"]
         exact_layout.update(layout)
         like_layout.update(layout)
-        exact_text = _tuple([exact_layout[p] for p in params])
+        exact_text = tuple_text([exact_layout[p] for p in params])
         if exact:
             text.append(f"{names['layout']} = {exact_text} if {' and '.join(exact)} else "
-                        f"{_tuple([like_layout[p] for p in params])}")
+                        f"{tuple_text([like_layout[p] for p in params])}")
         else:
             text.append(f"{names['layout']} = {exact_text}")
         text += [f"{names['tape']} = []  # the entries, one after another: {{width}} "
@@ -733,7 +683,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
     return head
 
 
-def _tuple(items: list) -> str:
+def tuple_text(items: list) -> str:
     return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
@@ -742,11 +692,11 @@ _KIND_WORDS = {"float": "a float", "list": "a list of floats",
                "plain": "an int, a bool, a string or None (not differentiated)"}
 
 
-def _kinds_said(kinds: dict, params: list) -> str:
+def kinds_said(kinds: dict, params: list) -> str:
     return " or ".join(word for kind, word in _KIND_WORDS.items() if kind in kinds.values())
 
 
-class _PlainParam(PlainLocal):
+class PlainParam(PlainLocal):
     """A parameter holding an int, a bool, a string or None: its reads say so, so that
     using it as a float can make it a float parameter instead (floatexpr.Retry)."""
     __slots__ = ()

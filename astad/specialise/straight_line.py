@@ -2,20 +2,21 @@
 
 A function whose body (helpers inlined, tuples and dataclasses kept as their fields) is
 only assignments and a ``return``, once its arguments' kinds are known, is one
-expression DAG. Statement-level preaccumulation (fuse.py) already differentiates each
-statement's tree at transform time; here the statements are chained in one function:
-the forward half runs the primal operations exactly as Python would (same operations,
-same order, every value in a local of its own), and the backward half is the tape sweep
+expression DAG. Statement-level preaccumulation (transform/preaccumulate.py) already
+differentiates each statement's tree at transform time; here the statements are chained
+in one function: the forward half runs the primal operations exactly as Python would (same
+operations, same order, every value in a local of its own), and the backward half is the
+tape sweep
 written out, one block per statement in reverse order, the partials reading those
 locals. No dual, no tape entry, no sweep loop (the paper's section 5 linear factoring,
 applied to the whole body). As in the sweep, a statement whose adjoint is zero
 contributes nothing, even where one of its partials is infinite.
 
-The writer is scalarloops.py's: where it appends a tape entry, this one names the
+The writer is specialise/loops.py's: where it appends a tape entry, this one names the
 entry's adjoint and keeps its (parent, partial) pairs for the backward half; where it
 assigns a local, this one rebinds the name in the writer (every value keeps its own
 local, so the backward half reads the values the forward half computed). A loop, a
-branch, or a list argument: the code with a tape (scalarloops.py) instead.
+branch, or a list argument: the code with a tape (specialise/loops.py) instead.
 """
 from __future__ import annotations
 
@@ -24,13 +25,13 @@ import re
 
 import gast
 
-from .expressions import Plain, Retry, _NotStraight, _tidy, parse_with_user_lines
+from .expressions import Plain, Retry, CannotSpecialise, tidy, parse_with_user_lines
 from .kinds import Alias, Float, FloatLocal, PlainLocal, RecordArg, RecordLocal, TupleLocal
-from .loops import _kinds_said, _PlainParam, _tuple, _Writer, prepare, user_scope, \
+from .loops import kinds_said, PlainParam, tuple_text, Writer, prepare, user_scope, \
     write_attempts
 
 
-class _TapelessWriter(_Writer):
+class _TapelessWriter(Writer):
     """Every value its own local, every derivative handle the name of an adjoint."""
 
     volatile = None
@@ -65,23 +66,23 @@ class _TapelessWriter(_Writer):
             for name, item in local.fields.items():
                 self.bind(item, value.fields[name], depth, line)
             return
-        raise _NotStraight
+        raise CannotSpecialise
 
     def statement(self, stmt, depth: int) -> None:
         if self.result is not None:
             return  # after the return: never runs
         if isinstance(stmt, (gast.If, gast.While, gast.For, gast.Break, gast.Continue)):
-            raise _NotStraight  # control flow: the code with a tape
+            raise CannotSpecialise  # control flow: the code with a tape
         super().statement(stmt, depth)
 
     def conditional(self, node, depth, line):
-        raise _NotStraight
+        raise CannotSpecialise
 
     def extreme(self, node, depth, line):
-        raise _NotStraight  # (min and max are branches)
+        raise CannotSpecialise  # (min and max are branches)
 
     def for_loop(self, stmt, depth, line):
-        raise _NotStraight
+        raise CannotSpecialise
 
     def combine(self, pairs: list, depth: int, lineno: int) -> str:
         adjoint = self.temp("d")
@@ -89,13 +90,13 @@ class _TapelessWriter(_Writer):
         return adjoint
 
     def element_derivative(self, container, k, nonnegative):
-        raise _NotStraight  # a list: the code with a tape
+        raise CannotSpecialise  # a list: the code with a tape
 
     def row_derivative(self, matrix, i, nonnegative):
-        raise _NotStraight
+        raise CannotSpecialise
 
     def handles(self, value):
-        raise _NotStraight
+        raise CannotSpecialise
 
     def record_field(self, record, name: str):
         local = self.fresh(f"{record.name}_{name}")
@@ -160,14 +161,14 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
 
     def write(kinds, int_names):
         if any(kind in ("list", "matrix") for kind in kinds.values()):
-            raise _NotStraight  # list elements: the code with a tape
+            raise CannotSpecialise  # list elements: the code with a tape
         found: list = []
         writer = _TapelessWriter(fn, dict(names), set(taken), int_names)
         scope = user_scope(writer, root, fn, params, kinds, local_names, filename, found)
         adjoints = {}
         for p in params:
             if kinds[p] == "plain":
-                scope.vars[p] = _PlainParam(p)
+                scope.vars[p] = PlainParam(p)
             elif kinds[p] == "float":
                 adjoints[p] = writer.fresh(f"d{p}")
                 scope.vars[p] = FloatLocal(p, adjoints[p])
@@ -175,7 +176,7 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
                 scope.vars[p] = Alias(RecordArg(p, p))
         writer.block(body, 1)
         if writer.result is None or writer.result[1] is None:
-            raise _NotStraight  # no return, or a constant result: the code with a tape
+            raise CannotSpecialise  # no return, or a constant result: the code with a tape
         return writer, adjoints, scope, found
 
     written = write_attempts(write, params, root)
@@ -189,12 +190,12 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
     kinds = {}
     for p in params:
         local = scope.vars[p]
-        if isinstance(local, _PlainParam) and p not in writer.flowing:
+        if isinstance(local, PlainParam) and p not in writer.flowing:
             kinds[p] = "plain"  # only tested or compared: a float too, its gradient 0.0
             checks.append(f"type({p}) not in ad.quiet_types")
             gradients.append(f"ad.plain_gradient({p})")
             exact.append(gradients[-1])
-        elif isinstance(local, _PlainParam):
+        elif isinstance(local, PlainParam):
             kinds[p] = "plain"
             checks.append(f"type({p}) not in ad.plain_types")
             gradients.append(p)
@@ -216,10 +217,10 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
                       f"{', '.join(f.name for f in fields.values())}, = {values}"]
             inputs += [f.handle for f in fields.values()]
             gradients.append(f"ad.record_gradient({p}, {tuple(fields)!r}, "
-                             f"{_tuple([f.handle for f in fields.values()])})")
+                             f"{tuple_text([f.handle for f in fields.values()])})")
             exact.append(gradients[-1])
     head = [(f"def {root.name}_floats({', '.join(params)}):", first),
-            (f"    # every argument {_kinds_said(kinds, params)}: the forward pass, then "
+            (f"    # every argument {kinds_said(kinds, params)}: the forward pass, then "
              "its sweep written out (no tape)", first)]
     if checks:
         head += [(f"    if {' or '.join(checks)}:", first),
@@ -244,9 +245,9 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
     lines = head + writer.lines + [(f"    {text}", at) for text, at in backward]
     if floats:
         lines.append((f"    if not {temp}floats:", line))
-        lines.append((f"        return {value}, {_tuple(exact)}", line))
-    lines.append((f"    return {value}, {_tuple(gradients)}", line))
+        lines.append((f"        return {value}, {tuple_text(exact)}", line))
+    lines.append((f"    return {value}, {tuple_text(gradients)}", line))
     return parse_with_user_lines(lines, first)
 
 
-__all__ = ["write_straight_line", "parse_with_user_lines", "_NotStraight", "_tidy"]
+__all__ = ["write_straight_line", "parse_with_user_lines", "CannotSpecialise", "tidy"]

@@ -331,7 +331,7 @@ class Fuser:
             if "lineno" in n._attributes:
                 n.lineno = n.end_lineno = node.lineno
                 n.col_offset, n.end_col_offset = node.col_offset, node.end_col_offset
-        rule.astad_callees = expected  # (names the rule's globals give them: codegen.py)
+        rule.astad_callees = expected  # (names the rule's globals give them: compile/pipeline.py)
         return rule
 
     def _fallback(self, tree, node) -> str:

@@ -30,33 +30,17 @@ import numpy as np
 
 from ..front.activity import Activity, bound_names, shadowed_builtins
 from ..front.definite import certain_reads
-from ..compile.calls import is_numpy_callable
+from ..runtime.array_dual import is_numpy_callable
+from .bindings import MISSING, global_value
 from .preaccumulate import Fuser
 from ..front.normalize import INPLACE
 from ..rules import lazy
 from ..registry import RECORDS, rule_name
 from ..rules.scalar import TAPELESS_BUILTINS
-from ..specialise.loops import write_scalar_loops
-from ..specialise.straight_line import write_straight_line
-from ..specialise.forward import write_forward
 
 _BINOP_RULES = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
                 gast.FloorDiv: "floordiv", gast.Mod: "mod", gast.Pow: "pow"}
 _UNARY_RULES = {gast.USub: "neg", gast.UAdd: "pos"}
-MISSING = object()
-
-
-def global_value(namespace: dict, name: str, dependencies: list):
-    """The value global ``name`` of ``namespace`` has now (a builtin when the module does
-    not bind it), or MISSING; the module's binding is recorded as a dependency."""
-    value = namespace.get(name, MISSING)
-    dependencies.append((namespace, name, value))
-    if value is MISSING:
-        builtins_ns = namespace.get("__builtins__", builtins)
-        if isinstance(builtins_ns, types.ModuleType):
-            builtins_ns = vars(builtins_ns)
-        value = builtins_ns.get(name, MISSING)
-    return value
 CALL_AS_IS = object()  # resolve_callee's answer for a callable whose D is itself
 
 
@@ -394,26 +378,19 @@ def _property_names(fn) -> set:
 
 
 def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = True,
-              as_method: bool = False, filename: str = "", resolve_callee=None) -> tuple:
-    """Apply D to ``root`` (a normalized gast.FunctionDef).
+              as_method: bool = False, resolve_callee=None, dependencies=None) -> tuple:
+    """Apply D to ``root`` (a normalized gast.FunctionDef), in place.
 
-    Return the new tree, the global bindings it was specialised on, the fused rules
-    written for it (statement-level preaccumulation, fuse.py, unless turned off), for
-    scalar code of floats its specialised value-and-gradient function (straightline.py,
-    scalarloops.py) and its forward-mode function (forward/floats.py; each
-    ``(ast.FunctionDef, text)`` or None), and the callees resolved now that the code
-    checks where it calls them (name in the code -> callable).
+    Return the new tree, the global bindings it was written for (added to
+    ``dependencies``, when given), the fused rules written for it (statement-level
+    preaccumulation, preaccumulate.py, unless turned off), and the callees resolved now
+    that the code checks where it calls them (name in the code -> callable).
     """
     activity = Activity(root, local_names | shadowed_builtins(fn))
     rewriter = ReverseTransform(root, fn, names, activity, local_names, preaccumulate,
                                 resolve_callee)
-    straight = forward = None
-    if not as_method:  # (before the rewriter changes the tree)
-        if preaccumulate:
-            straight = write_straight_line(root, fn, local_names, filename,
-                                           rewriter.dependencies) or \
-                write_scalar_loops(root, fn, local_names, filename, rewriter.dependencies)
-        forward = write_forward(root, fn, local_names, filename, rewriter.dependencies)
+    if dependencies is not None:
+        rewriter.dependencies = dependencies
     root.decorator_list = []
     root.args.defaults = []
     root.args.kw_defaults = [None] * len(root.args.kwonlyargs)
@@ -432,7 +409,7 @@ def transform(root, fn, local_names: set, names: Names, preaccumulate: bool = Tr
         root.args.args.insert(position - len(root.args.posonlyargs), tape)
     gast.fix_missing_locations(root)
     rules = rewriter.fuser.rules if rewriter.fuser is not None else []
-    return root, rewriter.dependencies, rules, straight, forward, rewriter.guards
+    return root, rewriter.dependencies, rules, rewriter.guards
 
 
 __all__ = ["transform", "Names", "bound_names"]

@@ -2,7 +2,7 @@
 
 ``jvp(grad(f), (x,), (v,))`` is ``(grad f(x), H(x) v)``. Forward mode's code for floats
 (floats.py) computes ``t(x, v) = grad f(x) . v`` with plain floats; one reverse pass over
-that code (the specialised writer, reverse/scalarloops.py) gives, with respect to ``x``,
+that code (the specialised writer, specialise/loops.py) gives, with respect to ``x``,
 ``H(x) v``, and with respect to ``v``, since ``t`` is linear in ``v``, ``grad f(x)``:
 both results of the Hessian-vector product from one forward-mode pass taped once and swept
 once (Pearlmutter's R-operator, taken here as reverse over forward). No dual is made.
@@ -21,17 +21,19 @@ import linecache
 import math
 import re
 
-from ..compile.pipeline import UNBUILT, _compile_rules, front
+from ..compile.entry import UNBUILT
+from ..compile.pipeline import compile_rules, front
 from ..errors import AstadError
-from .expressions import _NotStraight
-from .kinds import (float_lists, float_rows, floats, record_gradient, record_tangents,
+from .diff import DiffFunction
+from ..specialise.expressions import CannotSpecialise
+from ..specialise.kinds import (float_lists, float_rows, floats, record_gradient, record_tangents,
                              record_values)
-from .loops import write_scalar_loops
-from .straight_line import write_straight_line
-from .forward import _ForwardWriter, _inline_single_uses, _names, write_tangents
+from ..specialise.loops import write_scalar_loops
+from ..specialise.straight_line import write_straight_line
+from ..specialise.forward import ForwardWriter, inline_single_uses, names_in, write_tangents
 
 
-class _TangentWriter(_ForwardWriter):
+class _TangentWriter(ForwardWriter):
     """Forward mode's writer for code that reverse mode differentiates again: the
     function returns its tangent alone (``t(x, v)``)."""
 
@@ -52,7 +54,7 @@ def tangent_function(fn):
         parsed, node, local_names, _ = front(fn)
         written = write_tangents(node, fn, local_names, parsed.filename, _TangentWriter,
                                  head=False)
-    except (AstadError, _NotStraight):
+    except (AstadError, CannotSpecialise):
         return None
     if written is None:
         return None
@@ -75,15 +77,15 @@ def tangent_function(fn):
         return None
     lines = [f"def {node.name}_tangent({', '.join(primals + tangents)}):",
              f"    # d/dt {fn.__name__}(x + t v) at t = 0, with plain floats: each tangent a "
-             "local *_dot (forward/hvp.py)"]
+             "local *_dot (api/hvp.py)"]
     body = writer.functions_text + writer.lines
     body = body if writer.functions_text else _without_dead(body)
-    lines += [text for text, _ in _inline_single_uses(body, writer.names["temp"])]
+    lines += [text for text, _ in inline_single_uses(body, writer.names["temp"])]
     text = "\n".join(lines) + "\n"
     filename = f"<astad: the tangent of {fn.__qualname__} ({parsed.filename}:{node.lineno})>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     function = ast.parse(text).body[0]
-    compiled = _compile_rules([(function.name, function)], filename)[function.name]
+    compiled = compile_rules([(function.name, function)], filename)[function.name]
     return compiled, plans, found
 
 
@@ -106,9 +108,9 @@ def _without_dead(lines: list) -> list:
         match = re.fullmatch(r" *(\w+) = (.+)", text)
         if match and all(isinstance(node, _CANNOT_RAISE) for node in
                          ast.walk(ast.parse(match.group(2), mode="eval"))):
-            candidates[k] = (match.group(1), set(_names(match.group(2))))
+            candidates[k] = (match.group(1), set(names_in(match.group(2))))
         else:
-            needed |= set(_names(text))
+            needed |= set(names_in(text))
     changed = True
     while changed:
         changed = False
@@ -142,12 +144,12 @@ def hvp_function(fn):
         parsed, node, local_names, _ = front(tangent)
         written = write_straight_line(node, tangent, local_names, parsed.filename, []) or \
             write_scalar_loops(node, tangent, local_names, parsed.filename, [])
-    except (AstadError, _NotStraight):
+    except (AstadError, CannotSpecialise):
         return None
     if written is None:  # (a recursive helper returning its tangent with its value)
         return _general_reverse(tangent, plans, found)
     function, text = written
-    compiled = _compile_rules([(function.name, function)], parsed.filename)[function.name]
+    compiled = compile_rules([(function.name, function)], parsed.filename)[function.name]
     return compiled, plans, text, found
 
 
@@ -156,7 +158,6 @@ def _general_reverse(tangent, plans, found):
     tangent code through reverse mode's general transform (a tape of duals; recursion,
     tuples and nested functions as it supports them), still one pass of plain floats
     taped once, rather than forward duals carried through the whole reverse transform."""
-    from ..api.diff import reverse_diff  # (api imports the transforms, which import this)
 
     n = len(inspect.signature(tangent).parameters) // 2
     flat, position = [], 0
@@ -167,7 +168,7 @@ def _general_reverse(tangent, plans, found):
         position += width
     positions = tuple(flat) + tuple(n + p for p in flat)
     try:
-        diff = reverse_diff(tangent, argnums=positions)
+        diff = DiffFunction(tangent, argnums=positions).decorated()
     except AstadError:
         return None
     value_and_grad = diff.value_and_grad
@@ -204,7 +205,7 @@ def hvp_source(entry, fn) -> str | None:
     code = getattr(function, "tangent", function).__code__
     tangent = "".join(linecache.getlines(code.co_filename)).rstrip("\n")
     return ("# a Hessian-vector product, jvp(grad(f), (x,), (v,)), for float arguments "
-            "(forward/hvp.py):\n# forward mode's tangent t(x, v) = grad f(x) . v, "
+            "(api/hvp.py):\n# forward mode's tangent t(x, v) = grad f(x) . v, "
             "written with plain floats\n" + tangent + "\n\n# and reverse mode of it, "
             "which jvp runs: H v with respect to x, grad f(x) with respect to v\n"
             + text.rstrip("\n") + "\n")

@@ -1,0 +1,92 @@
+"""One record per transformed function, its artifacts named by role, and the cache of
+them.
+
+An ``Entry`` is what astad wrote for one Python function (and one choice of
+``preaccumulate`` and method binding):
+
+- ``taped``: the paper's transform, ``taped(tape, *args, **kwargs)``: runs on any
+  arguments, recording on a tape (or a forward level);
+- ``tapeless``: value and gradient of float arguments written out, ``tapeless(*args) ->
+  (value, gradients)`` or None when an argument is not of the kinds it was written for
+  (specialise/: straight-line code without a tape, or loops on a flat tape: ``tapes``);
+- ``forward``: forward mode on float arguments, ``forward(*args, *tangents) -> (value,
+  tangent)``; ``forward_unchecked``, the same without its argument checks;
+- ``hvp``: Hessian-vector code (api/hvp.py), written when first asked for;
+- the texts ``.source`` shows.
+
+``is_current(fn)`` is the one check every caller makes (in C too: runtime/_native.h):
+the function's ``__code__`` is the one the entry was written from, and every binding it
+was written for still holds (transform/bindings.py).
+"""
+from __future__ import annotations
+
+import threading
+import types
+import weakref
+
+from ..transform.bindings import MISSING, unchanged
+
+UNBUILT = object()  # (an artifact written only when first asked for)
+
+
+class Entry:
+    """What astad wrote for one function (see the module docstring)."""
+
+    __slots__ = ("function", "code", "dependencies", "taped", "tapeless", "tapes", "arity",
+                 "forward", "forward_unchecked", "hvp", "transformed_source",
+                 "specialised_source", "forward_source", "source", "__weakref__")
+
+    def __init__(self, fn, taped, dependencies: list, source: str, tapeless=None,
+                 specialised: str = ""):
+        self.function = weakref.ref(fn)
+        self.code = fn.__code__  # (IPython's autoreload replaces it: then rebuilt)
+        self.dependencies = dependencies
+        self.taped = taped
+        self.tapeless = tapeless
+        self.tapes = False  # does ``tapeless`` build a tape (specialise/loops.py)?
+        self.arity = fn.__code__.co_argcount
+        self.forward = self.forward_unchecked = None
+        self.hvp = UNBUILT
+        self.transformed_source = source
+        self.specialised_source = specialised
+        self.forward_source = None
+        self.source = source + ("\n\n" + specialised if specialised else "")
+
+    def is_current(self, fn) -> bool:
+        """Was this written from ``fn``'s code, and does every binding it was written for
+        still hold?"""
+        return self.code is fn.__code__ and (not self.dependencies or
+                                             unchanged(self.dependencies, MISSING))
+
+
+# Code objects astad generated: their functions already take part in the transform.
+GENERATED_CODE: set = set()
+
+
+def remember(code: types.CodeType) -> None:
+    """Note ``code`` (and the code nested in it) as astad's own."""
+    GENERATED_CODE.add(code)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            remember(const)
+
+
+# (id(fn), preaccumulate, as_method) -> Entry, dropped when fn is: a function made at run
+# time (a closure over a large array, say) must not be kept alive by astad
+CACHE: dict = {}
+LOCK = threading.RLock()
+
+
+def cached(fn, preaccumulate: bool = True, as_method: bool = False):
+    """The entry of ``fn`` if it is cached and current, else None."""
+    entry = CACHE.get((id(fn), preaccumulate, as_method))  # (fn is alive, so an entry
+    if entry is not None and entry.is_current(fn):       # under its id is its own)
+        return entry
+    return None
+
+
+def store(fn, entry: Entry, preaccumulate: bool, as_method: bool) -> None:
+    key = (id(fn), preaccumulate, as_method)
+    if key not in CACHE:
+        weakref.finalize(fn, CACHE.pop, key, None)
+    CACHE[key] = entry
