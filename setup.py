@@ -24,6 +24,7 @@ class BuildExt(build_ext):
 
 native = Extension("astad.runtime._native",
                    ["astad/runtime/_native.c", "astad/runtime/_specialised.c",
-                    "astad/runtime/_elementwise.c", "astad/runtime/_jvp.c"], optional=True)
+                    "astad/runtime/_elementwise.c", "astad/runtime/_jvp.c"],
+                   depends=["astad/runtime/_native.h"], optional=True)
 build = os.environ.get("ASTAD_BUILD_NATIVE", "1").strip().lower() not in ("0", "no", "false")
 setup(ext_modules=[native] if build else [], cmdclass={"build_ext": BuildExt})

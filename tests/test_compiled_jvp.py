@@ -15,6 +15,7 @@ import pytest
 
 import astad
 from astad.api import transforms
+from astad.api.hvp import HvpKnown
 from astad.compile import entry
 from astad.transform import bindings
 from astad.runtime import duals
@@ -147,7 +148,7 @@ def test_hessian_vector_products_against_the_hand_derived_hessian(argnums):
     g = astad.grad(cubic, argnums=argnums)
     h = cubic_hessian(x, y)
     chosen = argnums if isinstance(argnums, tuple) else (argnums % 2,)
-    for _ in range(3):  # found, then known (grad._hvp_known), then known again
+    for _ in range(3):  # found, then known (grad.hvp_known), then known again
         gradient, product = astad.jvp(g, (x, y), v)
         want_g = [(2.0 * x * y, x * x + 9.0 * y * y)[k] for k in chosen]
         want_p = [h[k][0] * v[0] + h[k][1] * v[1] for k in chosen]
@@ -202,7 +203,7 @@ def test_the_compiled_case_runs_and_leaves_the_rest_to_the_reference():
         return REFERENCE(*args, **kwargs)
 
     jvp = runtime.native.CompiledJvp(general, entry.CACHE, transforms.grad,
-                                      duals.running, bindings.MISSING)
+                                     duals.running, bindings.MISSING, HvpKnown)
     g = astad.grad(cubic, argnums=(0, 1))
     for fn, args, tangents in [(mult, (1.5, 2.0), (1.0, 0.5)), (g, (1.0, 2.0), (1.0, 0.0))]:
         want = REFERENCE(fn, args, tangents)  # (builds the entry, finds the HVP code)

@@ -295,7 +295,7 @@ def test_repeated_products_of_floats_take_the_code_found_once(argnums):
     for x, y, v in [(0.7, -0.4, (0.3, -1.1)), (1.5, 2.0, (1.0, 0.0)), (-0.2, 0.1, (0.5, 0.5))]:
         _, product = astad.jvp(grad, (x, y), v)
         assert product == pytest.approx(expected(x, y, v), rel=1e-12)
-    assert grad._hvp_known[2] is not None
+    assert grad.hvp_known[2] is not None
     ints = (1.0, 2) if positions == (0,) else (1, 2.0)  # (an int where a float remains)
     assert astad.jvp(grad, ints, (0.5, 0.5)) == general(grad, ints, (0.5, 0.5))
     _, product = astad.jvp(grad, (0.7, -0.4), (0.3, -1.1))
@@ -321,7 +321,7 @@ def test_a_non_finite_product_after_finite_ones_is_the_general_paths():
     grad = astad.grad(f, argnums=(0, 1))
     assert astad.jvp(grad, (4.0, 2.0), (1.0, 1.0))[1] == pytest.approx((-2.0 / 32 + 0.25,
                                                                          0.25))
-    assert grad._hvp_known[2] is not None
+    assert grad.hvp_known[2] is not None
     assert astad.jvp(grad, (0.0, 2.0), (0.0, 1.0)) == general(grad, (0.0, 2.0), (0.0, 1.0))
 
 

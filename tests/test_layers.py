@@ -108,3 +108,25 @@ def test_no_import_circle():
         if v not in index:
             visit(v)
     assert circles == []
+
+
+def test_the_compiled_jvp_checks_what_it_reads_when_it_is_made():
+    """The C runtime reads a gradient's HvpKnown by position (runtime/_native.h): a record
+    with other fields is refused when the CompiledJvp is made, not silently slow later."""
+    from collections import namedtuple
+
+    from astad.api import transforms
+    from astad.api.hvp import HvpKnown
+    from astad.compile.entry import CACHE
+    from astad.runtime import duals, tape
+    from astad.transform.bindings import MISSING
+    if tape.native is None:
+        pytest.skip("the compiled runtime is not built")
+    renamed = namedtuple("HvpKnown", "function entry floats_code arity code dependencies "
+                                     "positions single")
+    with pytest.raises(TypeError, match="HvpKnown"):
+        tape.native.CompiledJvp(transforms.jvp, CACHE, transforms.grad, duals.running,
+                                MISSING, renamed)
+    made = tape.native.CompiledJvp(transforms.jvp, CACHE, transforms.grad, duals.running,
+                                   MISSING, HvpKnown)
+    assert made(lambda x: x * x, (3.0,), (1.0,)) == (9.0, 6.0)

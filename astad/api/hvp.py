@@ -1,8 +1,8 @@
 """Hessian-vector products written out: reverse mode over forward mode's code for floats.
 
 ``jvp(grad(f), (x,), (v,))`` is ``(grad f(x), H(x) v)``. Forward mode's code for floats
-(floats.py) computes ``t(x, v) = grad f(x) . v`` with plain floats; one reverse pass over
-that code (the specialised writer, specialise/loops.py) gives, with respect to ``x``,
+(specialise/forward.py) computes ``t(x, v) = grad f(x) . v`` with plain floats; one reverse
+pass over that code (the specialised writer, specialise/loops.py) gives, with respect to ``x``,
 ``H(x) v``, and with respect to ``v``, since ``t`` is linear in ``v``, ``grad f(x)``:
 both results of the Hessian-vector product from one forward-mode pass taped once and swept
 once (Pearlmutter's R-operator, taken here as reverse over forward). No dual is made.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections import namedtuple
 import linecache
 import math
 import re
@@ -31,6 +32,15 @@ from ..specialise.kinds import (float_lists, float_rows, floats, record_gradient
 from ..specialise.loops import write_scalar_loops
 from ..specialise.straight_line import write_straight_line
 from ..specialise.forward import ForwardWriter, inline_single_uses, names_in, write_tangents
+
+
+# What a gradient knows of its Hessian-vector code once it has found it (``grad.hvp_known``:
+# api/transforms.py), read by position by the compiled jvp (runtime/_native.h): the
+# function, its entry, the entry's code for float arguments (None: not all floats), its
+# arity, the entry's ``__code__`` and dependencies (still current?), and the argnums'
+# positions and single.
+HvpKnown = namedtuple("HvpKnown", "function entry floats arity code dependencies positions "
+                                  "single")
 
 
 class _TangentWriter(ForwardWriter):

@@ -34,7 +34,7 @@ from .diff import DiffFunction, Pullback, float_result_gradient, reverse_pass, s
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError
 from ..core.forward_pass import forward
-from .hvp import hessian_vector_product, hvp_source, of_floats
+from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
 from ..specialise.kinds import floats
 from ..compile.calls import rev as transformed_callable, resolvable_function
 from ..runtime.duals import is_nested, running
@@ -119,10 +119,8 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         self._plain = None  # for a plain Python function: its DiffFunction's fast call
         self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
         self._selections: dict = {}  # number of arguments -> argnums_positions' answer
-        # (function, its cache entry, the entry's Hessian-vector code when its arguments
-        # are all floats, arity, the entry's code and dependencies, the argnums' positions
-        # and single) found by hessian_vector, used while the entry is current
-        self._hvp_known = None
+        # what hessian_vector found (api/hvp.py's HvpKnown), used while the entry is current
+        self.hvp_known = None
 
     def _selection(self, n_args: int):
         selection = self._selections.get(n_args)
@@ -189,7 +187,7 @@ class grad(value_and_grad):  # noqa: N801
     def hessian_vector(self, primals, tangents):
         """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
         it (api/hvp.py: one reverse pass over forward mode's code), else None."""
-        known = self._hvp_known
+        known = self.hvp_known
         if known is not None and cached(known[0]) is known[1]:  # still current
             fun, entry, floats_code, n = known[:4]
             if floats_code is not None and len(primals) == n and \
@@ -207,9 +205,9 @@ class grad(value_and_grad):  # noqa: N801
         if built:  # (None: no code written for this function)
             plans = built[1]
             floats_code = built[0] if all(kind == "float" for kind, _ in plans) else None
-            n = len(plans)  # (what runtime/_jvp.c reads: the first four, then the
-            self._hvp_known = (fun, entry, floats_code, n, entry.code,  # entry's checks and
-                               entry.dependencies, *self._selection(n))  # the argnums)
+            n = len(plans)
+            self.hvp_known = HvpKnown(fun, entry, floats_code, n, entry.code,
+                                      entry.dependencies, *self._selection(n))
         return out
 
 
@@ -278,7 +276,7 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
 
 
 if native is not None:  # the float cases compiled (runtime/_jvp.c), the rest by jvp above
-    jvp = native.CompiledJvp(jvp, CACHE, grad, running, MISSING)
+    jvp = native.CompiledJvp(jvp, CACHE, grad, running, MISSING, HvpKnown)
 
 
 class BoundJvp:

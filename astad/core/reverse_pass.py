@@ -154,7 +154,7 @@ class ReversePass:
         return primal(value, originals, self.tape)
 
     def sweep(self, adjoint, arrays, sweep=sweep, **options):
-        """Sweep the tape (``sweep_and_free`` when it is not needed again, runtime.py).
+        """Sweep the tape (``sweep_and_free`` when it is not needed again, runtime/tape.py).
         Writes into arrays are undone as the sweep passes them, so that every entry sees
         the values it saw, and done again after it, so that the arrays end as the
         function left them (array_writes.py)."""

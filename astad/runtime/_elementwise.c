@@ -27,11 +27,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "_native.h"
 #include <structmember.h>
 #include <math.h>
 
-int astad_check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t expected); /* _native.c */
-PyObject *astad_thread_state(PyObject *running, const char *name);              /* _native.c */
 
 typedef struct { /* numpy's PyArrayObject_fields, as far as it is read here */
     PyObject_HEAD

@@ -8,7 +8,7 @@
  *    code for them (specialise/forward.py; ``jvp_unchecked``: its checks of the arguments are
  *    made here), with ``f.__code__`` and every binding that code was written for unchanged:
  *    the code's answer, when it is a value and a finite float tangent;
- *  - ``f`` an ``astad.grad`` whose Hessian-vector code for floats is known (grad._hvp_known,
+ *  - ``f`` an ``astad.grad`` whose Hessian-vector code for floats is known (grad.hvp_known,
  *    api/hvp.py), its function's ``__code__`` and bindings unchanged: ``(gradient, H v)``
  *    taken from the code's answer as hvp.of_floats takes it, when every number is finite.
  * Anything else, an exception included, goes to the reference, which gives the documented
@@ -18,22 +18,22 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "_native.h"
 #include <math.h>
 #include <stddef.h>
 
-int astad_unchanged(PyObject *dependencies, PyObject *missing); /* _native.c */
-int astad_differentiating(PyObject *running);                     /* _native.c */
 
 #define MAX_ARGUMENTS 32 /* primals (and as many tangents) taken here; more: the reference */
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *general;   /* transforms.jvp, the reference */
-    PyObject *cache;     /* codegen._cache: (id(f), True, False) -> entry */
-    PyObject *grad_type; /* transforms.grad */
+    PyObject *general;   /* api/transforms.py's jvp, the reference */
+    PyObject *cache;     /* compile/entry.py's CACHE: (id(f), True, False) -> entry */
+    PyObject *grad_type; /* api/transforms.py's grad */
     PyObject *running;   /* duals.running (a threading.local): is a differentiation running? */
-    PyObject *missing;   /* codegen.MISSING: the value a dependency records for no binding */
+    PyObject *missing;   /* transform/bindings.py's MISSING: a dependency on no binding */
+    PyObject *known_type; /* api/hvp.py's HvpKnown: a grad's hvp_known, read by position */
     /* what the entry read last says (refresh): a weak reference to its function, the code
      * it was made from, the bindings it depends on, forward mode's code for floats (NULL:
      * none) */
@@ -165,7 +165,7 @@ function_jvp(CompiledJvp *self, PyObject *fun, PyObject *const *stack, Py_ssize_
     if (PyTuple_CheckExact(out) && PyTuple_GET_SIZE(out) == 2 &&
         PyFloat_CheckExact(PyTuple_GET_ITEM(out, 1)) &&
         isfinite(PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(out, 1)))) {
-        *result = out; /* (a tangent that is not finite: the duals decide, see floats.py) */
+        *result = out; /* (a tangent that is not finite: the duals decide, see specialise/forward.py) */
         return 1;
     }
     Py_DECREF(out);
@@ -232,7 +232,7 @@ gradient_jvp(CompiledJvp *self, PyObject *fun, PyObject *const *stack, Py_ssize_
     }
     /* (function, entry, code for floats, arity, __code__, dependencies, positions, single) */
     int done = 0;
-    if (PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) == 8 &&
+    if (Py_TYPE(known) == (PyTypeObject *)self->known_type && PyTuple_GET_SIZE(known) == 8 &&
         PyTuple_GET_ITEM(known, 2) != Py_None && PyLong_CheckExact(PyTuple_GET_ITEM(known, 3)) &&
         PyLong_AsSsize_t(PyTuple_GET_ITEM(known, 3)) == n &&
         PyTuple_CheckExact(PyTuple_GET_ITEM(known, 6)) &&
@@ -304,12 +304,28 @@ general:
 static PyObject *
 jvp_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *general, *cache, *grad_type, *running, *missing;
-    static char *keywords[] = {"general", "cache", "grad", "running", "missing", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!OO:CompiledJvp", keywords, &general,
+    PyObject *general, *cache, *grad_type, *running, *missing, *known_type;
+    static char *keywords[] = {"general", "cache", "grad", "running", "missing", "known",
+                               NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!OOO!:CompiledJvp", keywords, &general,
                                      &PyDict_Type, &cache, &PyType_Type, &grad_type, &running,
-                                     &missing))
+                                     &missing, &PyType_Type, &known_type))
         return NULL;
+    /* what gradient_jvp reads of an HvpKnown, by position (_native.h): its fields */
+    PyObject *fields = PyObject_GetAttrString(known_type, "_fields");
+    PyObject *expected = Py_BuildValue("(ssssssss)", "function", "entry", "floats", "arity",
+                                       "code", "dependencies", "positions", "single");
+    int same = fields != NULL && expected != NULL ?
+        PyObject_RichCompareBool(fields, expected, Py_EQ) : -1;
+    Py_XDECREF(fields);
+    Py_XDECREF(expected);
+    if (same != 1) {
+        if (same == 0 || !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "CompiledJvp: known must be api/hvp.py's HvpKnown "
+                            "(function, entry, floats, arity, code, dependencies, positions, "
+                            "single)");
+        return NULL;
+    }
     CompiledJvp *self = PyObject_GC_New(CompiledJvp, type);
     if (self == NULL)
         return NULL;
@@ -319,6 +335,7 @@ jvp_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->grad_type = Py_NewRef(grad_type);
     self->running = Py_NewRef(running);
     self->missing = Py_NewRef(missing);
+    self->known_type = Py_NewRef(known_type);
     self->entry = self->function = self->code = self->dependencies = self->forward = NULL;
     self->arity = -1;
     PyObject_GC_Track(self);
@@ -333,6 +350,7 @@ jvp_traverse(CompiledJvp *self, visitproc visit, void *arg)
     Py_VISIT(self->grad_type);
     Py_VISIT(self->running);
     Py_VISIT(self->missing);
+    Py_VISIT(self->known_type);
     Py_VISIT(self->entry);
     Py_VISIT(self->function);
     Py_VISIT(self->code);
@@ -349,6 +367,7 @@ jvp_clear(CompiledJvp *self)
     Py_CLEAR(self->grad_type);
     Py_CLEAR(self->running);
     Py_CLEAR(self->missing);
+    Py_CLEAR(self->known_type);
     Py_CLEAR(self->entry);
     Py_CLEAR(self->function);
     Py_CLEAR(self->code);
@@ -427,7 +446,7 @@ astad_add_compiled_jvp(PyObject *module)
     INTERN(str_dependencies, "dependencies")
     INTERN(str_jvp_unchecked, "forward_unchecked")
     INTERN(str_arity, "arity")
-    INTERN(str_hvp_known, "_hvp_known")
+    INTERN(str_hvp_known, "hvp_known")
 #undef INTERN
     if (PyType_Ready(&CompiledJvpType) < 0)
         return -1;

@@ -28,13 +28,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "_native.h"
 #include <math.h>
 
-int astad_add_specialised_call(PyObject *module); /* _specialised.c */
-int astad_add_elementwise(PyObject *module);      /* _elementwise.c */
-int astad_add_compiled_jvp(PyObject *module);    /* _jvp.c */
-int astad_elementwise_backward(PyObject *e, PyObject *arrays, Py_ssize_t k);
-int astad_check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t expected);
 
 #define SWEEP_CHUNK 256 /* tape._SWEEP_CHUNK: entries swept, then freed, at a time */
 

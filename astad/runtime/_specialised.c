@@ -15,10 +15,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "_native.h"
 #include "structmember.h"
 
-int astad_unchanged(PyObject *dependencies, PyObject *missing); /* _native.c */
-int astad_differentiating(PyObject *running);                     /* _native.c */
 
 typedef struct {
     PyObject_HEAD

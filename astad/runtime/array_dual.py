@@ -2,7 +2,7 @@
 
 D of a float array is the array plus one tape index (an extension beyond the paper: its
 duals are per scalar). An array operation appends ONE tape entry whose backward step is
-an array operation, ``(backward, parents, context)``; the sweep (runtime.py) calls it
+an array operation, ``(backward, parents, context)``; the sweep (runtime/tape.py) calls it
 with the cotangents. Scalar duals and array duals mix freely (``w * x``, ``x[i]``,
 ``np.array([a, b])``).
 

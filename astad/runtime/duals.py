@@ -20,7 +20,7 @@ they compute with floats only; every other case (a nested primal, a dual of anot
 level, a vector of tangents) goes through the general rules of rules/generic.py, which
 find the innermost level among the operands.
 
-Representations (paper sections 2-3 and 7-8; measured in docs/design.md section 3):
+Representations (paper sections 2-3 and 7-8; measured in docs/design-log.md section 3):
 - ``Dual``: reverse mode, primal float ``v``, tape index ``i``, level ``t`` (the tape);
 - ``FDual``: forward mode, primal float ``v``, tangent float ``d``, level ``t``;
 - ``NestedDual`` / ``NestedFDual``: the same with a primal (or tangent) that is not a

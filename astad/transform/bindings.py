@@ -6,7 +6,7 @@ callee (its ``__code__``, its ``__defaults__``). Each such decision is a *depend
 ``(namespace, name, value)``: the namespace is a dict (a module's globals, the
 registry's records) or a weak reference to an object whose attribute is read, and
 ``value`` is what was found (``MISSING`` for nothing). The code is current while every
-dependency still holds (``unchanged``, compiled in runtime/native.c where it is built);
+dependency still holds (``unchanged``, compiled in runtime/_native.c where it is built);
 when one does not, it is written again.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Phase 5, transform: the dual-numbers reverse AD rules D (paper sections 3, 7, 8.2).
 
 D maps every construct homomorphically except the primitive operations on reals. With
-duals as boxed values (see runtime.py), the homomorphic cases need no rewriting at all:
+duals as boxed values (see runtime/duals.py), the homomorphic cases need no rewriting at all:
 assignment, ``if``, loops, returns, containers and comparisons run as written, on duals
 (control flow follows the primal, section 3). What changes:
 
