@@ -7,7 +7,7 @@ one scalar rule that several callables share: ``operator.abs`` and ``abs``):
 - the scalar rule: its name in ``ad``, the function generated code calls
   (``call(tape, *args)``), its formula as text in the inputs ``x``, ``y`` and the result
   ``r`` (preaccumulation and the code specialised for floats write it into their code),
-  and its general form (any mix of levels and modes: rules/generic.py);
+  and its general form (any mix of levels and modes: rules/scalar_general.py);
 - the array rule: what numpy's dispatch calls (``array(tape, *args, **kwargs)``), and the
   derivatives it is made from: element-wise partials (forward mode derives the jvp), or
   one vjp and one jvp per argument, with what the sweep may assume of them;
@@ -31,11 +31,11 @@ class Record:
     """Everything astad knows about differentiating one callable."""
 
     __slots__ = (
-        # -- the scalar rule (rules/scalar.py, rules/generic.py)
+        # -- the scalar rule (rules/scalar.py, rules/scalar_general.py)
         "name",          # its function in ``ad`` (what generated code calls), or None
         "call",          # that function: call(tape, *args, **kwargs)
         "formula",       # (primal text, partial texts, parameters "x" or "x, y"), or None
-        "general",       # its general form (rules.generic.Rule), or None
+        "general",       # its general form (rules.scalar_general.Rule), or None
         "total",         # never raises on floats (inf or nan instead): fusing may reorder
         # -- the array rule (rules/array.py and the topic modules)
         "array",         # what numpy's dispatch calls: array(tape, *args, **kwargs)

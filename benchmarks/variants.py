@@ -40,7 +40,7 @@ for path in (_ROOT, _HERE):
 import astad  # noqa: E402
 import programs  # noqa: E402
 import run  # noqa: E402
-from astad.compile import calls as codegen# noqa: E402
+from astad.compile import calls as codegen  # noqa: E402
 
 
 # -- the forms ----------------------------------------------------------------------------

@@ -10,7 +10,7 @@
 - ``forward``: ``astad.jvp`` along each float argument in turn (forward mode), as a
   gradient of floats;
 - ``nested``: the gradient taken inside a forward-mode differentiation (its duals are
-  nested: every rule's general form, rules/generic.py), as a gradient of floats.
+  nested: every rule's general form, rules/scalar_general.py), as a gradient of floats.
 
 The last two take float arguments only; ``check_every_path`` compares every path with an
 expected value and gradient (hand-derived or by finite differences).

@@ -18,8 +18,8 @@ from astad.rules.array_gather import (ADD_ACCUMULATE, ADD_REDUCE, ADD_REDUCEAT,
 
 try:
     import scipy.special as sc
-    from astad.rules import lazy, scipy_special
-    lazy.load_rules_for(sc.expit)  # (registered on first use otherwise)
+    from astad.rules import scipy_loader, scipy_special
+    scipy_loader.load_rules_for(sc.expit)  # (registered on first use otherwise)
 except ImportError:  # scipy is optional
     sc = scipy_special = None
 

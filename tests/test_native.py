@@ -437,8 +437,8 @@ ROWS = [[], [[]], [[1.0], [2.0, 3.0]], [[1.0], [2.0, 3]], [[1.0], (2.0,)], ([1.0
 
 
 def test_the_argument_checks_answer_as_the_python_ones():
-    from astad.specialise import kinds
-    python_lists, python_rows, python_floats = kinds.python_checks
+    from astad.specialise import value_kinds
+    python_lists, python_rows, python_floats = value_kinds.python_checks
     values = [1.0, 2, True, np.float64(1.0), _FloatSubclass(1.0), None, float("nan")]
     for a in values:
         assert native.floats(a) is python_floats(a), a
@@ -455,8 +455,8 @@ def test_the_argument_checks_answer_as_the_python_ones():
         for b in ROWS:
             assert native.float_rows(a, b) == python_rows(a, b), (a, b)
     assert native.float_rows() is python_rows() is True
-    assert kinds.float_lists is native.float_lists if runtime.RUNTIME == "native" else \
-        kinds.float_lists is python_lists
+    assert value_kinds.float_lists is native.float_lists if runtime.RUNTIME == "native" else \
+        value_kinds.float_lists is python_lists
 
 
 def test_the_check_of_bindings_answers_as_the_python_one():

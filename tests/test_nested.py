@@ -278,12 +278,12 @@ def test_a_value_kept_in_a_mutable_default_is_the_primal_on_the_next_call():
 
 
 def test_every_name_in_the_rules_text_has_a_general_form():
-    """The general rules (rules/generic.py) compute primal and partials from the same text
+    """The general rules (rules/scalar_general.py) compute primal and partials from the same text
     as the fast paths, on duals: every function the text calls must work on them."""
     import re
 
     from astad.registry import formulas
-    from astad.rules.generic import general_namespace
+    from astad.rules.scalar_general import general_namespace
     namespace = general_namespace()
     for name, primal, partials in formulas():
         for expression in (primal, *partials):

@@ -60,12 +60,12 @@ def test_scipy_rules_are_registered_on_first_use(route, tmp_path):
     script = tmp_path / "first_use.py"
     script.write_text("import sys\nimport numpy as np\nimport astad\n"
                       "assert 'scipy' not in sys.modules, 'import astad imported scipy'\n"
-                      "import scipy.special as sc\nfrom astad.rules import lazy\n"
-                      "assert lazy.pending\nx = np.array([0.3, -1.2, 0.5, 2.0])\n" +
+                      "import scipy.special as sc\nfrom astad.rules import scipy_loader\n"
+                      "assert scipy_loader.pending\nx = np.array([0.3, -1.2, 0.5, 2.0])\n" +
                       textwrap.dedent(_SCIPY_ROUTES[route]) +
                       "g = astad.reverse_diff(f).grad(x)\n"
                       "np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-14)\n"
-                      "assert not lazy.pending\nprint('ok')\n")
+                      "assert not scipy_loader.pending\nprint('ok')\n")
     result = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr

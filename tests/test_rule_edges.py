@@ -11,7 +11,7 @@ beyond the largest float must be an infinity of its sign. And every path gives t
 bits: the specialised straight-line code (``.grad``), the specialised loop code, the
 template rule on the tape (``.vjp``), a fused rule (the same rule inside an expression),
 ``preaccumulate=False``, forward mode (``astad.jvp``) and the rules' general form
-(a gradient taken inside forward mode, whose duals are nested: ``rules/generic.py``).
+(a gradient taken inside forward mode, whose duals are nested: ``rules/scalar_general.py``).
 
 Points where the function itself is not differentiable (a kink, a jump) are found by
 comparing one-sided differences and left out: the choices there are documented and tested

@@ -27,8 +27,8 @@ from ..compile.pipeline import compile_rules, front
 from ..errors import AstadError
 from .diff import DiffFunction
 from ..specialise.expressions import CannotSpecialise
-from ..specialise.kinds import (float_lists, float_rows, floats, record_gradient, record_tangents,
-                             record_values)
+from ..specialise.value_kinds import (float_lists, float_rows, floats, record_gradient,
+                                     record_tangents, record_values)
 from ..specialise.loops import write_scalar_loops
 from ..specialise.straight_line import write_straight_line
 from ..specialise.forward import ForwardWriter, inline_single_uses, names_in, write_tangents

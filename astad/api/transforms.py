@@ -35,7 +35,7 @@ from ..argnums import argnums_positions  # (moved to argnums.py, shared with rev
 from ..errors import AstadError, InputError
 from ..core.forward_pass import forward
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
-from ..specialise.kinds import floats
+from ..specialise.value_kinds import floats
 from ..compile.calls import rev as transformed_callable, resolvable_function
 from ..runtime.duals import is_nested, running
 from ..runtime.tape import native, sweep, sweep_general

@@ -29,7 +29,7 @@ from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError,
 from ..front.source import filename_of
 from ..registry import RECORDS, ad, define, publish
 from ..rules.scalar import TAPELESS_BUILTINS
-from ..rules import lazy
+from ..rules import scipy_loader
 import numpy as np
 
 from . import pipeline, render
@@ -221,7 +221,8 @@ def rev(f):
     if t in _API_CALLABLES and (getattr(f, "__module__", None) or "").startswith("astad."):
         return _with_tape(f)  # astad's own API (a gradient inside differentiated code)
     if t is types.FunctionType:
-        if lazy.pending and lazy.load_rules_for(f):  # scipy.special's rules, on first use
+        # scipy.special's rules, on first use
+        if scipy_loader.pending and scipy_loader.load_rules_for(f):
             return rev(f)
         if f.__code__ in GENERATED_CODE:
             return _with_tape(f)

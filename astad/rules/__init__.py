@@ -2,15 +2,15 @@
 (astad/registry.py), one topic per module. Importing this package loads them all.
 
 - scalar.py: the scalar primitives (operators, ``math``), their formulas as text;
-  generic.py: every scalar rule's general form (any mix of levels and modes);
-  special.py: polygamma, for ``math.gamma``'s derivatives;
+  scalar_general.py: every scalar rule's general form (any mix of levels and modes);
+  polygamma.py: polygamma, for ``math.gamma``'s derivatives;
 - array.py: how array rules are given (element-wise partials, vjps and jvps), the
   element-wise functions and what has no derivative; then one module per topic of
   numpy: reductions, linear algebra, gathers, moves, joins, statistics, more
   element-wise functions, shapes, building arrays, einsum, products, decompositions,
   writes into arrays; numpy_values.py: lists and numpy scalars meeting numpy;
 - custom.py: ``custom_vjp``, ``custom_jvp``, ``stop_gradient`` and astad's own rules
-  given that way; scipy_special.py: scipy.special's, registered on first use (lazy.py);
+  given that way; scipy_special.py: scipy.special's, registered on first use (scipy_loader.py);
 - catalogue.py: what is registered, as docs/numpy.md lists it.
 """
 from . import scalar  # noqa: F401
@@ -22,14 +22,14 @@ from . import array_moves  # noqa: F401
 from . import array_joins  # noqa: F401
 from . import array_statistics  # noqa: F401
 from . import array_elementwise  # noqa: F401
-from . import array_more_shapes  # noqa: F401
+from . import array_layouts  # noqa: F401
 from . import array_building  # noqa: F401
 from . import array_einsum  # noqa: F401
 from . import array_products  # noqa: F401
 from . import linalg_decompositions  # noqa: F401
-from . import linalg_more  # noqa: F401
+from . import linalg_norms_lstsq  # noqa: F401
 from . import array_writes  # noqa: F401  (writes into arrays, views)
 from . import numpy_values  # noqa: F401  (lists and floats to numpy)
 from . import custom  # noqa: F401
-from . import lazy  # noqa: F401  (scipy.special's rules, on first use)
+from . import scipy_loader  # noqa: F401  (scipy.special's rules, on first use)
 from . import catalogue  # noqa: F401

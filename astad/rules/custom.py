@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import AstadError, NotDifferentiableError, user_location
-from .generic import general_namespace
+from .scalar_general import general_namespace
 from ..registry import define, unique_name
 from .scalar import ad, full_primal, register_scalar
 from ..core.forward_pass import ForwardInterleaving, tangent_of
@@ -417,7 +417,7 @@ def _dist_jvp(primals, tangents):
 custom_vjp(math.dist).defvjp(_dist_fwd, _dist_bwd).defjvp(_dist_jvp)
 
 
-# (digamma of a differentiated value, for derivatives of derivatives: rules/special.py)
+# (digamma of a differentiated value, for derivatives of derivatives: rules/polygamma.py)
 register_scalar(math.lgamma, general_namespace()["_digamma"], name="lgamma")
 # ldexp(x, i) = x 2**i (i an int); remainder(x, y) = x - n y with n = round(x / y), read
 # from the primals (n is piecewise constant: a plain number at every level)

@@ -39,7 +39,7 @@ _FUNCTIONS = {
 
 
 def _inv(z):
-    """1/z, and +inf where z == 0 (either sign), as rules/generic._inv."""
+    """1/z, and +inf where z == 0 (either sign), as rules/scalar_general._inv."""
     if np.ndim(z) == 0:
         return 1.0 / z if z else math.inf
     with np.errstate(divide="ignore"):
@@ -50,7 +50,7 @@ def _inv(z):
 
 
 def _sign(x):
-    """1, -1, or 0 (at 0 and at nan), as rules/generic._sign."""
+    """1, -1, or 0 (at 0 and at nan), as rules/scalar_general._sign."""
     return (x > 0.0) * 1.0 - (x < 0.0) * 1.0
 
 

@@ -7,7 +7,7 @@ mode append one tape entry holding parent indices and partials, in forward mode 
 2-3) combine them with the operands' tangents; return the new dual). The functions are
 generated from text templates because a hand-inlined fast path is several times faster
 in CPython than a generic one that calls a partials function per operation. The same
-text, compiled once more in general form (rules/generic.py), serves every other case:
+text, compiled once more in general form (rules/scalar_general.py), serves every other case:
 nested derivatives, duals of other levels, vectors of tangents.
 
 The same registry holds users' own rules (:func:`register_scalar`): astad extends
@@ -34,12 +34,12 @@ from ..runtime.array_dual import ArrayDual, FArrayDual
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, ScalarDual, forward_dual,
                              new_dual)
 from ..runtime.tape import gradient_of
-from . import special
-from .generic import (Rule, add_term, inverse, sign, apply as general, apply2 as general2,
+from . import polygamma
+from .scalar_general import (Rule, add_term, inverse, sign, apply as general, apply2 as general2,
                       apply_many, general_form, general_namespace, is_dual)
 
 # digamma for the general rules (gamma's partial, differentiated again at any order)
-general_namespace()["_digamma"] = special.general(general, Rule, is_dual)
+general_namespace()["_digamma"] = polygamma.general(general, Rule, is_dual)
 # sech^2 x = 4 e / (1 + e)^2 with e = exp(-2|x|): tanh's partial where 1 - r^2 cancels
 # (its text, compiled for the fast paths here and for the general rules' namespace)
 _SECH2 = """
@@ -149,7 +149,7 @@ _NAMESPACE = {
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,
     "RAD": math.pi / 180.0, "operator": operator, "builtins": builtins,
-    "_digamma": special.digamma,
+    "_digamma": polygamma.digamma,
     "PLAIN": frozenset({int, float, bool, complex, str, bytes, list, tuple, type(None)}),
 }
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
@@ -170,7 +170,7 @@ def rule_namespace() -> dict:
 # The fast paths take duals of the level the generated code runs on (``tape``: the tape
 # of a reverse call, or a forward call's ForwardLevel), whose primal and tangent are floats
 # (runtime/duals.py); every other case (a dual of another level, a nested primal, a
-# vector of tangents, a number of another type) is the general rule (rules/generic.py).
+# vector of tangents, a number of another type) is the general rule (rules/scalar_general.py).
 _UNARY_TEMPLATE = '''
 def rule_{name}(tape, a):
     if type(a) is Dual and a.t is tape:
@@ -815,7 +815,7 @@ TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
 
 # --- Operator overloading on duals, for code astad did not transform -------------------
 # A dual is always among the operands here, so the rule's fast paths (which need a tape)
-# do not apply: the general rule records at the level of the operands (rules/generic.py).
+# do not apply: the general rule records at the level of the operands (rules/scalar_general.py).
 def _overload(rule_name: str, sym: str, swap: bool = False):
     rule = registry.named(rule_name).general
     if swap:

@@ -3,7 +3,7 @@ polygamma, erf, erfc, erfcx, erfinv, ndtr, log_ndtr, xlogy, xlog1py, entr, betal
 the Python functions logsumexp, softmax, log_softmax.
 
 scipy is optional (a test dependency, not a runtime one) and slow to import, so these
-rules are registered the first time a scipy.special callable reaches astad (rules/lazy.py
+rules are registered the first time a scipy.special callable reaches astad (rules/scipy_loader.py
 is the hook numpy's dispatch, the transform and ``ad.rev`` call). A rule the user
 registered first for one of these functions is kept.
 """

@@ -23,7 +23,7 @@
  * ``adjoint[i]``, multiply ``a * g``, ``+=``, store. A tape or adjoint that is not exactly
  * a list is handed to the Python implementation (tape.python_sweeps).
  *
- * Also float_lists and float_rows (specialise/kinds.py): the checks the specialised code
+ * Also float_lists and float_rows (specialise/value_kinds.py): the checks the specialised code
  * makes of its list arguments on every call, a few times faster than set(map(type, xs)).
  */
 #define PY_SSIZE_T_CLEAN
@@ -514,7 +514,7 @@ floats_in(PyObject *list) /* an exact list of exact floats */
 
 PyDoc_STRVAR(floats_doc,
 "floats(*values)\n--\n\n"
-"kinds.floats, compiled: is every argument exactly a float?");
+"value_kinds.floats, compiled: is every argument exactly a float?");
 
 static PyObject *
 native_floats(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -527,7 +527,7 @@ native_floats(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 PyDoc_STRVAR(float_lists_doc,
 "float_lists(*lists)\n--\n\n"
-"kinds.float_lists, compiled: is each argument a list of floats (exactly those types)?");
+"value_kinds.float_lists, compiled: is each argument a list of floats (exactly those types)?");
 
 static PyObject *
 native_float_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -540,7 +540,7 @@ native_float_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 PyDoc_STRVAR(float_rows_doc,
 "float_rows(*matrices)\n--\n\n"
-"kinds.float_rows, compiled: is each argument a list of lists of floats, all with the\n"
+"value_kinds.float_rows, compiled: is each argument a list of lists of floats, all with the\n"
 "same number of rows and row r of the same length in each?");
 
 static PyObject *
@@ -720,7 +720,7 @@ static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "astad.runtime._native",
     .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit), "
-             "the specialised code's checks of its arguments (specialise/kinds.py) and of the bindings "
+             "the specialised code's checks of its arguments (specialise/value_kinds.py) and of the bindings "
              "it was written for (compile/pipeline.py), SpecialisedCall (_specialised.c), the "
              "element-wise numpy rules (_elementwise.c) and jvp on floats (_jvp.c).",
     .m_size = -1,

@@ -17,7 +17,7 @@ implementations of the same idea):
 The rules' fast paths (rules/scalar.py, transform/preaccumulate.py) take a ``Dual`` or ``FDual`` of
 the level the generated code runs on, whose primal (and tangent) are plain floats, so
 they compute with floats only; every other case (a nested primal, a dual of another
-level, a vector of tangents) goes through the general rules of rules/generic.py, which
+level, a vector of tangents) goes through the general rules of rules/scalar_general.py, which
 find the innermost level among the operands.
 
 Representations (paper sections 2-3 and 7-8; measured in docs/design-log.md section 3):
@@ -87,7 +87,7 @@ class ScalarDual(PrimalView):
     sorts, prints or hashes values keeps working. Arithmetic reached from code astad did
     not transform (a property getter, a user class's ``__add__``, ``operator.mul`` passed
     to ``functools.reduce``) goes through the general rules by operator overloading
-    (rules/generic.py installs the operators), at the level of its operands. Anything
+    (rules/scalar_general.py installs the operators), at the level of its operands. Anything
     that would silently drop the derivative (``float(dual)`` in a C function) raises.
     """
 

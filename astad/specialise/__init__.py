@@ -5,7 +5,7 @@ floats, a list of lists of floats or a dataclass of floats, each float a local o
 - ``specialise`` writes, for the normalized tree of a function, its value-and-gradient
   code (straight_line.py: no tape where there is no loop; loops.py: loops on a flat
   tape) and its forward-mode code (forward.py);
-- specialise/kinds.py says what the writers know of each value; expressions.py writes expressions;
+- value_kinds.py says what the writers know of each value; expressions.py writes expressions;
   inline.py inlines the helpers a function calls;
 - ``Writer`` (loops.py) is the writers' base class: statements there, expressions in
   expressions.py, inlined calls in inline.py; a ``Scope`` is one function body being

@@ -1,7 +1,7 @@
 """Expressions of the float-specialised code: the writer's half that reads values.
 
 ``Expressions`` is the base of scalarloops' writer. It turns an expression of the user's
-code into a value of a known kind (specialise/kinds.py): a float expression into the primal
+code into a value of a known kind (specialise/value_kinds.py): a float expression into the primal
 operations, in Python's order, and its derivative (one tape entry, a tangent, or an
 adjoint, by the writer's ``combine``); a value with no derivative into Python code as
 the user wrote it, its names translated; an element or field read into a local and its
@@ -19,7 +19,7 @@ import weakref
 import gast
 
 from ..transform.preaccumulate import Const, Leaf, Op, differentiate
-from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
+from .value_kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
                     RecordArg, RecordLocal, RecordVal, Row, RowLocal, TupleLocal, TupleVal,
                     ABSENT, constant_global, nonnegative, plain_record_class, record_fields)
 from ..registry import formula, total
@@ -165,7 +165,7 @@ class Expressions:
         return _renamed(value, self.volatile, saved)
 
     def evaluate(self, node, depth: int, line: int):
-        """Emit what computes ``node``; return its value (specialise/kinds.py)."""
+        """Emit what computes ``node``; return its value (specialise/value_kinds.py)."""
         if isinstance(node, gast.Name):
             return self.read(node.id)
         if isinstance(node, gast.Constant):

@@ -32,7 +32,7 @@ import ast
 import collections
 import re
 
-from .kinds import Alias, FloatLocal, ListArg, MatrixArg, RecordArg
+from .value_kinds import Alias, FloatLocal, ListArg, MatrixArg, RecordArg
 from .loops import PlainParam, Writer, tuple_text, prepare, user_scope, \
     write_attempts
 from .expressions import CannotSpecialise, tidy, parse_with_user_lines

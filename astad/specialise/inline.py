@@ -20,7 +20,7 @@ from ..front import fence
 from ..front.activity import bound_names
 from ..front.normalize import normalize
 from ..front.source import parse_function
-from .kinds import Alias, Float, FloatLocal, Plain, PlainLocal, Resolver, constant_global
+from .value_kinds import Alias, Float, FloatLocal, Plain, PlainLocal, Resolver, constant_global
 from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import CannotSpecialise
 

@@ -2,7 +2,7 @@
 
 When a function's values are floats, numbers with no derivative, read-only lists of
 floats (or lists of such lists), tuples and dataclasses of those, the kind of every
-operand is known when the code is written (specialise/kinds.py): each float local ``x``
+operand is known when the code is written (specialise/value_kinds.py): each float local ``x``
 can be two locals, its float ``x`` and its tape index ``x_i``. Each float statement then becomes
 inline code: the primal operations exactly as Python would run them, one tape entry
 with the partials of the whole expression (statement-level preaccumulation,
@@ -43,7 +43,7 @@ from ..front.activity import shadowed_builtins
 from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import Expressions, Retry
 from .inline import Inliner
-from .kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
+from .value_kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
                     RecordArg, RecordLocal, RecordVal, Resolver, Row, RowLocal, TupleLocal,
                     TupleVal, int_context_names, parameter_guesses)
 from ..registry import publish

@@ -7,7 +7,7 @@ import re
 
 from ..front.activity import Activity
 from ..registry import formulas
-from .kinds import nonnegative_names
+from .value_kinds import nonnegative_names
 
 
 def rule_helpers() -> set:
@@ -25,7 +25,7 @@ def rule_helpers() -> set:
 
 class Scope:
     """One function body being written: the user's function, or one inlined call of a
-    helper. ``vars``: each user name bound so far -> its local (specialise/kinds.py)."""
+    helper. ``vars``: each user name bound so far -> its local (specialise/value_kinds.py)."""
 
     def __init__(self, fn, root, resolver, activity, local_names, filename, prefix="",
                  call_line=None, same_file=True):

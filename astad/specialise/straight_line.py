@@ -26,7 +26,7 @@ import re
 import gast
 
 from .expressions import Plain, Retry, CannotSpecialise, tidy, parse_with_user_lines
-from .kinds import Alias, Float, FloatLocal, PlainLocal, RecordArg, RecordLocal, TupleLocal
+from .value_kinds import Alias, Float, FloatLocal, PlainLocal, RecordArg, RecordLocal, TupleLocal
 from .loops import kinds_said, PlainParam, tuple_text, Writer, prepare, user_scope, \
     write_attempts
 

@@ -34,7 +34,7 @@ from ..runtime.array_dual import is_numpy_callable
 from .bindings import MISSING, global_value
 from .preaccumulate import Fuser
 from ..front.normalize import INPLACE
-from ..rules import lazy
+from ..rules import scipy_loader
 from ..registry import RECORDS, rule_name
 from ..rules.scalar import TAPELESS_BUILTINS
 
@@ -195,7 +195,7 @@ class ReverseTransform(gast.NodeTransformer):
         """D of a call whose arguments are already transformed."""
         callee = self._static_callee(node.func)
         if callee is not MISSING:
-            lazy.load_rules_for(callee)  # scipy.special's rules, on first use
+            scipy_loader.load_rules_for(callee)  # scipy.special's rules, on first use
             try:
                 tapeless = TAPELESS_BUILTINS.get(callee)
                 rule, found = rule_name(callee)

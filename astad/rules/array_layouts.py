@@ -1,5 +1,6 @@
-"""More shape functions: the split family, roll, rollaxis, tril/triu, diag, diagonal,
-diagflat, fliplr/flipud, rot90, append, atleast_1d/2d/3d, tile and pad.
+"""Functions laying the same elements out anew: the split family, roll, rollaxis,
+tril/triu, diag, diagonal, diagflat, fliplr/flipud, rot90, append, atleast_1d/2d/3d, tile
+and pad.
 
 All move elements linearly, so each jvp is the function applied to the tangent (with axes
 counted from the end, so leading direction axes pass through) and each vjp its
