@@ -20,7 +20,7 @@ from . import scalar  # noqa: F401  (the scalar rules, whose text SAME_AS_MATH r
 from ..registry import RECORDS, publish, record, renew, unique_name
 from ..registry import named as registry_named
 from .from_scalar import partials_of
-from ..runtime.array_dual import (CONVERT_LISTS, PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, constant,
+from ..runtime.array_dual import (PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, constant,
                                   accumulate, accumulate_rows, add_check, cotangent, dispatch,
                                   index_of, is_active, new_array, new_scalar, parent_of,
                                   primal_of, rows_accept, rows_cotangent, unbroadcast,
@@ -532,7 +532,7 @@ def constant_array_method(method):
         return lambda tape, *args, **kwargs: constant(tape, method(*args, **kwargs))
 
     def call(tape, *args, **kwargs):
-        args, kwargs = CONVERT_LISTS[0](fn, args, kwargs)  # (c.dot(xs): xs an array)
+        args, kwargs = _ad.arrays_for(fn, args, kwargs)  # (c.dot(xs): xs an array)
         if any(is_dual(a) for a in args) or any(is_dual(v) for v in kwargs.values()):
             if fn is None:
                 raise NotDifferentiableError(

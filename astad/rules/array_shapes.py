@@ -1,6 +1,5 @@
 """The derivative rules of numpy's shape functions, of building arrays from pieces
-(concatenate, stack, np.array of scalar duals), of indexing, and the operators and
-methods of ``ArrayDual`` (``x + y``, ``x.sum()``, ``x.T``, ``x.item()``).
+(concatenate, stack, np.array of scalar duals) and of indexing (``x[i]``, ``take_index``).
 
 Shape functions and indexing move cotangents without arithmetic; reading one element
 (``x[i]``) gives a scalar dual whose backward step adds into that one element.
@@ -14,11 +13,9 @@ from .array import (batched_vjps, NEW_ARRAYS, register_jvp, register_vjp, result
                     shapes_only, VIEWS_OF_G)
 from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negative_axes,
     negative_axis, sum_to_shape)
-from ..runtime.array_dual import (ArrayDualBase, accumulate, add_check, constant,
-                                  compiled_elementwise,
-                                  cotangent, dispatch, is_active, new_array, new_scalar,
-                                  parent_of, plain_array, primal_of, rows_accept,
-                                  rows_cotangent)
+from ..runtime.array_dual import (accumulate, add_check, constant, cotangent, dispatch,
+                                  is_active, new_array, new_scalar, parent_of, plain_array,
+                                  primal_of, rows_accept, rows_cotangent, take_index)
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.duals import DUAL_TYPES, ScalarDual
 from ..runtime.tape import BATCHED_BACKWARDS
@@ -372,106 +369,7 @@ def getitem(tape, x, index):
     return new_array(tape, value, _index_backward, parent, (index,))
 
 
-def take_index(x, index):
-    """``x[index]``: the function indexing is dispatched as (a key of so that
-    every mode finds its rule as for a numpy function)."""
-    return x[index]
-
-
 set_rule(take_index, getitem)
-ArrayDualBase.__getitem__ = lambda self, index: dispatch(take_index, (self, index), {})
-
-
-# -- operators and methods of array duals: numpy calls, dispatched at their operands' level
-def _binary(ufunc, reflected=False):
-    if compiled_elementwise is None:
-        if reflected:
-            return lambda self, other: dispatch(ufunc, (other, self), {})
-        return lambda self, other: dispatch(ufunc, (self, other), {})
-
-    def apply(self, other):  # (the compiled rule first: one call fewer per operation)
-        args = (other, self) if reflected else (self, other)
-        result = compiled_elementwise(ufunc, args)
-        return dispatch(ufunc, args, {}) if result is NotImplemented else result
-    return apply
-
-
-for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
-                      ("truediv", np.true_divide), ("pow", np.power), ("matmul", np.matmul),
-                      ("mod", np.remainder), ("floordiv", np.floor_divide)):
-    setattr(ArrayDualBase, f"__{_name}__", _binary(_ufunc))
-    setattr(ArrayDualBase, f"__r{_name}__", _binary(_ufunc, reflected=True))
-ArrayDualBase.__neg__ = lambda self: dispatch(np.negative, (self,), {})
-ArrayDualBase.__pos__ = lambda self: self
-ArrayDualBase.__abs__ = lambda self: dispatch(np.absolute, (self,), {})
-
-
-def _method(fn):
-    return lambda self, *args, **kwargs: dispatch(fn, (self,) + args, kwargs)
-
-
-for _name, _fn in (("sum", np.sum), ("mean", np.mean), ("prod", np.prod), ("max", np.max),
-                   ("min", np.min), ("var", np.var), ("std", np.std), ("ravel", np.ravel),
-                   ("squeeze", np.squeeze), ("dot", np.dot), ("copy", np.copy),
-                   ("trace", np.trace), ("clip", np.clip), ("repeat", np.repeat),
-                   ("take", np.take), ("cumsum", np.cumsum), ("swapaxes", np.swapaxes),
-                   ("cumprod", np.cumprod), ("diagonal", np.diagonal), ("conj", np.conjugate),
-                   ("conjugate", np.conjugate)):
-    setattr(ArrayDualBase, _name, _method(_fn))
-ArrayDualBase.real = property(lambda self: self)  # (a differentiated array is real)
-ArrayDualBase.imag = property(lambda self: np.zeros(np.shape(self)))
-ArrayDualBase.flatten = _method(np.ravel)
-ArrayDualBase.reshape = lambda self, *shape, **kw: dispatch(
-    np.reshape, (self, shape[0] if len(shape) == 1 else shape), kw)
-ArrayDualBase.transpose = lambda self, *axes: dispatch(
-    np.transpose, (self, (axes[0] if len(axes) == 1 else axes) or None), {})
-ArrayDualBase.T = property(lambda self: dispatch(np.transpose, (self,), {}))
-
-
-def _item(self, *args):
-    """x.item(), x.item(k) with a flat index, x.item(i, j) or x.item((i, j)): one element
-    as a scalar dual, as numpy gives one element as a Python float."""
-    shape = self.v.shape
-    if not args:
-        if self.v.size != 1:
-            raise ValueError("can only convert an array of size 1 to a Python scalar")
-        index = (0,) * len(shape)
-    elif len(args) == 1 and isinstance(args[0], tuple):
-        index = args[0]
-    elif len(args) == 1:
-        index = np.unravel_index(args[0] % self.v.size if args[0] < 0 else args[0], shape)
-    else:
-        index = args
-    return self[tuple(int(i) for i in index)]
-
-
-ArrayDualBase.item = _item
-# a scalar dual from a reduction stands for numpy's float64, which has .item() too
-ScalarDual.item = lambda self: self
-ArrayDualBase.astype = lambda self, dtype, copy=True, **kw: self if not copy and \
-    np.dtype(dtype) == self.v.dtype else dispatch(np.asarray, (self, dtype), {})
-
-# methods whose results carry no derivative (indices, truth values): on the primal
-for _name in ("argmax", "argmin", "argsort", "nonzero", "any", "all", "round"):
-    setattr(ArrayDualBase, _name, lambda self, *args, _name=_name, **kwargs: getattr(
-        plain_array(self), _name)(*args, **kwargs))
-
-
-class UnsupportedArrayAttribute(NotDifferentiableError, AttributeError):
-    """An ndarray attribute astad does not provide on differentiated arrays (an
-    AttributeError too, so ``hasattr`` and numpy's protocol probes work as usual)."""
-
-
-def _missing_attribute(self, name):
-    if name.startswith("__"):  # numpy's and Python's protocol probes
-        raise AttributeError(name)
-    raise UnsupportedArrayAttribute(
-        f"ndarray attribute {name!r} of a differentiated array is not supported by "
-        "astad; use the numpy function of the same name if astad has its derivative, or "
-        "apply it to a value that is not differentiated", *user_location())
-
-
-ArrayDualBase.__getattr__ = _missing_attribute
 
 
 def _real_dtype(args, kwargs):

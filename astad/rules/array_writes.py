@@ -40,8 +40,8 @@ import operator
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import (ARRAY_DUALS, REFRESH, WRITE, ArrayDual, constant,
-                                  ArrayDualBase, FArrayDual, accumulate, dispatch,
+from ..runtime.array_dual import (ARRAY_DUALS, ArrayDual, constant,
+                                  FArrayDual, accumulate, dispatch,
                                   parent_of, plain_array, unbroadcast)
 from ..runtime.duals import (DUAL_TYPES, innermost, running)
 from .array import (register_jvp, register_vjp)
@@ -161,7 +161,7 @@ def refresh_view(d: ArrayDual) -> None:
     tape.append((_view_backward, (root.i, root.v.shape, root.v.dtype), d.view))
 
 
-REFRESH[0] = refresh_view
+publish("refresh_view", refresh_view)
 
 
 def _view_backward(adjoint, arrays, k, parent, view):
@@ -433,22 +433,8 @@ def setitem(tape, value, obj, index) -> None:
 
 publish("setitem", setitem)
 publish("slice", slice)
-WRITE[0] = setitem
-ArrayDualBase.__setitem__ = lambda self, index, value: write(self, index, value)
+publish("write_array", write)  # ArrayDualBase.__setitem__ and its in-place operators
 
-
-# -- in-place operators -------------------------------------------------------------------------
-def _in_place(ufunc):
-    def operator_(self, other):
-        write(self, Ellipsis, dispatch(ufunc, (self, other), {}))
-        return self
-    return operator_
-
-
-for _name, _ufunc in (("iadd", np.add), ("isub", np.subtract), ("imul", np.multiply),
-                      ("itruediv", np.true_divide), ("ipow", np.power),
-                      ("imod", np.remainder), ("ifloordiv", np.floor_divide)):
-    setattr(ArrayDualBase, f"__{_name}__", _in_place(_ufunc))
 
 IN_PLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
             "/=": operator.itruediv, "%=": operator.imod, "**=": operator.ipow}

@@ -23,16 +23,9 @@ from ..registry import define, publish, record
 from ..runtime.array_dual import (ARRAY_DUALS, accumulate, cotangent, dispatch,
                                   new_array, parent_of, primal_of, ufunc_at_once,
                                   compiled_elementwise)
-from ..runtime import array_dual
-from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, ScalarDual,
-                             forward_dual, reverse_dual)
+from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, forward_dual,
+                             full_primal, reverse_dual)
 from .array_shapes import array_from
-
-
-def full_primal(value):
-    while type(value) in DUAL_TYPES:
-        value = value.v
-    return value
 
 
 # -- a scalar dual as a 0-d array --------------------------------------------------------
@@ -148,7 +141,7 @@ def arrays_for(func, args, kwargs):
     return tuple(args), kwargs
 
 
-array_dual.CONVERT_LISTS[0] = arrays_for
+publish("arrays_for", arrays_for)  # (numpy's dispatch, runtime/array_dual.py)
 
 
 def array_of(tape, obj, dtype=None, **kwargs):
@@ -275,28 +268,7 @@ def numpy_scalar_attribute(dual, name):
     raise AttributeError(f"{type(primal).__name__!r} object has no attribute {name!r}")
 
 
-def _getattr(self, name):
-    """A scalar dual's attribute that is not one of its own: numpy's for a numpy scalar;
-    a float method with no rule is refused; anything else is missing, as for a float."""
-    if not name.startswith("__") and isinstance(full_primal(self), np.generic):
-        return numpy_scalar_attribute(self, name)
-    return _float_getattr(self, name)
-
-
-def _item(self, *args):
-    """x.item() of a dual standing for a numpy scalar: its value as a Python float (the
-    same slot); of any other scalar dual, itself."""
-    primal = full_primal(self)
-    if isinstance(primal, np.generic) and type(primal) is not float:
-        return with_primal(self, float)
-    return self
-
-
-_float_getattr = ScalarDual.__getattr__
-ScalarDual.__getattr__ = _getattr
-ScalarDual.item = _item
-
-
+publish("numpy_scalar_attribute", numpy_scalar_attribute)  # (ScalarDual.__getattr__)
 publish("with_primal", with_primal)
 publish("numpy", numpy_call)  # generated code: ad.numpy(np.f, ...) where a dual may reach np.f
 # np.array / np.asarray of lists holding duals (numpy cannot dispatch on a list), or of a

@@ -16,6 +16,7 @@ itself exactly as users extend it.
 from __future__ import annotations
 
 import builtins
+import functools
 import itertools
 import linecache
 import math
@@ -31,7 +32,7 @@ from .. import registry
 from ..errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
 from ..registry import ad, define, publish
 from ..runtime.array_dual import ArrayDual, FArrayDual
-from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, ScalarDual, forward_dual,
+from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, forward_dual, full_primal,
                              new_dual)
 from ..runtime.tape import gradient_of
 from . import polygamma
@@ -55,14 +56,6 @@ exec(compile(_SECH2, RULE_FILENAME, "exec"), general_namespace())  # astad's own
 # (transform/preaccumulate.py) and the code specialised for floats write into their code.
 
 _INF = math.inf
-
-
-def full_primal(x):
-    """The plain value under every level of a scalar dual (what comparisons, ``int()`` and
-    ``math.floor`` see)."""
-    while type(x) in SCALAR_DUALS:
-        x = x.v
-    return x
 
 
 ARRAY = object()  # _number's answer for an array operand: numpy's dispatch takes over
@@ -813,35 +806,13 @@ TAPELESS_BUILTINS = {builtins.float: "float", builtins.isinstance: "isinstance",
                      builtins.type: "type"}
 
 
-# --- Operator overloading on duals, for code astad did not transform -------------------
-# A dual is always among the operands here, so the rule's fast paths (which need a tape)
-# do not apply: the general rule records at the level of the operands (rules/scalar_general.py).
-def _overload(rule_name: str, sym: str, swap: bool = False):
-    rule = registry.named(rule_name).general
-    if swap:
-        return lambda self, other: mixed(rule, sym, other, self)
-    return lambda self, other: mixed(rule, sym, self, other)
-
-
-def _overload_rule(rule, swap: bool = False):
-    if swap:
-        return lambda self, other: rule(None, other, self)
-    return lambda self, other: rule(None, self, other)
-
-
-for _rule_name, _sym, _forward_name, _reflected_name in (
-        ("add", "+", "__add__", "__radd__"), ("sub", "-", "__sub__", "__rsub__"),
-        ("mul", "*", "__mul__", "__rmul__"), ("truediv", "/", "__truediv__", "__rtruediv__"),
-        ("mod", "%", "__mod__", "__rmod__")):
-    setattr(ScalarDual, _forward_name, _overload(_rule_name, _sym))
-    setattr(ScalarDual, _reflected_name, _overload(_rule_name, _sym, swap=True))
-for _rule_name, _forward_name, _reflected_name in (
-        ("floordiv", "__floordiv__", "__rfloordiv__"), ("pow", "__pow__", "__rpow__")):
-    setattr(ScalarDual, _forward_name, _overload_rule(getattr(ad, _rule_name)))
-    setattr(ScalarDual, _reflected_name, _overload_rule(getattr(ad, _rule_name), swap=True))
-ScalarDual.__neg__ = lambda self: ad.neg(None, self)
-ScalarDual.__pos__ = lambda self: ad.pos(None, self)
-ScalarDual.__abs__ = lambda self: ad.abs(None, self)
+# --- Operators of duals, for code astad did not transform (runtime/duals.py) -------------
+# A dual is always among the operands there, so the rule's fast paths (which need a tape)
+# do not apply: the general rule records at the level of the operands.
+for _name, _sym in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("mod", "%")):
+    publish("operator_" + _name, functools.partial(mixed, registry.named(_name).general, _sym))
+for _name in ("floordiv", "pow"):
+    publish("operator_" + _name, functools.partial(getattr(ad, _name), None))
 
 
 F = TypeVar("F", bound=Callable[..., Any])

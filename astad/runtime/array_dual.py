@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import AstadError, NotDifferentiableError, user_location
-from ..registry import RECORDS, lookup, record
+from ..errors import NotDifferentiableError, user_location
+from ..registry import RECORDS, ad, lookup, publish, record
 from .tape import native
-from .duals import (DUAL_TYPES, Dual, NestedDual, PrimalView, ScalarDual, conversion_error,
+from .duals import (DUAL_TYPES, Dual, NestedDual, PrimalView, conversion_error,
                     innermost, is_forward, reverse_dual, running)
 
 def add_check(fn, step) -> None:
@@ -42,12 +42,63 @@ def add_check(fn, step) -> None:
         lambda args, kwargs: step(*before(args, kwargs)))
 
 
+# the commonest element-wise rules in C (runtime/_elementwise.c; rules/array.py configures)
+compiled_elementwise = None if native is None else native.elementwise
+
+
+def take_index(x, index):
+    """``x[index]``: the function indexing is dispatched as (the key of its rule, so that
+    every mode finds it as for a numpy function: rules/array_shapes.py)."""
+    return x[index]
+
+
+class UnsupportedArrayAttribute(NotDifferentiableError, AttributeError):
+    """An ndarray attribute astad does not provide on differentiated arrays (an
+    AttributeError too, so ``hasattr`` and numpy's protocol probes work as usual)."""
+
+
+def _operators(ufunc):
+    """``__name__`` and ``__rname__`` of an array dual: numpy's ``ufunc``, its compiled
+    rule first where there is one (one call fewer per operation)."""
+    if compiled_elementwise is None:
+        return (lambda self, other: dispatch(ufunc, (self, other), {}),
+                lambda self, other: dispatch(ufunc, (other, self), {}))
+
+    def forward(self, other):
+        result = compiled_elementwise(ufunc, (self, other))
+        return dispatch(ufunc, (self, other), {}) if result is NotImplemented else result
+
+    def reflected(self, other):
+        result = compiled_elementwise(ufunc, (other, self))
+        return dispatch(ufunc, (other, self), {}) if result is NotImplemented else result
+    return forward, reflected
+
+
+def _in_place(ufunc):
+    """``x op= y``: a write of the result into the array (rules/array_writes.py)."""
+    def operator_(self, other):
+        ad.write_array(self, Ellipsis, dispatch(ufunc, (self, other), {}))
+        return self
+    return operator_
+
+
+def _method(fn):
+    """The method calling numpy's ``fn`` (``x.sum(axis=0)`` is ``np.sum(x, axis=0)``)."""
+    return lambda self, *args, **kwargs: dispatch(fn, (self,) + args, kwargs)
+
+
+def _on_primal(name):
+    """A method whose result carries no derivative (indices, truth values): the
+    primal's."""
+    return lambda self, *args, **kwargs: getattr(plain_array(self), name)(*args, **kwargs)
+
+
 class ArrayDualBase(PrimalView):
     """What every array dual does, whatever its mode: it behaves as its primal array.
 
-    Its operators and methods are numpy calls (array_shapes.py installs them), so they
-    reach the rules through ``dispatch`` like ``np.sin(x)``, at the level of their
-    operands."""
+    Its operators and methods are numpy calls, so they reach the rules through
+    ``dispatch`` like ``np.sin(x)``, at the level of their operands; a write into it is
+    rules/array_writes.py's (through ``ad.write_array``)."""
 
     __slots__ = ()
     __array_priority__ = 100.0
@@ -110,10 +161,100 @@ class ArrayDualBase(PrimalView):
 
     __hash__ = None
 
+    # -- indexing and writing (a write makes a new version of the array: array_writes.py)
+    def __getitem__(self, index):
+        return dispatch(take_index, (self, index), {})
+
     def __setitem__(self, index, value):
-        raise AstadError(
-            "assigning into a differentiated array (x[i] = ...) is not supported: build a "
-            "new array instead (np.where, np.concatenate, np.stack or x + mask * value)")
+        ad.write_array(self, index, value)
+
+    # -- operators: numpy's ufuncs
+    __add__, __radd__ = _operators(np.add)
+    __sub__, __rsub__ = _operators(np.subtract)
+    __mul__, __rmul__ = _operators(np.multiply)
+    __truediv__, __rtruediv__ = _operators(np.true_divide)
+    __pow__, __rpow__ = _operators(np.power)
+    __matmul__, __rmatmul__ = _operators(np.matmul)
+    __mod__, __rmod__ = _operators(np.remainder)
+    __floordiv__, __rfloordiv__ = _operators(np.floor_divide)
+    __iadd__ = _in_place(np.add)
+    __isub__ = _in_place(np.subtract)
+    __imul__ = _in_place(np.multiply)
+    __itruediv__ = _in_place(np.true_divide)
+    __ipow__ = _in_place(np.power)
+    __imod__ = _in_place(np.remainder)
+    __ifloordiv__ = _in_place(np.floor_divide)
+
+    def __neg__(self):
+        return dispatch(np.negative, (self,), {})
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return dispatch(np.absolute, (self,), {})
+
+    # -- methods: numpy's functions of the same name
+    sum, mean, prod = _method(np.sum), _method(np.mean), _method(np.prod)
+    max, min, var, std = _method(np.max), _method(np.min), _method(np.var), _method(np.std)
+    ravel = flatten = _method(np.ravel)
+    squeeze, dot, copy = _method(np.squeeze), _method(np.dot), _method(np.copy)
+    trace, clip, repeat = _method(np.trace), _method(np.clip), _method(np.repeat)
+    take, cumsum, cumprod = _method(np.take), _method(np.cumsum), _method(np.cumprod)
+    swapaxes, diagonal = _method(np.swapaxes), _method(np.diagonal)
+    conj = conjugate = _method(np.conjugate)
+    # results with no derivative (indices, truth values): the primal's
+    argmax, argmin, argsort = _on_primal("argmax"), _on_primal("argmin"), _on_primal("argsort")
+    nonzero, any, all = _on_primal("nonzero"), _on_primal("any"), _on_primal("all")
+    round = _on_primal("round")
+
+    def reshape(self, *shape, **kwargs):
+        return dispatch(np.reshape, (self, shape[0] if len(shape) == 1 else shape), kwargs)
+
+    def transpose(self, *axes):
+        return dispatch(np.transpose, (self, (axes[0] if len(axes) == 1 else axes) or None),
+                        {})
+
+    @property
+    def T(self):
+        return dispatch(np.transpose, (self,), {})
+
+    @property
+    def real(self):
+        return self  # (a differentiated array is real)
+
+    @property
+    def imag(self):
+        return np.zeros(np.shape(self))
+
+    def astype(self, dtype, copy=True, **kwargs):
+        if not copy and np.dtype(dtype) == self.v.dtype:
+            return self
+        return dispatch(np.asarray, (self, dtype), {})
+
+    def item(self, *args):
+        """x.item(), x.item(k) with a flat index, x.item(i, j) or x.item((i, j)): one
+        element as a scalar dual, as numpy gives one element as a Python float."""
+        shape = self.v.shape
+        if not args:
+            if self.v.size != 1:
+                raise ValueError("can only convert an array of size 1 to a Python scalar")
+            index = (0,) * len(shape)
+        elif len(args) == 1 and isinstance(args[0], tuple):
+            index = args[0]
+        elif len(args) == 1:
+            index = np.unravel_index(args[0] % self.v.size if args[0] < 0 else args[0], shape)
+        else:
+            index = args
+        return self[tuple(int(i) for i in index)]
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # numpy's and Python's protocol probes
+            raise AttributeError(name)
+        raise UnsupportedArrayAttribute(
+            f"ndarray attribute {name!r} of a differentiated array is not supported by "
+            "astad; use the numpy function of the same name if astad has its derivative, "
+            "or apply it to a value that is not differentiated", *user_location())
 
 
 class ArrayDual(ArrayDualBase):
@@ -203,13 +344,13 @@ def dispatch(func, args, kwargs):
             raise NotDifferentiableError("astad differentiates out= with one output array",
                                          *user_location())
         result = dispatch(func, args, kwargs)
-        WRITE[0](None, result, target, Ellipsis)
+        ad.setitem(None, result, target, Ellipsis)
         return target
     if kwargs.get("where", True) is not True:
         raise NotDifferentiableError(
             "astad does not differentiate numpy's where= argument; select with np.where "
             "or multiply by the mask instead", *user_location())
-    args, kwargs = CONVERT_LISTS[0](func, args, kwargs)  # lists holding duals: arrays
+    args, kwargs = ad.arrays_for(func, args, kwargs)  # lists holding duals: arrays
     level = innermost(args) if not kwargs else innermost(list(args) + list(kwargs.values()))
     if level is None:  # (numpy asked because of a dual of no level: cannot happen)
         return func(*args, **kwargs)
@@ -233,7 +374,7 @@ def dispatch(func, args, kwargs):
             f"astad has no derivative for numpy's {name!r} on differentiated arrays; "
             "register one with astad.register_vjp", *user_location())
     if is_forward(level):
-        return FORWARD[0](func, rule, level, args, kwargs)
+        return ad.forward_array_rule(func, rule, level, args, kwargs)
     return rule(level, *args, **kwargs)
 
 
@@ -252,10 +393,6 @@ def ufunc_at_once(func, args):
                 found.view is None and found.writer is None:
             return found.array(tape, *args)
     return NotImplemented
-
-
-# the commonest element-wise rules in C (runtime/_elementwise.c; rules/array.py configures)
-compiled_elementwise = None if native is None else native.elementwise
 
 
 def _one_tape(args):
@@ -281,38 +418,7 @@ def _one_tape(args):
 PLAIN_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64, np.bool_, bool})
 PLAIN_OPERANDS = PLAIN_SCALARS | {np.ndarray}
 
-# forward mode's application of a rule (astad/rules/array_forward.py sets it)
-FORWARD: list = [None]
-# (func, args, kwargs) -> (args, kwargs) with lists holding duals made arrays
-# (rules/numpy_values.py sets it)
-CONVERT_LISTS: list = [lambda func, args, kwargs: (args, kwargs)]
-WRITE: list = [None]  # array_writes.setitem
-
-
-def _dual_ufunc(self, ufunc, method, *inputs, **kwargs):
-    return dispatch(ufunc if method == "__call__" else (ufunc, method), inputs, kwargs)
-
-
-def _dual_function(self, func, types, args, kwargs):
-    return dispatch(func, args, kwargs)
-
-
-# scalar duals take part in numpy calls too (np.exp(x) for a float x)
-ScalarDual.__array_ufunc__ = _dual_ufunc
-ScalarDual.__array_function__ = _dual_function
-
-
-def _scalar_array(self, dtype=None, copy=None):
-    """numpy converting a scalar dual to a plain array (np.asarray(x), np.array([x, y])
-    in code astad did not transform) would lose its derivative, or make an object array
-    of duals that no rule follows: refused. (Generated code converts with the rule of
-    np.array instead: rules/numpy_values.py.)"""
-    raise conversion_error(
-        self, "a differentiated value was converted to a numpy array by code astad did not "
-        "transform (np.asarray, np.array of a list), which would lose its derivative")
-
-
-ScalarDual.__array__ = _scalar_array
+publish("dispatch", dispatch)
 
 
 # -- recording (reverse mode) ---------------------------------------------------------------
@@ -390,11 +496,8 @@ def index_of(value) -> int:
     since its index was recorded, a new entry reading the root's current version."""
     root = value.root
     if root is not None and value.synced != root.i:
-        REFRESH[0](value)
+        ad.refresh_view(value)  # (rules/array_writes.py)
     return value.i
-
-
-REFRESH: list = [None]  # (array_writes.refresh_view)
 
 
 def unbroadcast(g, shape):

@@ -39,6 +39,7 @@ import numpy as np
 
 from .. import errors
 from ..errors import ASTAD_DIR, NotDifferentiableError, user_location
+from ..registry import ad
 
 
 class StaleDualError(NotDifferentiableError):
@@ -79,6 +80,21 @@ class PrimalView:
         return format(self.v, spec)
 
 
+def _operators(name: str):
+    """``__name__`` and ``__rname__`` of a scalar dual: the rule's general form, which
+    rules/scalar.py publishes as ``ad.operator_<name>(a, b)`` (looked up at the call: the
+    rules sit above this module)."""
+    published = "operator_" + name
+
+    def forward(self, other):
+        return getattr(ad, published)(self, other)
+
+    def reflected(self, other):
+        return getattr(ad, published)(other, self)
+    forward.__name__, reflected.__name__ = f"__{name}__", f"__r{name}__"
+    return forward, reflected
+
+
 class ScalarDual(PrimalView):
     """What every scalar dual does, whatever its mode: it behaves as its primal float.
 
@@ -86,12 +102,48 @@ class ScalarDual(PrimalView):
     flow follows the primal (paper section 3) and untransformed code that only compares,
     sorts, prints or hashes values keeps working. Arithmetic reached from code astad did
     not transform (a property getter, a user class's ``__add__``, ``operator.mul`` passed
-    to ``functools.reduce``) goes through the general rules by operator overloading
-    (rules/scalar_general.py installs the operators), at the level of its operands. Anything
-    that would silently drop the derivative (``float(dual)`` in a C function) raises.
+    to ``functools.reduce``) goes through the general rules by operator overloading, at
+    the level of its operands; numpy functions of it go through numpy's dispatch
+    (runtime/array_dual.py). Anything that would silently drop the derivative
+    (``float(dual)`` in a C function) raises. The methods that need a rule call it
+    through ``ad``, the registry's namespace, when they run.
     """
 
     __slots__ = ()
+
+    # -- arithmetic from code astad did not transform (transformed code calls the rules)
+    __add__, __radd__ = _operators("add")
+    __sub__, __rsub__ = _operators("sub")
+    __mul__, __rmul__ = _operators("mul")
+    __truediv__, __rtruediv__ = _operators("truediv")
+    __mod__, __rmod__ = _operators("mod")
+    __floordiv__, __rfloordiv__ = _operators("floordiv")
+    __pow__, __rpow__ = _operators("pow")
+
+    def __neg__(self):
+        return ad.neg(None, self)
+
+    def __pos__(self):
+        return ad.pos(None, self)
+
+    def __abs__(self):
+        return ad.abs(None, self)
+
+    # -- numpy's protocols: a numpy function of a scalar dual is numpy's dispatch
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return ad.dispatch(ufunc if method == "__call__" else (ufunc, method), inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return ad.dispatch(func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy converting a scalar dual to a plain array (np.asarray(x), np.array([x, y])
+        in code astad did not transform) would lose its derivative, or make an object array
+        of duals that no rule follows: refused. (Generated code converts with the rule of
+        np.array instead: rules/numpy_values.py.)"""
+        raise conversion_error(
+            self, "a differentiated value was converted to a numpy array by code astad did "
+            "not transform (np.asarray, np.array of a list), which would lose its derivative")
 
     def __lt__(self, other):
         return self.v < (other.v if type(other) is type(self) else other)
@@ -148,7 +200,17 @@ class ScalarDual(PrimalView):
     def is_integer(self):
         return self.v.is_integer()
 
+    def item(self, *args):
+        """x.item() of a dual standing for a numpy scalar (a reduction's result): its value
+        as a Python float, in the same slot; of any other scalar dual, itself."""
+        primal = full_primal(self)
+        if isinstance(primal, np.generic) and type(primal) is not float:
+            return ad.with_primal(self, float)
+        return self
+
     def __getattr__(self, name):
+        if not name.startswith("__") and isinstance(full_primal(self), np.generic):
+            return ad.numpy_scalar_attribute(self, name)  # numpy's, for a numpy scalar
         if hasattr(float, name):  # a float method with no rule (x.hex(), ...): refuse
             raise NotDifferentiableError(
                 f"float attribute {name!r} of a differentiated value is not supported by "
@@ -367,6 +429,14 @@ def depth_of(value) -> int:
 
 SCALAR_DUALS = frozenset({Dual, NestedDual, FDual, NestedFDual})
 DUAL_TYPES: set = set(SCALAR_DUALS)  # array duals join it (array_dual.py)
+
+
+def full_primal(x):
+    """The plain value under every level of a dual (what comparisons, ``int()`` and
+    ``math.floor`` see of a scalar dual); anything else as it is."""
+    while type(x) in DUAL_TYPES:
+        x = x.v
+    return x
 
 
 def innermost(values):
