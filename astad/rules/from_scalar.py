@@ -2,7 +2,7 @@
 derivative.
 
 A scalar rule (rules/scalar.py) gives its partials as text in ``x``, ``y`` and the result
-``r``: ``tanh``'s is ``1.0 - r * r if -0.5 < x < 0.5 else _sech2(x)``. The numpy function
+``r``: ``tanh``'s is ``1.0 - r * r if -3.0 < x < 3.0 else _sech2(x)``. The numpy function
 that computes the same thing element by element (``np.tanh``) gets its partial from that
 text, read with numpy's functions: the same operations in the same order on each
 element, so ``grad(math.tanh)`` and ``grad(np.tanh)`` differ only where numpy's own
@@ -14,13 +14,18 @@ the C library's. The translation:
 - ``a if c else b`` computes ``a`` where ``c`` holds and ``b`` elsewhere, each on its
   own elements only (no warning or overflow from the branch not taken);
 - a chained comparison is the ``&`` of its links, ``and``/``or`` are ``&``/``|`` of
-  truth values.
+  truth values;
+- an arithmetic operation on a temporary of the formula (``1.0 - r * r``: ``r * r``)
+  writes its result into that temporary when it is a large float64 array: the same
+  operations, with one array allocated where the text has several (on arrays of a
+  hundred thousand elements a new array costs more than the arithmetic).
 """
 from __future__ import annotations
 
 import ast
 import linecache
 import math
+import operator
 
 import numpy as np
 
@@ -34,30 +39,35 @@ _FUNCTIONS = {
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "exp": np.exp,
     "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "log2": np.log2, "log10": np.log10,
     "sqrt": np.sqrt, "cbrt": np.cbrt, "hypot": np.hypot, "copysign": np.copysign,
-    "abs": np.abs, "fabs": np.fabs, "round": np.round,
+    "abs": np.abs, "fabs": np.fabs, "round": np.rint,  # (both round half to even)
 }
 
 
-def _inv(z):
-    """1/z, and +inf where z == 0 (either sign), as rules/scalar_general._inv."""
+def _inv(z, fresh=False):
+    """1/z, and +inf where z == 0 (either sign), as rules/scalar_general._inv. ``fresh``:
+    z is a temporary of the formula, which may take the result."""
     if np.ndim(z) == 0:
         return 1.0 / z if z else math.inf
+    if type(z) is not np.ndarray:  # (a differentiated array: a derivative's derivative)
+        with np.errstate(divide="ignore"):
+            return np.true_divide(1.0, z)
+    if z.all():  # no zero (the usual case): one division
+        return np.true_divide(1.0, z, out=z if fresh and _reusable(z) else None)
     with np.errstate(divide="ignore"):
         out = np.true_divide(1.0, z)
-    if type(out) is np.ndarray and not all_finite(out):  # (1 / -0.0 is -inf)
-        out[z == 0] = math.inf
+    out[z == 0] = math.inf  # (1 / -0.0 is -inf)
     return out
 
 
-def _sign(x):
-    """1, -1, or 0 (at 0 and at nan), as rules/scalar_general._sign."""
-    return (x > 0.0) * 1.0 - (x < 0.0) * 1.0
-
-
-def _sech2(x):
+def _sech2(x, fresh=False):
     """sech^2 x = 4 e / (1 + e)^2 with e = exp(-2|x|), as rules/scalar._sech2."""
     e = np.exp(-2.0 * np.abs(x))
-    return 4.0 * e / ((1.0 + e) * (1.0 + e))
+    if type(e) is not np.ndarray:
+        return 4.0 * e / ((1.0 + e) * (1.0 + e))
+    one_plus = np.add(1.0, e)  # (the same operations, in two arrays)
+    np.multiply(one_plus, one_plus, out=one_plus)
+    np.multiply(4.0, e, out=e)
+    return np.true_divide(e, one_plus, out=e)
 
 
 def _float(x):
@@ -76,24 +86,67 @@ def all_finite(array) -> bool:
 _PLAIN = frozenset({np.ndarray, float, int, np.float64, np.float32, np.float16})
 
 
+_F64 = np.dtype(np.float64)
+_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+              np.true_divide: operator.truediv, np.negative: operator.neg}
+_REUSE_SIZE = 4096  # (below, a new array costs less than these checks)
+
+
+def _reusable(t) -> bool:
+    return t.dtype == _F64 and t.flags.writeable
+
+
+def _into(ufunc, a, b, fresh: int):
+    """``a op b`` where operand ``fresh`` (0: a, 1: b) is a temporary of the formula: into
+    it when it is a large float64 array the result fills exactly (same shape, a float64
+    result), else a new value as the operator gives it."""
+    t = b if fresh else a
+    if type(t) is np.ndarray and _reusable(t):
+        other = a if fresh else b
+        kind = type(other)
+        if kind is float or kind is int or (kind is np.ndarray and other.shape == t.shape
+                                            and other.dtype.kind in "fiub"
+                                            and other.dtype.itemsize <= 8):
+            return ufunc(a, b, out=t)
+    return _OPERATORS[ufunc](a, b)
+
+
+def _call_into(ufunc, fresh: int, *args):
+    """``ufunc(*args)`` where argument ``fresh`` is a temporary of the formula: into it
+    when it is a large float64 array the result fills exactly."""
+    t = args[fresh]
+    if type(t) is np.ndarray and _reusable(t) and all(
+            type(a) is float or type(a) is int or a is t or (
+                type(a) is np.ndarray and a.shape == t.shape and a.dtype.kind in "fiub"
+                and a.dtype.itemsize <= 8) for a in args):
+        return ufunc(*args, out=t)
+    return _OPERATORS.get(ufunc, ufunc)(*args)
+
+
 def _branch(test, values: tuple, then, otherwise):
     """``then(*values)`` where ``test(*values)`` holds, ``otherwise(*values)`` elsewhere
     (``a if c else b`` of a scalar rule's text, element by element). The first branch is
-    computed on every element, with numpy's warnings off (where the test does not hold
-    it may overflow; its value there is replaced), the second on the elements where the
-    test does not hold only. Differentiated values (a derivative of a derivative: the
-    rules call this on them as it is) take ``np.where``, whose rule follows them."""
-    with np.errstate(all="ignore"):  # (1e150 as a float32 in a test overflows)
+    computed on every element, with numpy's warnings off where the test does not hold
+    everywhere (there it may overflow; its value there is replaced), the second on the
+    elements where the test does not hold only. Differentiated values (a derivative of a
+    derivative: the rules call this on them as it is) take ``np.where``, whose rule
+    follows them."""
+    doubles = all(type(v) is not np.ndarray or v.dtype == _F64 for v in values)
+    if doubles:
         holds = test(*values)
-        if np.ndim(holds) == 0:
-            scalar = True
-        else:
-            scalar = False
-            out = then(*values)
-            if not all(type(v) in _PLAIN for v in values):
-                return np.where(holds, out, otherwise(*values))
-    if scalar:
+    else:
+        with np.errstate(all="ignore"):  # (1e150 as a float32 in a test overflows)
+            holds = test(*values)
+    if np.ndim(holds) == 0:
         return then(*values) if holds else otherwise(*values)
+    if not all(type(v) in _PLAIN for v in values):
+        with np.errstate(all="ignore"):
+            out = then(*values)
+        return np.where(holds, out, otherwise(*values))
+    if doubles and holds.all():  # (the usual case: a warning would be the formula's own)
+        return then(*values)
+    with np.errstate(all="ignore"):
+        out = then(*values)
     rest = ~holds
     if not rest.any():
         return out
@@ -102,13 +155,22 @@ def _branch(test, values: tuple, then, otherwise):
             not out.flags.writeable or any(out is v for v in values):
         out = np.array(np.broadcast_to(out, shape), dtype=np.result_type(out, *values))
     where = np.flatnonzero(rest)  # (few, mostly: taken by position)
-    out.reshape(-1)[where] = otherwise(*[np.ravel(np.broadcast_to(v, shape))[where]
-                                         for v in values])
+    out.reshape(-1)[where] = otherwise(*[_elements(v, shape, where) for v in values])
     return out
 
 
-_NAMESPACE = {**_FUNCTIONS, "_inv": _inv, "_sign": _sign, "_sech2": _sech2,
-              "float": _float, "_branch": _branch, "np": np,
+def _elements(value, shape, where):
+    """The elements at flat positions ``where`` of ``value`` broadcast to ``shape``."""
+    if type(value) is np.ndarray and value.shape == shape:
+        return value.reshape(-1)[where]
+    if np.ndim(value) == 0:
+        return value
+    return np.ravel(np.broadcast_to(value, shape))[where]
+
+
+_NAMESPACE = {**_FUNCTIONS, "_inv": _inv, "_sign": np.sign, "_sech2": _sech2,
+              "float": _float, "_branch": _branch, "_into": _into, "_call_into": _call_into,
+              "np": np,
               "LN2": math.log(2.0), "LN10": math.log(10.0), "DEG": 180.0 / math.pi,
               "RAD": math.pi / 180.0, "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi)}
 
@@ -116,8 +178,9 @@ _NAMESPACE = {**_FUNCTIONS, "_inv": _inv, "_sign": _sign, "_sech2": _sech2,
 class _ElementWise(ast.NodeTransformer):
     """A scalar rule's expression, rewritten to run element by element on arrays."""
 
-    def __init__(self, parameters: str):
+    def __init__(self, parameters: str, reuse: bool):
         self.parameters = parameters
+        self.reuse = reuse  # write into the formula's temporaries (large arrays)
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
@@ -128,6 +191,44 @@ class _ElementWise(ast.NodeTransformer):
                                  (self._truth(node.test), node.body, node.orelse))
         return ast.Call(ast.Name("_branch", ast.Load()),
                         [test, ast.Tuple(args, ast.Load()), then, otherwise], [])
+
+    def visit_BinOp(self, node):
+        """An operation on a temporary (the result of an operation or of a function of
+        numpy) may write into it (``_into``)."""
+        self.generic_visit(node)
+        if not self.reuse:
+            return node
+        ufunc = _UFUNC_OF.get(type(node.op))
+        fresh = [k for k, side in enumerate((node.left, node.right)) if _is_temporary(side)]
+        if ufunc is None or not fresh:
+            return node
+        return ast.Call(ast.Name("_into", ast.Load()),
+                        [ast.Attribute(ast.Name("np", ast.Load()), ufunc, ast.Load()),
+                         node.left, node.right, ast.Constant(fresh[0])], [])
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if self.reuse and isinstance(node.op, ast.USub) and _is_temporary(node.operand):
+            return self._call_into("negative", 0, [node.operand])
+        return node
+
+    def visit_Call(self, node):
+        """A helper or a numpy function given a temporary may write its result into it."""
+        self.generic_visit(node)
+        if not self.reuse or not isinstance(node.func, ast.Name) or node.keywords:
+            return node
+        fresh = [k for k, a in enumerate(node.args) if _is_temporary(a)]
+        if node.func.id in ("_inv", "_sech2") and fresh:
+            node.keywords.append(ast.keyword("fresh", ast.Constant(True)))
+        elif isinstance(_FUNCTIONS.get(node.func.id), np.ufunc) and fresh:
+            return self._call_into(_FUNCTIONS[node.func.id].__name__, fresh[0], node.args)
+        return node
+
+    @staticmethod
+    def _call_into(ufunc: str, fresh: int, args):
+        return ast.Call(ast.Name("_call_into", ast.Load()),
+                        [ast.Attribute(ast.Name("np", ast.Load()), ufunc, ast.Load()),
+                         ast.Constant(fresh), *args], [])
 
     def visit_Compare(self, node):
         self.generic_visit(node)
@@ -163,16 +264,31 @@ class _ElementWise(ast.NodeTransformer):
         return ast.Compare(node, [ast.NotEq()], [ast.Constant(0.0)])
 
 
+_UFUNC_OF = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide"}
+
+
+def _is_temporary(node) -> bool:
+    """Is ``node``'s value a new array of the formula's own (no one else holds it)?"""
+    if isinstance(node, ast.BinOp):
+        return type(node.op) in _UFUNC_OF
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id in _FUNCTIONS or node.func.id in ("_into", "_call_into", "_inv",
+                                                              "_sech2", "_sign")
+    return False
+
+
 def partial_function(name: str, text: str, parameters: str):
     """The partial given as ``text`` (in ``parameters`` and ``r``) of the scalar rule
     ``name``, element by element: ``f(*args, r)`` on arrays (and numbers). Its text is
     readable (linecache), so that astad differentiates it again."""
     names = parameters + ", r"
-    tree = ast.parse(text, mode="eval")
-    tree = ast.fix_missing_locations(_ElementWise(names).visit(tree))
-    source = (f"def {name}_partial({names}):\n"
-              f"    # {text}\n"
-              f"    return {ast.unparse(tree.body)}\n")
+    plain, reusing = (ast.unparse(_ElementWise(names, reuse).visit(ast.parse(text, mode="eval")))
+                      for reuse in (False, True))
+    source = f"def {name}_partial({names}):\n    # {text}\n"
+    if reusing != plain:
+        source += (f"    if type(r) is np.ndarray and r.size >= {_REUSE_SIZE}:\n"
+                   f"        return {reusing}\n")
+    source += f"    return {plain}\n"
     filename = f"<astad element-wise partial of {name}: {text}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = dict(_NAMESPACE)

@@ -488,17 +488,20 @@ unary("atan", "atan(x)", "1.0 / (1.0 + x * x) if -1e150 < x < 1e150 else 1.0 / x
       math.atan)
 unary("sinh", "sinh(x)", "cosh(x)", math.sinh)
 unary("cosh", "cosh(x)", "sinh(x)", math.cosh)
-# (1 - r r is accurate to 1e-14 relative for |x| < 2: numpy's element-wise rule and the
-# compiled one compute exp only beyond, where it cancels)
-unary("tanh", "tanh(x)", "1.0 - r * r if -2.0 < x < 2.0 else _sech2(x)", math.tanh)
-unary("asinh", "asinh(x)", "1.0 / hypot(x, 1.0)", math.asinh)
-unary("acosh", "acosh(x)", "_inv(sqrt(x - 1.0) * sqrt(x + 1.0))", math.acosh)
+# (1 - r r is accurate to 3e-14 relative for |x| < 3: numpy's element-wise rule and the
+# compiled one (TANH_NEAR in runtime/_elementwise.c) compute exp only beyond, where it
+# cancels; few elements of a model's arrays are that far out)
+unary("tanh", "tanh(x)", "1.0 - r * r if -3.0 < x < 3.0 else _sech2(x)", math.tanh)
+unary("asinh", "asinh(x)", "1.0 / sqrt(1.0 + x * x) if -1e150 < x < 1e150 else 1.0 / abs(x)",
+      math.asinh)
+unary("acosh", "acosh(x)", "_inv(sqrt((x - 1.0) * (x + 1.0))) if x < 1e150 else 1.0 / x",
+      math.acosh)
 unary("atanh", "atanh(x)", "1.0 / ((1.0 - x) * (1.0 + x))", math.atanh)
 unary("exp", "exp(x)", "r", math.exp)
 unary("expm1", "expm1(x)", "exp(x)", math.expm1)
 unary("log1p", "log1p(x)", "1.0 / (1.0 + x)", math.log1p)
-unary("log2", "log2(x)", "1.0 / x / LN2", math.log2)
-unary("log10", "log10(x)", "1.0 / x / LN10", math.log10)
+unary("log2", "log2(x)", "1.0 / (x * LN2)", math.log2)
+unary("log10", "log10(x)", "1.0 / (x * LN10)", math.log10)
 unary("sqrt", "sqrt(x)", "_inv(2.0 * r)", math.sqrt)
 unary("fabs", "fabs(x)", "_sign(x)", math.fabs)
 unary("erf", "erf(x)", "TWO_OVER_SQRTPI * exp(-x * x)", math.erf)
@@ -513,7 +516,7 @@ binary("atan2", "atan2(x, y)", "y / hypot(x, y) / hypot(x, y) if x or y else 0.0
        "-x / hypot(x, y) / hypot(x, y) if x or y else 0.0", math.atan2)
 binary("hypot2", "hypot(x, y)", "x / r if r else 0.0", "y / r if r else 0.0",
        fallback="math.hypot(a, b)", math_name="hypot")
-binary("copysign", "copysign(x, y)", "copysign(1.0, x) * copysign(1.0, y)", "0.0",
+binary("copysign", "copysign(x, y)", "copysign(1.0, x * y)", "0.0",
        math.copysign)
 # fmod(x, y) = x - q y with the integer q = (x - fmod(x, y)) / y exactly (not trunc(x / y),
 # which rounds: 1.0 / 0.1 is 10.000000000000002, the quotient fmod used is 9)

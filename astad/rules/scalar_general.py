@@ -174,8 +174,9 @@ def inverse(z):
 
 
 def sign(x):
-    """Derivative of abs: 0 at 0 (the subgradient PyTorch also picks)."""
-    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+    """Derivative of abs: 0 at 0 (the subgradient PyTorch also picks), nan at nan (as
+    numpy's sign, which the element-wise rules use)."""
+    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))
 
 
 NAMESPACE = {

@@ -46,6 +46,8 @@ typedef struct { /* numpy's PyArrayObject_fields, as far as it is read here */
 #define NPY_C_CONTIGUOUS 0x0001
 #define NPY_ALIGNED 0x0100
 #define NPY_WRITEABLE 0x0400
+/* where tanh's partial is 1 - r^2: the threshold of tanh's text in rules/scalar.py */
+#define TANH_NEAR 3.0
 #define MAX_SIZE 16384 /* larger arrays: the Python rule (its cost is not the overhead) */
 
 enum { ADD, SUBTRACT, MULTIPLY, DIVIDE, NEGATIVE, SQUARE, SQRT, EXP, LOG, SIN, COS, TANH,
@@ -416,14 +418,14 @@ compute(int op, PyObject *func, PyObject *helper, int checked, Operand *x, Opera
             ((double *)q->data)[j] = y->number * ((double *)q->data)[j];
         break;
     case TANH: { /* the scalar rule's text (rules/from_scalar.py): 1 - r^2 where
-                  * -2 < x < 2, else sech^2 x = 4 e / ((1 + e) (1 + e)) with
+                  * |x| < TANH_NEAR, else sech^2 x = 4 e / ((1 + e) (1 + e)) with
                   * e = exp(-2 |x|), numpy's exp (the helper) of those elements only */
         if ((partials[0] = new_like(x->value, &p)) == NULL)
             return -1;
         Py_ssize_t far = 0;
         for (Py_ssize_t j = 0; j < n; j++) {
             double a = AT(*x, j);
-            if (-2.0 < a && a < 2.0)
+            if (-TANH_NEAR < a && a < TANH_NEAR)
                 p[j] = 1.0 - r[j] * r[j];
             else
                 far++;
@@ -441,7 +443,7 @@ compute(int op, PyObject *func, PyObject *helper, int checked, Operand *x, Opera
         double *tv = (double *)ta->data;
         for (Py_ssize_t j = 0, k = 0; j < n; j++) {
             double a = AT(*x, j);
-            if (!(-2.0 < a && a < 2.0))
+            if (!(-TANH_NEAR < a && a < TANH_NEAR))
                 tv[k++] = -2.0 * fabs(a);
         }
         PyObject *e = PyObject_CallOneArg(helper, t);
@@ -456,7 +458,7 @@ compute(int op, PyObject *func, PyObject *helper, int checked, Operand *x, Opera
         double *ev = (double *)ea->data;
         for (Py_ssize_t j = 0, k = 0; j < n; j++) {
             double a = AT(*x, j);
-            if (!(-2.0 < a && a < 2.0)) {
+            if (!(-TANH_NEAR < a && a < TANH_NEAR)) {
                 double v = ev[k++];
                 p[j] = 4.0 * v / ((1.0 + v) * (1.0 + v));
             }
