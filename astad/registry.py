@@ -56,8 +56,7 @@ class Record:
         "check",         # check(args, kwargs) -> (args, kwargs): refuse or rearrange
         "writer",        # writes into an argument (np.add.at, np.copyto)
         "view",          # view(args, kwargs): a view of the array, or None
-        # -- the catalogue
-        "own",           # astad's own rule (not one a user registered later): its kind
+        # -- what calls of it are recorded as
         "primitive",     # a Python function recorded as this callable (scipy's logsumexp)
     )
 
@@ -65,7 +64,7 @@ class Record:
         self.name = name
         self.call = self.formula = self.general = self.array = self.partials = None
         self.vjps = self.jvps = self.result_kind = self.outputs = self.linear = None
-        self.multilinear = self.check = self.writer = self.view = self.own = None
+        self.multilinear = self.check = self.writer = self.view = None
         self.primitive = None
         self.total = self.finite = self.batched_vjps = self.batched_jvps = False
         self.shapes_only = self.primal_only = self.selects = False

@@ -111,6 +111,14 @@ def _into(ufunc, a, b, fresh: int):
     return _OPERATORS[ufunc](a, b)
 
 
+def _and(a, b):
+    """``a & b`` of two tests (a chained comparison's links), into ``a``'s array."""
+    if type(a) is np.ndarray and a.dtype == bool and type(b) is np.ndarray and \
+            b.shape == a.shape:
+        return np.logical_and(a, b, out=a)
+    return a & b
+
+
 def _call_into(ufunc, fresh: int, *args):
     """``ufunc(*args)`` where argument ``fresh`` is a temporary of the formula: into it
     when it is a large float64 array the result fills exactly."""
@@ -147,7 +155,11 @@ def _branch(test, values: tuple, then, otherwise):
         return then(*values)
     with np.errstate(all="ignore"):
         out = then(*values)
-    rest = ~holds
+    if type(holds) is np.ndarray and holds.dtype == bool and \
+            not any(holds is v for v in values):
+        rest = np.logical_not(holds, out=holds)  # (the test's own array)
+    else:
+        rest = ~holds
     if not rest.any():
         return out
     shape = holds.shape
@@ -170,6 +182,7 @@ def _elements(value, shape, where):
 
 _NAMESPACE = {**_FUNCTIONS, "_inv": _inv, "_sign": np.sign, "_sech2": _sech2,
               "float": _float, "_branch": _branch, "_into": _into, "_call_into": _call_into,
+              "_and": _and,
               "np": np,
               "LN2": math.log(2.0), "LN10": math.log(10.0), "DEG": 180.0 / math.pi,
               "RAD": math.pi / 180.0, "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi)}
@@ -232,6 +245,10 @@ class _ElementWise(ast.NodeTransformer):
 
     def visit_Compare(self, node):
         self.generic_visit(node)
+        bound = _symmetric_bound(node)
+        if bound is not None:  # -c < x < c: abs(x) < c, one comparison (nan: False too)
+            return ast.Compare(ast.Call(ast.Name("abs", ast.Load()), [node.comparators[0]], []),
+                               [node.ops[1]], [bound])
         links, left = [], node.left
         for op, right in zip(node.ops, node.comparators):
             links.append(ast.Compare(left, [op], [right]))
@@ -251,7 +268,7 @@ class _ElementWise(ast.NodeTransformer):
     def _all(links):
         out = links[0]
         for link in links[1:]:
-            out = ast.BinOp(out, ast.BitAnd(), link)
+            out = ast.Call(ast.Name("_and", ast.Load()), [out, link], [])
         return out
 
     @staticmethod
@@ -265,6 +282,27 @@ class _ElementWise(ast.NodeTransformer):
 
 
 _UFUNC_OF = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide"}
+
+
+def _constant(node):
+    """The number a constant (or a negated one) of the text stands for, or None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _constant(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
+def _symmetric_bound(node):
+    """``c`` of a test ``-c < x < c`` (or with ``<=`` twice), c > 0; else None."""
+    if len(node.ops) != 2 or type(node.ops[0]) is not type(node.ops[1]) or \
+            not isinstance(node.ops[0], (ast.Lt, ast.LtE)):
+        return None
+    low, high = _constant(node.left), _constant(node.comparators[1])
+    if low is None or high is None or high <= 0 or low != -high:
+        return None
+    return node.comparators[1]
 
 
 def _is_temporary(node) -> bool:
