@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from astad.rules.array_shapes import as_dtype, index_scatter, take_index
-from astad.rules.array_writes import View, Write, region_add, zero_region
+from astad.rules.array_views import View, region_add, strided_add, strided_take
+from astad.rules.array_writes import Write, zero_region
 from astad.rules.array_gather import (ADD_ACCUMULATE, ADD_REDUCE, ADD_REDUCEAT,
     MAXIMUM_REDUCE, MINIMUM_REDUCE, MULTIPLY_REDUCE, OUTERS)
 
@@ -246,6 +247,11 @@ def _array(items):
 
 C(np.asarray, F(3, 4), K(np.float32), call=_as_dtype, h=1e-2)  # (linear: any step)
 C(np.asarray, L(F(3), F(3)), call=_asarray, tag="list")
+C(np.asanyarray, F(3, 4))
+C(np.require, F(3, 4))
+C(np.ascontiguousarray, F())  # (a 0-d array: shape (1,))
+C(np.ascontiguousarray, F(3, 4), K(np.float32), h=1e-2, tag="dtype")
+C(np.asfortranarray, F(3, 4))
 C(as_dtype, F(3, 4), K(np.float32), h=1e-2)
 C(np.array, L(F(2, 3), F(2, 3), F(2, 3)), call=_array)
 C(np.sort, F(3, 4), kw=dict(axis=0))
@@ -347,11 +353,20 @@ def _c_two(items):
 
 
 C(index_scatter, F(2, 3), K((slice(0, 2), [1, 1, 3])), K((3, 4)), K(np.float64))
-# the backward steps of views and writes (rules/array_writes.py), differentiable again
+# the backward steps of views and writes (rules/array_views.py, rules/array_writes.py),
+# differentiable again
 C(region_add, F(3, 4), K(View().then("index", (slice(1, 3), 2))), F(2), K((3, 4)),
   K(np.float64))
 C(region_add, K(None), K(View().then("transpose", (1, 0))), F(4, 3), K((3, 4)),
   K(np.float64), tag="zeros-base")
+C(strided_take, F(3, 4), K(False), K((0, 1)), K(((1, 1),)), K((3,)), K(False),
+  tag="diagonal")
+C(strided_take, F(3), K(False), K((0,)), K(((0,), (1,))), K((2, 3)), K(True),
+  tag="broadcast")
+C(strided_add, K((3, 4)), K(np.float64), F(3), K(False), K((0, 1)), K(((1, 1),)), K((3,)),
+  K(False), tag="diagonal")
+C(strided_add, K((3,)), K(np.float64), F(2, 3), K(False), K((0,)), K(((0,), (1,))),
+  K((2, 3)), K(True), tag="broadcast")
 C(zero_region, F(3, 4), K(Write(None, (slice(0, 2), [0, 3]), None, None, View(), None,
                                 None)))
 C(np.r_, L(F(2), F(3)), call=_r_two)

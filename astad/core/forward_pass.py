@@ -70,7 +70,10 @@ class ForwardInterleaving(Interleaving):
             if np.shape(tangent) != expected:
                 raise InputError(f"the tangent at {path} should be an array of shape "
                                  f"{expected}, got {_short(tangent)}")
-            leaf.d = tangent
+            # a copy: the function's writes into its argument write into the tangent
+            # (x *= x), and the caller's tangent is left as given (as JAX does)
+            leaf.d = tangent.copy() if hasattr(tangent, "copy") else \
+                np.array(tangent, dtype=leaf.v.dtype)
             return
         tangent = scalar_of(tangent)
         if isinstance(tangent, bool) or not (

@@ -149,6 +149,14 @@ register_vjp(np.cumsum, _cumsum_vjp)
 register_jvp(np.cumsum, _cumsum_jvp, batched=True)
 register_vjp(np.asarray, lambda g, r, a, *args, **kw: g)
 register_jvp(np.asarray, lambda t, r, a, dtype=None, *args, **kw: cast(t, dtype), batched=True)
+for _fn in (np.asanyarray, np.require):  # (their result, the array itself or a copy, is
+    register_vjp(_fn, lambda g, r, a, *args, **kw: g)  # decided by rules/array_views.py)
+    register_jvp(_fn, lambda t, r, a, dtype=None, *args, **kw: cast(t, dtype), batched=True)
+for _fn in (np.ascontiguousarray, np.asfortranarray):  # (a 0-d array: shape (1,))
+    register_vjp(_fn, lambda g, r, a, *args, **kw: np.reshape(
+        g, lead_shape(g, np.ndim(r)) + np.shape(a)))
+    register_jvp(_fn, lambda t, r, a, dtype=None, *args, **kw: cast(np.reshape(
+        t, lead_shape(t, np.ndim(a)) + np.shape(r)), dtype), batched=True)
 result_kinds(NEW_ARRAYS, np.cumsum)
 result_kinds(VIEWS_OF_G, np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims,
              np.broadcast_to, np.copy, np.flip, np.asarray, np.moveaxis, np.swapaxes)

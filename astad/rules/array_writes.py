@@ -40,176 +40,16 @@ import operator
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import (ARRAY_DUALS, ArrayDual, constant,
+from ..runtime.array_dual import (ARRAY_DUALS, constant,
                                   FArrayDual, accumulate, dispatch,
                                   parent_of, plain_array, unbroadcast)
 from ..runtime.duals import (DUAL_TYPES, innermost, running)
 from .array import (register_jvp, register_vjp)
-from .array_shapes import index_scatter, take_index
+from .array_shapes import index_scatter
+from .array_views import View, is_basic_index
 from ..registry import ad, define, publish, record
 from .array_building import full, full_like
-from ..runtime.tape import BATCHED_BACKWARDS, UNDO
-
-
-# -- views ---------------------------------------------------------------------------------
-class View:
-    """The numpy operations taking a root array to a view of it, replayable on any array
-    shaped like the root (a cotangent, a tangent with leading direction axes)."""
-
-    __slots__ = ("steps",)
-
-    def __init__(self, steps=()):
-        self.steps = tuple(steps)
-
-    def then(self, kind: str, *args) -> View:
-        return View(self.steps + ((kind, args),))
-
-    def __call__(self, a, batched: bool = False):
-        for kind, args in self.steps:
-            a = _STEPS[kind](a, batched, *args)
-        return a
-
-
-def _index_step(a, batched, index):
-    return a[(slice(None),) + index] if batched else a[index]
-
-
-def _transpose_step(a, batched, axes):
-    return np.transpose(a, (0,) + tuple(k + 1 for k in axes)) if batched else \
-        np.transpose(a, axes)
-
-
-def _reshape_step(a, batched, shape, order):
-    return np.reshape(a, (np.shape(a)[0],) + shape if batched else shape, order=order)
-
-
-_STEPS = {"index": _index_step, "transpose": _transpose_step, "reshape": _reshape_step}
-
-
-def is_basic_index(index) -> bool:
-    """Does ``index`` (a tuple) select a view (ints, slices, None, Ellipsis only)?"""
-    return all(type(part) in (int, slice, type(None), type(Ellipsis)) or
-               isinstance(part, (int, np.integer)) and not isinstance(part, bool)
-               for part in index)
-
-
-def view_of(x, value, kind: str, *args):
-    """``value`` (numpy's result of a view operation on ``x``'s primal) as a view dual of
-    ``x``'s level: its root and the steps from the root; None when ``value`` does not
-    share ``x``'s memory (a copy: the ordinary rule records it)."""
-    plain, base = _plain(value), _plain(x.v)  # (under every level: the memory)
-    if type(plain) is not np.ndarray or type(base) is not np.ndarray or \
-            plain.base is None or not np.may_share_memory(plain, base):
-        return None
-    root = x.root if x.root is not None else x
-    view = (x.view or View()).then(kind, *args)
-    if type(x) is FArrayDual:
-        return FArrayDual(value, None, x.t, root, view)
-    d = ArrayDual(value, -1, x.t, root, view, None)
-    refresh_view(d)
-    return d
-
-
-def _index_view(args, kwargs):
-    x, index = args
-    index = index if type(index) is tuple else (index,)
-    if not is_basic_index(index):
-        return None
-    return view_of(x, x.v[index], "index", index)
-
-
-def _transpose_view(args, kwargs):
-    x = args[0]
-    axes = args[1] if len(args) > 1 else kwargs.get("axes")
-    ndim = np.ndim(x.v)
-    axes = tuple(range(ndim))[::-1] if axes is None else tuple(a % ndim for a in axes)
-    return view_of(x, np.transpose(x.v, axes), "transpose", axes)
-
-
-def _reshaping_view(fn):
-    def view(args, kwargs):  # a view of the same elements in a new shape, in this order
-        x = args[0]
-        order = kwargs.get("order", "C")
-        if order not in ("C", "F"):
-            return None
-        return view_of(x, fn(x.v, *args[1:], **kwargs), "reshape",
-                       np.shape(fn(x.v, *args[1:], **kwargs)), order)
-    return view
-
-
-def _axes_view(fn):
-    def view(args, kwargs):
-        x = args[0]
-        return view_of(x, fn(x.v, *args[1:], **kwargs), "transpose",
-                       _permutation(fn, np.ndim(x.v), args, kwargs))
-    return view
-
-
-def _permutation(fn, ndim: int, args, kwargs) -> tuple:
-    """The permutation of axes ``fn`` (swapaxes, moveaxis) applies: read off what it does
-    to an array whose axis k has length k + 2 (and no memory: zero strides)."""
-    probe = np.lib.stride_tricks.as_strided(np.zeros(1), tuple(range(2, ndim + 2)),
-                                            (0,) * ndim)
-    return tuple(size - 2 for size in fn(probe, *args[1:], **kwargs).shape)
-
-
-def refresh_view(d: ArrayDual) -> None:
-    """Record a view's entry reading its root's current version (array_dual.index_of)."""
-    tape, root = d.t, d.root
-    d.i = len(tape)
-    d.synced = root.i
-    tape.append((_view_backward, (root.i, root.v.shape, root.v.dtype), d.view))
-
-
-publish("refresh_view", refresh_view)
-
-
-def _view_backward(adjoint, arrays, k, parent, view):
-    """A view's cotangent added into the region of its root's (the root's version it
-    read), in place: work proportional to the view."""
-    g = arrays.pop(k, None)
-    if g is None:  # (a view is an array: its cotangent is one, or there is none)
-        return
-    slot, shape, dtype = parent
-    existing = arrays.get(slot)
-    if type(g) in DUAL_TYPES or (existing is not None and type(existing) is not np.ndarray):
-        accumulate(adjoint, arrays, parent, region_add(None, view, g, shape, dtype))
-        return
-    if existing is None:
-        existing = arrays[slot] = np.zeros(shape, dtype)
-    view(existing)[...] += g
-
-
-def _view_rows(adjoint, arrays, k, parent, view, width) -> bool:
-    """_view_backward on all rows of a Jacobian at once (tape.BATCHED_BACKWARDS): the
-    view's steps taken with a leading axis."""
-    g = arrays.get(k)
-    if g is None:
-        return True  # (no cotangent: nothing to add, in any row)
-    slot, shape, dtype = parent
-    existing = arrays.get(slot)
-    if type(g) is not np.ndarray or g.shape[:1] != (width,) or (
-            existing is not None and (type(existing) is not np.ndarray or
-                                      existing.shape != (width,) + shape)):
-        return False
-    arrays.pop(k)
-    if existing is None:
-        existing = arrays[slot] = np.zeros((width,) + shape, dtype)
-    view(existing, True)[...] += g
-    return True
-
-
-BATCHED_BACKWARDS[_view_backward] = _view_rows
-
-
-def region_add(base, view, g, shape, dtype):
-    """``base`` (zeros when None) plus ``g`` added into its region ``view``: a primitive
-    of its own, so that the backward step of a view can be differentiated again."""
-    if type(g) in DUAL_TYPES or type(base) in DUAL_TYPES:
-        return dispatch(region_add, (base, view, g, shape, dtype), {})
-    out = np.zeros(shape, dtype) if base is None else np.array(base, dtype)
-    view(out)[...] += g
-    return out
+from ..runtime.tape import UNDO
 
 
 # -- the write entries (reverse mode) --------------------------------------------------------
@@ -319,7 +159,7 @@ def write(x, index, value) -> None:
         _write_forward(x, index, primal, dual_value, level)
         return
     root = x.root if x.root is not None else x
-    view = x.view or View()
+    view = x.from_root or View()
     _require_copy_order(root, view, index, value)
     old = _copied(x.v[index])
     x.v[index] = primal  # numpy's write: every alias and view sees it
@@ -355,9 +195,9 @@ def _require_copy_order(root, view, index, value) -> None:
     if source is root and root.v.flags.c_contiguous:
         positions = np.arange(root.v.size).reshape(root.v.shape)
         after = positions.copy()
-        view(after, False)[index] = (value.view or View())(after, False)  # numpy's order
+        view(after, False)[index] = (value.from_root or View())(after, False)  # numpy's order
         first = positions.copy()
-        view(first, False)[index] = (value.view or View())(positions, False)  # value first
+        view(first, False)[index] = (value.from_root or View())(positions, False)  # value first
         if np.array_equal(after, first):
             return
     raise NotDifferentiableError(
@@ -384,7 +224,7 @@ def _write_forward(x, index, primal, dual_value, level):
     x.v[index] = primal
     root = x.root if x.root is not None else x
     batched = level.width is not None
-    view = x.view or View()
+    view = x.from_root or View()
     tangent = np.zeros(()) if dual_value is None else dual_value.d
     if batched and dual_value is not None:  # its directions first, then numpy's broadcast
         region_ndim = np.ndim(x.v[index])
@@ -499,16 +339,10 @@ for _fn, _writer in (((np.add, "at"), _add_at), (np.copyto, _copyto),
 def _creation(fn):
     """The rule of a function making a new array: a differentiated constant."""
     def rule(tape, *args, **kwargs):
-        plain = [_plain(a) for a in args]  # (zeros_like(x) of a differentiated x: x's shape)
-        return constant(tape, fn(*plain, **{k: _plain(v) for k, v in kwargs.items()}))
+        plain = [plain_array(a) for a in args]  # (zeros_like(x) of a differentiated x: x's shape)
+        return constant(tape, fn(*plain, **{k: plain_array(v) for k, v in kwargs.items()}))
     rule.__name__ = f"np_{fn.__name__}"
     return rule
-
-
-def _plain(value):
-    while type(value) in DUAL_TYPES:
-        value = value.v
-    return value
 
 
 for _fn in (np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.eye,
@@ -541,22 +375,5 @@ define("np_copy", _copy, np.copy)
 
 
 # -- the primitives the backward steps use: differentiable again -------------------------------
-register_vjp(region_add, lambda g, r, base, view, value, shape, dtype: g,
-             None, lambda g, r, base, view, value, shape, dtype: view(g))
-register_jvp(region_add, lambda t, r, base, view, value, shape, dtype: t,
-             None, lambda t, r, base, view, value, shape, dtype: region_add(
-                 None, view, t, shape, dtype))
 register_vjp(zero_region, lambda g, r, value, write: zero_region(g, write))
 register_jvp(zero_region, lambda t, r, value, write: zero_region(t, write))
-
-
-# numpy functions whose result may share the array's memory: view(args, kwargs) gives it
-# as a view dual when it does (None: the rule runs)
-for _fn, _view in ((take_index, _index_view), (np.transpose, _transpose_view),
-                   (np.reshape, _reshaping_view(np.reshape)),
-                   (np.ravel, _reshaping_view(np.ravel)),
-                   (np.squeeze, _reshaping_view(np.squeeze)),
-                   (np.expand_dims, _reshaping_view(np.expand_dims)),
-                   (np.swapaxes, _axes_view(np.swapaxes)),
-                   (np.moveaxis, _axes_view(np.moveaxis))):
-    record(_fn).view = _view

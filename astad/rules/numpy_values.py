@@ -156,6 +156,15 @@ def array_of(tape, obj, dtype=None, **kwargs):
     return array_from(tape, obj, dtype, **kwargs)
 
 
+def asarray_of(tape, obj, dtype=None, **kwargs):
+    """``np.asarray`` (and ``np.asanyarray``, ``np.ascontiguousarray``, ``np.require``) of
+    differentiated values: of an array dual, numpy's answer (the array itself, a view of
+    it, or a copy: rules/array_views.numpy_memory); else as ``np.array``."""
+    if type(obj) in ARRAY_DUALS:
+        return dispatch(np.asarray, (obj,) if dtype is None else (obj, dtype), kwargs)
+    return array_of(tape, obj, dtype, **kwargs)
+
+
 # -- calls of numpy callables from differentiated code ---------------------------------------
 def _full(shape, fill_value, dtype=None, order="C", **kwargs):
     if type(fill_value) not in SCALAR_DUALS and type(fill_value) not in ARRAY_DUALS:
@@ -174,7 +183,24 @@ def _full_like(a, fill_value, dtype=None, *args, **kwargs):
                  dtype or np.result_type(full_primal(a)))
 
 
+def _numpy_answer(fn):
+    """numpy functions that dispatch on ``like=`` only (np.ascontiguousarray...): on an
+    array dual, numpy's answer through their rules (rules/array_views.numpy_memory)."""
+    def call(a, *args, **kwargs):
+        if type(a) in SCALAR_DUALS:
+            a = to_array(a)  # (a 0-d differentiated array, as numpy makes of a scalar)
+        if type(a) in ARRAY_DUALS:
+            return dispatch(fn, (a,) + args, kwargs)
+        return fn(a, *args, **kwargs)
+    return call
+
+
 SPECIAL = {np.full: _full, np.full_like: _full_like}
+for _fn in (np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.require,
+            np.lib.stride_tricks.as_strided):
+    SPECIAL[_fn] = _numpy_answer(_fn)  # (ad.numpy(np.f, ...)); called as a value: ad.rev
+    define(f"np_{_fn.__name__}", lambda tape, *args, _call=SPECIAL[_fn], **kwargs:
+           _call(*args, **kwargs), _fn)
 
 
 def numpy_call(func, /, *args, **kwargs):
@@ -274,4 +300,4 @@ publish("numpy", numpy_call)  # generated code: ad.numpy(np.f, ...) where a dual
 # np.array / np.asarray of lists holding duals (numpy cannot dispatch on a list), or of a
 # scalar dual: generated code calls these
 define("np_array", array_of, np.array)
-define("np_asarray", array_of, np.asarray)
+define("np_asarray", asarray_of, np.asarray)

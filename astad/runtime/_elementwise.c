@@ -57,7 +57,7 @@ enum { ADD, SUBTRACT, MULTIPLY, DIVIDE, NEGATIVE, SQUARE, SQRT, EXP, LOG, SIN, C
 static struct {
     int ready;
     PyTypeObject *dual;          /* ArrayDual */
-    Py_ssize_t v, i, t, root, view, synced; /* its slots' offsets */
+    Py_ssize_t v, i, t, root, from_root, synced; /* its slots' offsets */
     PyTypeObject *ndarray;
     PyObject *float64;           /* np.dtype("float64") */
     PyTypeObject *float64_scalar; /* np.float64 */
@@ -517,7 +517,7 @@ record(PyObject *tape, PyObject *result, PyObject *entry)
     SLOT(d, ew.i) = index;
     SLOT(d, ew.t) = Py_NewRef(tape);
     SLOT(d, ew.root) = Py_NewRef(Py_None);
-    SLOT(d, ew.view) = Py_NewRef(Py_None);
+    SLOT(d, ew.from_root) = Py_NewRef(Py_None);
     SLOT(d, ew.synced) = Py_NewRef(Py_None);
     return d;
 }
@@ -783,7 +783,7 @@ native_configure(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
     PyTypeObject *dual = (PyTypeObject *)a[0];
     if (slot_offset(dual, "v", &ew.v) < 0 || slot_offset(dual, "i", &ew.i) < 0 ||
             slot_offset(dual, "t", &ew.t) < 0 || slot_offset(dual, "root", &ew.root) < 0 ||
-            slot_offset(dual, "view", &ew.view) < 0 ||
+            slot_offset(dual, "from_root", &ew.from_root) < 0 ||
             slot_offset(dual, "synced", &ew.synced) < 0)
         return NULL;
     Py_XSETREF(ew.dual, (PyTypeObject *)Py_NewRef(a[0]));

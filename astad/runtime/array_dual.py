@@ -108,6 +108,10 @@ class ArrayDualBase(PrimalView):
     ndim = property(lambda self: self.v.ndim)
     size = property(lambda self: self.v.size)
     dtype = property(lambda self: self.v.dtype)
+    strides = property(lambda self: self.v.strides)  # (the memory's: numpy's layout)
+    itemsize = property(lambda self: self.v.itemsize)
+    nbytes = property(lambda self: self.v.nbytes)
+    flags = property(lambda self: self.v.flags)
 
     def __len__(self):
         return len(self.v)
@@ -197,7 +201,18 @@ class ArrayDualBase(PrimalView):
     # -- methods: numpy's functions of the same name
     sum, mean, prod = _method(np.sum), _method(np.mean), _method(np.prod)
     max, min, var, std = _method(np.max), _method(np.min), _method(np.var), _method(np.std)
-    ravel = flatten = _method(np.ravel)
+    ravel = _method(np.ravel)
+
+    def flatten(self, order="C"):
+        return dispatch(np.copy, (dispatch(np.ravel, (self,), {"order": order}),), {})
+
+    def view(self, dtype=None, type=None):
+        if dtype is not None and np.dtype(dtype) != plain_array(self).dtype or \
+                type is not None:
+            raise NotDifferentiableError(
+                "astad differentiates ndarray.view() without a dtype or type (the same "
+                "elements); use .astype() for another dtype", *user_location())
+        return self[...]
     squeeze, dot, copy = _method(np.squeeze), _method(np.dot), _method(np.copy)
     trace, clip, repeat = _method(np.trace), _method(np.clip), _method(np.repeat)
     take, cumsum, cumprod = _method(np.take), _method(np.cumsum), _method(np.cumprod)
@@ -228,9 +243,9 @@ class ArrayDualBase(PrimalView):
         return np.zeros(np.shape(self))
 
     def astype(self, dtype, copy=True, **kwargs):
-        if not copy and np.dtype(dtype) == self.v.dtype:
-            return self
-        return dispatch(np.asarray, (self, dtype), {})
+        if np.dtype(dtype) != plain_array(self).dtype:
+            return dispatch(np.asarray, (self, dtype), {})
+        return dispatch(np.copy, (self,), {}) if copy else self  # (numpy copies by default)
 
     def item(self, *args):
         """x.item(), x.item(k) with a flat index, x.item(i, j) or x.item((i, j)): one
@@ -268,14 +283,14 @@ class ArrayDual(ArrayDualBase):
     root's version ``synced``, recorded again when the root has changed since
     (``index_of``), so a view always sees the writes through any alias."""
 
-    __slots__ = ("v", "i", "t", "root", "view", "synced")
+    __slots__ = ("v", "i", "t", "root", "from_root", "synced")
 
-    def __init__(self, v, i, t, root=None, view=None, synced=None):
+    def __init__(self, v, i, t, root=None, from_root=None, synced=None):
         self.v = v
         self.i = i
         self.t = t
         self.root = root
-        self.view = view
+        self.from_root = from_root
         self.synced = synced
 
 
@@ -285,21 +300,21 @@ class FArrayDual(ArrayDualBase):
     ArrayDual) keeps no tangent of its own: ``tangent_of_array`` reads it through
     ``view`` from its ``root``'s, so a write through any alias is seen by all."""
 
-    __slots__ = ("v", "_d", "t", "root", "view")
+    __slots__ = ("v", "_d", "t", "root", "from_root")
 
-    def __init__(self, v, d, t, root=None, view=None):
+    def __init__(self, v, d, t, root=None, from_root=None):
         self.v = v
         self._d = d
         self.t = t
         self.root = root
-        self.view = view
+        self.from_root = from_root
 
     @property
     def d(self):
         if self.root is None:
             return self._d
         root = self.root
-        return self.view(root.d, root.t.width is not None)
+        return self.from_root(root.d, root.t.width is not None)
 
     @d.setter
     def d(self, value):
@@ -374,8 +389,21 @@ def dispatch(func, args, kwargs):
             f"astad has no derivative for numpy's {name!r} on differentiated arrays; "
             "register one with astad.register_vjp", *user_location())
     if is_forward(level):
-        return ad.forward_array_rule(func, rule, level, args, kwargs)
-    return rule(level, *args, **kwargs)
+        result = ad.forward_array_rule(func, rule, level, args, kwargs)
+    else:
+        result = rule(level, *args, **kwargs)
+    kind = type(result)
+    if kind in ARRAY_DUALS:
+        value = result.v
+        if type(value) is np.ndarray and value.base is None:
+            for a in args:
+                if type(a) in ARRAY_DUALS and a.v is value:
+                    break  # (numpy returned its argument: np.asarray, np.atleast_2d)
+            else:
+                return result  # (memory of its own: the common case, decided at once)
+    elif kind is not tuple and kind is not list:
+        return result
+    return ad.numpy_memory(result, args, kwargs, level)  # (rules/array_views.py)
 
 
 def ufunc_at_once(func, args):

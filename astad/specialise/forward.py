@@ -228,12 +228,16 @@ def _without_copies(lines: list, temp: str) -> list:
         if copy and copy.group(3) in defined and uses[copy.group(3)] == 2:
             indent, name, t = copy.groups()
             j = defined[t]
-            between = [line for line in texts[j + 1:k] if not line.lstrip().startswith("#")]
-            if texts[j].startswith(f"{indent}{t} = ") and all(
+            between = [out[u][0] for u in range(j + 1, k) if u not in dropped and
+                       not out[u][0].lstrip().startswith("#")]
+            if out[j][0].startswith(f"{indent}{t} = ") and all(
                     line.startswith(indent) and not line.startswith(indent + " ") and
                     not re.search(rf"\b{name}\b", line) for line in between):
-                out[j] = (f"{indent}{name}{texts[j][len(indent) + len(t):]}", lines[j][1])
+                out[j] = (f"{indent}{name}{out[j][0][len(indent) + len(t):]}", lines[j][1])
                 dropped.add(k)
+                if re.fullmatch(rf"{temp}\w*", name):
+                    defined[name] = j  # (a chain of copies folds into the first line)
+                continue
         assigned = re.match(rf" *({temp}\w*) = ", text)
         if assigned:
             defined[assigned.group(1)] = k
