@@ -156,3 +156,127 @@ def test_a_view_in_another_dtype_is_refused_not_wrong():
 
     with pytest.raises(astad.NotDifferentiableError, match="view"):
         astad.grad(f)(X.copy())
+
+
+# -- a buffer an entry keeps, changed after it was recorded ---------------------------------
+# Each program records y = x * c (the entry keeps c, a plain array), then changes c in
+# place by an operation that is not a subscript write; the derivative is c as it was.
+GLOBAL = np.array([1.0, 2.0, 0.5])
+
+
+def changed_by_operator(x, c):
+    y = x * c
+    c *= 2.0
+    return np.sum(y * y)
+
+
+def changed_by_sort(x, c):
+    y = x * c
+    c.sort()
+    return np.sum(y * y)
+
+
+def changed_by_fill(x, c):
+    y = x * c
+    c.fill(3.0)
+    return np.sum(y * y)
+
+
+def changed_by_partition(x, c):
+    y = x * c
+    c.partition(0)
+    return np.sum(y * y)
+
+
+def changed_by_out(x, c):
+    y = x * c
+    np.multiply(c, 2.0, out=c)
+    return np.sum(y * y)
+
+
+def changed_by_positional_out(x, c):
+    y = x * c
+    np.add(c, 1.0, c)
+    return np.sum(y * y)
+
+
+def changed_by_put(x, c):
+    y = x * c
+    np.put(c, [0], [5.0])
+    return np.sum(y * y)
+
+
+def changed_by_copyto(x, c):
+    y = x * c
+    np.copyto(c, 7.0)
+    return np.sum(y * y)
+
+
+def changed_by_add_at(x, c):
+    y = x * c
+    np.add.at(c, [0, 0], 1.0)
+    return np.sum(y * y)
+
+
+def changed_global(x, c):
+    g = GLOBAL
+    y = x * g
+    g *= 2.0
+    return np.sum(y * y)
+
+
+def scratch_buffer_reused(x, c):
+    buffer = np.empty(3)
+    total = 0.0
+    for k in range(3):
+        np.multiply(c, k + 1.0, out=buffer)
+        y = x * buffer
+        total = total + np.sum(np.sin(y))
+    return total
+
+
+BUFFERS = [changed_by_operator, changed_by_sort, changed_by_fill, changed_by_partition,
+           changed_by_out, changed_by_positional_out, changed_by_put, changed_by_copyto,
+           changed_by_add_at, changed_global, scratch_buffer_reused]
+C = np.array([2.0, 1.0, 3.0])
+
+
+def _fresh(f):
+    """``f`` on fresh copies of its constants (the global restored before each call)."""
+    def run(x):
+        GLOBAL[:] = [1.0, 2.0, 0.5]
+        return f(x, C.copy())
+    return run
+
+
+@pytest.mark.parametrize("f", BUFFERS, ids=lambda f: f.__name__)
+def test_an_entry_sees_the_buffer_it_kept(f):
+    x = np.array([0.3, 0.7, -0.4])
+    GLOBAL[:] = [1.0, 2.0, 0.5]
+    c, original_c = C.copy(), C.copy()
+    value, gradient = astad.value_and_grad(f)(x.copy(), c)
+    GLOBAL_after = GLOBAL.copy()
+    GLOBAL[:] = [1.0, 2.0, 0.5]
+    assert value == f(x.copy(), original_c)  # the same value
+    np.testing.assert_array_equal(c, original_c)  # the caller's array as the original
+    np.testing.assert_array_equal(GLOBAL_after, GLOBAL)  # leaves them
+    np.testing.assert_allclose(gradient, fd_gradient(_fresh(f), x), rtol=1e-6, atol=1e-8)
+    GLOBAL[:] = [1.0, 2.0, 0.5]
+    _, tangent = astad.jvp(f, (x.copy(), C.copy()), (np.ones(3), None))
+    assert tangent == pytest.approx(np.sum(gradient), rel=1e-10, abs=1e-12)
+    GLOBAL[:] = [1.0, 2.0, 0.5]
+    g = astad.grad(_fresh(f))
+    hessian = astad.hessian(_fresh(f))(x.copy())
+    expected = np.array([(g(x + e) - g(x - e)) / 2e-6 for e in 1e-6 * np.eye(3)])
+    np.testing.assert_allclose(hessian, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(astad.jacrev(g)(x.copy()), hessian, rtol=1e-12, atol=1e-12)
+
+
+def test_resize_in_place_is_refused():
+    def f(x, c):
+        y = x * c
+        c.resize(4, refcheck=False)
+        return np.sum(y)
+
+    with pytest.raises(astad.NotDifferentiableError, match="resize"):
+        astad.grad(f)(np.ones(3), C.copy())

@@ -255,7 +255,9 @@ def rev(f):
                                                    _CONTAINER_TYPES):
         return _with_tape(f)  # (also of a subclass: list.append of a list subclass)
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ufunc:
-        return _with_tape(f)  # np.add.at, np.add.reduce: numpy's dispatch finds the rule
+        # np.add.at, np.add.reduce: numpy's dispatch finds the rule (writes into plain
+        # arrays logged)
+        return lambda tape, *args, **kwargs: ad.numpy(f, *args, **kwargs)
     if t is types.BuiltinMethodType and type(getattr(f, "__self__", None)) is np.ndarray:
         return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:

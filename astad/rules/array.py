@@ -523,6 +523,12 @@ for _fn in (np.isnan, np.isinf, np.isfinite, np.argmax, np.argmin, np.argsort, n
 _CONSTANT_ARRAY_METHODS = {"dot": np.dot, "clip": np.clip}
 
 
+# ndarray methods that write into the array
+IN_PLACE_METHODS = frozenset({"sort", "fill", "partition", "put", "itemset", "byteswap",
+                              "setfield", "__setitem__", "__iadd__", "__isub__", "__imul__",
+                              "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__"})
+
+
 def constant_array_method(method):
     """D of a bound method of a constant ndarray (``c.dot``): numpy's function of the same
     name when a differentiated value is among the arguments, so its rule runs."""
@@ -530,6 +536,13 @@ def constant_array_method(method):
     array = method.__self__
     if method.__name__ == "copy":  # a new array, differentiated so it may be written into
         return lambda tape, *args, **kwargs: constant(tape, method(*args, **kwargs))
+    if method.__name__ in IN_PLACE_METHODS:  # (logged: rules/array_writes.plain_change)
+        return lambda tape, *args, **kwargs: _ad.plain_change(array, method, *args, **kwargs)
+    if method.__name__ == "resize":
+        raise NotDifferentiableError(
+            "astad cannot follow ndarray.resize inside a differentiated function (it "
+            "changes the array's shape in place); use np.resize, which makes a new array",
+            *user_location())
 
     def call(tape, *args, **kwargs):
         args, kwargs = _ad.arrays_for(fn, args, kwargs)  # (c.dot(xs): xs an array)

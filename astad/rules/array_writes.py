@@ -73,10 +73,20 @@ class Write:
         self.view(a)[self.index] = 0.0
 
     def undo(self):
-        self.target[self.index] = self.old
+        _put_back(self.target, self.index, self.old)
 
     def redo(self):
-        self.target[self.index] = self.new
+        _put_back(self.target, self.index, self.new)
+
+
+def _put_back(target, index, values) -> None:
+    """``target[index] = values`` for a sweep's undo or redo: a change of a plain array
+    that an enclosing reverse pass (one running around this sweep) logs like any other
+    (its entries recorded around the sweep saw the values of each moment)."""
+    if type(target) is np.ndarray and running.stack:
+        plain_change(target, target.__setitem__, index, values)
+    else:
+        target[index] = values
 
 
 
@@ -239,6 +249,27 @@ def log_plain_write(tape, target, index) -> Write:
     return Write(target, index, _copied(target[index]), None, None, None, None)
 
 
+def plain_change(target, change, *args, **kwargs):
+    """``change(*args, **kwargs)``, which writes into the plain array ``target`` (an
+    in-place operator, ``out=``, ``sort``, ``fill``, ``np.put``...): on every reverse
+    pass running, an entry holding the values it overwrote and wrote, so that the sweep
+    shows the entries recorded before it the values they kept (undo) and leaves the array
+    as the function left it (redo). The invariant: a recorded operation never reads a
+    buffer changed after it was recorded."""
+    tapes = [h for h in running.stack if type(h) is list]
+    if not tapes or type(target) is not np.ndarray or target.dtype == object:
+        return change(*args, **kwargs)
+    old = target.copy()
+    result = change(*args, **kwargs)
+    new = target.copy()
+    for tape in tapes:
+        _log(tape, Write(target, Ellipsis, old, new, None, None, None), ())
+    return result
+
+
+publish("plain_change", plain_change)
+
+
 def setitem(tape, value, obj, index) -> None:
     """``obj[index] = value`` in differentiated code (the transform writes every
     subscript assignment this way: the value is evaluated first, as in Python)."""
@@ -305,6 +336,26 @@ def _put_along_axis(arr, indices, values, axis):
     setitem(None, values, arr, _along_axis(np.shape(arr), np.asarray(indices), axis))
 
 
+def _put(a, ind, v, mode="raise"):
+    """np.put: ``v`` (repeated as needed) at the flat positions ``ind`` of ``a``, in any
+    layout; a repeated position keeps its last value, as numpy's."""
+    shape = np.shape(a)
+    positions = np.asarray(ind, dtype=np.intp).ravel()
+    size = int(np.prod(shape))
+    if mode == "wrap":
+        positions = positions % size
+    elif mode == "clip":
+        positions = np.clip(positions, 0, size - 1)
+    positions = np.where(positions < 0, positions + size, positions)
+    values = v if type(v) in ARRAY_DUALS else np.asarray(v) if type(v) not in DUAL_TYPES \
+        else ad.np_asarray(None, v)
+    if np.size(values) != positions.size:  # (numpy repeats the values in turn)
+        values = np.reshape(values, (-1,))[np.arange(positions.size) % max(np.size(values), 1)]
+    else:
+        values = np.reshape(values, (-1,))
+    setitem(None, values, a, np.unravel_index(positions, shape))
+
+
 def _along_axis(shape, indices, axis) -> tuple:
     """The fancy index np.put_along_axis writes: ``indices`` along ``axis``, every other
     axis by position."""
@@ -331,7 +382,7 @@ def _dtype(a):
 
 # numpy functions that write into an argument: dispatch calls them instead of a rule
 for _fn, _writer in (((np.add, "at"), _add_at), (np.copyto, _copyto),
-                     (np.put_along_axis, _put_along_axis)):
+                     (np.put_along_axis, _put_along_axis), (np.put, _put)):
     record(_fn).writer = _writer
 
 

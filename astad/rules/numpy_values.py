@@ -16,6 +16,8 @@ numpy functions, numpy's scalar types, and the numpy scalar a dual may stand for
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
@@ -24,8 +26,9 @@ from ..runtime.array_dual import (ARRAY_DUALS, accumulate, cotangent, dispatch,
                                   new_array, parent_of, primal_of, ufunc_at_once,
                                   compiled_elementwise)
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, forward_dual,
-                             full_primal, reverse_dual)
+                             full_primal, reverse_dual, running)
 from .array_shapes import array_from
+from .array_writes import plain_change
 
 
 # -- a scalar dual as a 0-d array --------------------------------------------------------
@@ -207,6 +210,8 @@ def numpy_call(func, /, *args, **kwargs):
     """``func(*args, **kwargs)`` for a numpy callable called from differentiated code:
     lists holding duals made arrays, numpy's scalar types converting duals, and never an
     object array of duals returned."""
+    if type(func) is np.ufunc and len(args) > func.nin:  # outputs given by position
+        args, kwargs = args[:func.nin], {**kwargs, "out": tuple(args[func.nin:])}
     if type(func) is np.ufunc and not kwargs:
         if compiled_elementwise is not None:  # (its commonest cases, one call fewer)
             result = compiled_elementwise(func, args)
@@ -221,10 +226,39 @@ def numpy_call(func, /, *args, **kwargs):
     if special is not None:
         return special(*args, **kwargs)
     args, kwargs = arrays_for(func, args, kwargs)
-    result = func(*args, **kwargs)
+    written = plain_targets(func, args, kwargs) if running.stack and (
+        kwargs or func in WRITE_FIRST or type(func) is types.BuiltinMethodType) else None
+    if written:  # (logged for the sweep: rules/array_writes.plain_change)
+        result = plain_change(written[0], _writing(written[1:], func), *args, **kwargs)
+    else:
+        result = func(*args, **kwargs)
     if type(result) is np.ndarray and result.dtype == object:
         refuse_object_array(func, result)
     return result
+
+
+# numpy functions writing into their first argument
+WRITE_FIRST = frozenset({np.put, np.place, np.putmask, np.copyto, np.fill_diagonal,
+                         np.put_along_axis, np.random.shuffle})
+
+
+def plain_targets(func, args, kwargs) -> list:
+    """The plain arrays a call of numpy's ``func`` writes into: ``out=``, the first
+    argument of np.put, np.copyto, ufunc.at...."""
+    out = kwargs.get("out")
+    found = list(out) if type(out) is tuple else [out] if out is not None else []
+    if args and (func in WRITE_FIRST or getattr(func, "__name__", "") == "at" and
+                   type(getattr(func, "__self__", None)) is np.ufunc):
+        found.append(args[0])
+    return [a for a in found if type(a) is np.ndarray]
+
+
+def _writing(others, func):
+    """``func``, logging its writes into the plain arrays ``others`` as well."""
+    if not others:
+        return func
+    return lambda *args, **kwargs: plain_change(others[0], _writing(others[1:], func),
+                                                *args, **kwargs)
 
 
 def refuse_object_array(func, result) -> None:

@@ -147,6 +147,7 @@ _NAMESPACE = {
 }
 _NAMESPACE.update({name: getattr(math, name) for name in dir(math) if not name.startswith("_")})
 _NAMESPACE.update({"ad": ad, "NUMBER": (int, float), "gradient_of": gradient_of,
+                   "NDARRAY": np.ndarray,
                    "accumulate": itertools.accumulate})
 # (plain math: the fast paths; its text readable, so code written for floats that is
 # differentiated again, api/hvp.py, can inline it as it inlines a user's helper)
@@ -295,9 +296,11 @@ def binary(name: str, primal: str, dx: str, dy: str, *originals, sym: str = "",
                     f"ad.via_float(rule_{name}, tape, (a, b), math.{name})")
     define(name, impl, *originals)
     if inplace:  # ``t op= v``: the same rule; Python's in-place operator when no dual
-        publish("i" + name, _compile(_BINARY_TEMPLATE, name="i" + name, primal=primal,
-                                         dx=dx, dy=dy, general=name, sym=sym + "=",
-                                         fallback=inplace))
+        # (into a plain array: logged, rules/array_writes.plain_change)
+        publish("i" + name, _compile(
+            _BINARY_TEMPLATE, name="i" + name, primal=primal, dx=dx, dy=dy, general=name,
+            sym=sym + "=", fallback=f"operator.{inplace}(a, b) if type(a) is not NDARRAY "
+            f"else ad.plain_change(a, operator.{inplace}, a, b)"))
 
 
 def _user_fallback(plain: str, dunder: str, rdunder: str, op: str) -> str:
@@ -310,21 +313,21 @@ def _user_fallback(plain: str, dunder: str, rdunder: str, op: str) -> str:
 # --- Operators (section 8.2's primitive operations) --------------------------------
 binary("add", "x + y", "1.0", "1.0", operator.add, sym="+",
        fallback=_user_fallback("a + b", "__add__", "__radd__", "operator.add"),
-       inplace="operator.iadd(a, b)")
+       inplace="iadd")
 binary("sub", "x - y", "1.0", "-1.0", operator.sub, sym="-",
        fallback=_user_fallback("a - b", "__sub__", "__rsub__", "operator.sub"),
-       inplace="operator.isub(a, b)")
+       inplace="isub")
 binary("mul", "x * y", "y", "x", operator.mul, sym="*",
        fallback=_user_fallback("a * b", "__mul__", "__rmul__", "operator.mul"),
-       inplace="operator.imul(a, b)")
+       inplace="imul")
 binary("truediv", "x / y", "1.0 / y", "-r / y", operator.truediv, sym="/",
        fallback=_user_fallback("a / b", "__truediv__", "__rtruediv__", "operator.truediv"),
-       inplace="operator.itruediv(a, b)")
+       inplace="itruediv")
 # x % y == x - y * floor(x / y): d/dx = 1, d/dy = -floor(x / y) = -(x // y)
 binary("mod", "x % y", "1.0", "-float(x // y)", operator.mod, sym="%",
        fallback="ad.format_text(a, b) if type(a) is str or type(a) is bytes else "
        + _user_fallback("a % b", "__mod__", "__rmod__", "operator.mod"),
-       inplace="operator.imod(a, b)")
+       inplace="imod")
 unary("neg", "-x", "-1.0", operator.neg,
       fallback="-a if type(a) in PLAIN else ad.user_unary(tape, a, '__neg__', operator.neg)")
 unary("pos", "+x", "1.0", operator.pos,
@@ -726,6 +729,8 @@ def _inplace(rule, python_op):
     def call(tape, a, b):
         if type(a) in SCALAR_DUALS or type(b) in SCALAR_DUALS:
             return rule(tape, a, b)
+        if type(a) is np.ndarray:  # (logged: rules/array_writes.plain_change)
+            return ad.plain_change(a, python_op, a, b)
         return python_op(a, b)
     return call
 

@@ -223,6 +223,20 @@ class ArrayDualBase(PrimalView):
     nonzero, any, all = _on_primal("nonzero"), _on_primal("any"), _on_primal("all")
     round = _on_primal("round")
 
+    # -- methods writing into the array: writes (rules/array_writes.py)
+    def sort(self, axis=-1, kind=None, order=None):
+        ad.write_array(self, Ellipsis, dispatch(np.sort, (self,), {"axis": axis,
+                                                                   "kind": kind}))
+
+    def partition(self, kth, axis=-1, kind="introselect", order=None):
+        ad.write_array(self, Ellipsis, dispatch(np.partition, (self, kth), {"axis": axis}))
+
+    def fill(self, value):
+        ad.write_array(self, Ellipsis, value)
+
+    def put(self, indices, values, mode="raise"):
+        dispatch(np.put, (self, indices, values), {"mode": mode})
+
     def reshape(self, *shape, **kwargs):
         return dispatch(np.reshape, (self, shape[0] if len(shape) == 1 else shape), kwargs)
 
