@@ -128,6 +128,7 @@ def compile_rules(rules: list, filename: str) -> dict:
     for _, rule in rules:
         namespace.update(getattr(rule, "astad_callees", {}))
     module = ast.Module(body=[rule for _, rule in rules], type_ignores=[])
+    valid_positions(module)
     code = compile(module, filename, "exec", dont_inherit=True)
     exec(code, namespace)  # astad's own templates; no user text
     compiled = {name: namespace[name] for name, _ in rules}
@@ -193,3 +194,18 @@ def _locate(factory: ast.AST, lineno: int) -> None:
             n.lineno = n.end_lineno = lineno
             n.col_offset = n.end_col_offset = 0
     ast.fix_missing_locations(factory)
+    valid_positions(factory)
+
+
+def valid_positions(tree: ast.AST) -> None:
+    """Make every node's source range one ``compile`` accepts. A generated node takes
+    its start from one user node and its end from another (a preaccumulated expression
+    spanning a formatter's layout: ``a + (\n    b * b\n)``), which may end before it
+    starts; such a range becomes the start alone (tracebacks still name the line)."""
+    for n in ast.walk(tree):
+        start, end = getattr(n, "lineno", None), getattr(n, "end_lineno", None)
+        if start is None or end is None:
+            continue
+        if end < start or end == start and n.end_col_offset is not None and \
+                n.col_offset is not None and n.end_col_offset < n.col_offset:
+            n.end_lineno, n.end_col_offset = start, n.col_offset
