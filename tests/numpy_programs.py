@@ -215,7 +215,7 @@ class Gen:
 
     # -- statements -------------------------------------------------------------------------
     WRITES = ["item_write", "slice_write", "row_col_write", "fancy_write", "mask_write",
-              "inplace", "inplace", "add_at", "out"]
+              "inplace", "inplace", "add_at", "out", "method"]
 
     def block(self, scope, n_stmts, out, pad, depth):
         for _ in range(n_stmts):
@@ -248,11 +248,14 @@ class Gen:
 
     def stmt_copy(self, scope, out, pad, depth):
         src = self.pick(scope.arrays)
-        forms = ["{}.copy()", "np.copy({})", "np.array({})"]
+        forms = {"{}.copy()": "copy:.copy", "np.copy({})": "copy:np.copy",
+                 "np.array({})": "copy:np.array", "{}.astype(np.float64)": "copy:astype"}
+        if len(scope.arrays[src]) == 1:
+            forms["{}.flatten()"] = "copy:flatten"
         if "np.array" in self.excluded:
-            forms.remove("np.array({})")
+            del forms["np.array({})"]
         form = self.pick(forms)
-        self.used.add("copy:" + form.split("(")[0].replace("{}.", "."))
+        self.used.add(forms[form])
         name = self.fresh("c")
         out.append(f"{pad}{name} = {form.format(src)}")
         scope.arrays[name] = scope.arrays[src]
@@ -405,6 +408,14 @@ class Gen:
             out.append(f"{pad}{name}[{mask}] {op} {self.bounded(scope)}")
 
     @_write
+    def stmt_method(self, scope, out, pad, depth, target=None):
+        """An ndarray method writing into the array (fill; sort has ties, which the
+        masks do not see: tests/test_memory_model.py has it)."""
+        name = target or self.target(scope)
+        self.used.add("method:fill")
+        out.append(f"{pad}{name}.fill({self.bounded(scope)})")
+
+    @_write
     def stmt_inplace(self, scope, out, pad, depth, target=None):
         name = target or self.target(scope)
         shape = scope.arrays[name]
@@ -472,7 +483,10 @@ class Gen:
         if len(shape) == 1:
             length = shape[0]
             options += [(f"{name}[1:]", (length - 1,)), (f"{name}[::-1]", shape),
-                        (f"{name}[:-1]", (length - 1,))]
+                        (f"{name}[:-1]", (length - 1,)), (f"np.flip({name})", shape),
+                        (f"np.asarray({name})", shape), (f"{name}.view()", shape),
+                        (f"np.split({name}, [1])[1]", (length - 1,)),
+                        (f"np.atleast_2d({name})[0]", shape)]
             if length % 2 == 0:
                 options.append((f"{name}.reshape(2, {length // 2})", (2, length // 2)))
             if length > 2:
@@ -481,11 +495,15 @@ class Gen:
             p, q = shape
             options += [(f"{name}.T", (q, p)), (f"{name}[{self.integer(0, p - 1)}]", (q,)),
                         (f"{name}[:, {self.integer(0, q - 1)}]", (p,)),
-                        (f"{name}.reshape({p * q})", (p * q,)), (f"{name}[1:]", (p - 1, q))]
+                        (f"{name}.reshape({p * q})", (p * q,)), (f"{name}[1:]", (p - 1, q)),
+                        (f"np.fliplr({name})", shape), (f"np.rot90({name})", (q, p)),
+                        (f"np.ravel({name})", (p * q,)), (f"np.flipud({name})[1:]", (p - 1, q))]
         text, vshape = self.pick(options)
         if 0 in vshape:
             return
         self.used.add("view" + ("_2d" if len(shape) == 2 else "_1d"))
+        if text.startswith("np.") or text.endswith(".view()"):
+            self.used.add("view:function")
         out.append(f"{pad}{v} = {text}")
         scope.arrays[v] = vshape
         # most often a write through the view (or the base) follows at once

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from astad.rules.array_shapes import as_dtype, index_scatter, take_index
-from astad.rules.array_views import View, region_add, strided_add, strided_take
+from astad.rules.array_views import View, region_add
 from astad.rules.array_writes import Write, zero_region
 from astad.rules.array_gather import (ADD_ACCUMULATE, ADD_REDUCE, ADD_REDUCEAT,
     MAXIMUM_REDUCE, MINIMUM_REDUCE, MULTIPLY_REDUCE, OUTERS)
@@ -359,14 +359,6 @@ C(region_add, F(3, 4), K(View().then("index", (slice(1, 3), 2))), F(2), K((3, 4)
   K(np.float64))
 C(region_add, K(None), K(View().then("transpose", (1, 0))), F(4, 3), K((3, 4)),
   K(np.float64), tag="zeros-base")
-C(strided_take, F(3, 4), K(False), K((0, 1)), K(((1, 1),)), K((3,)), K(False),
-  tag="diagonal")
-C(strided_take, F(3), K(False), K((0,)), K(((0,), (1,))), K((2, 3)), K(True),
-  tag="broadcast")
-C(strided_add, K((3, 4)), K(np.float64), F(3), K(False), K((0, 1)), K(((1, 1),)), K((3,)),
-  K(False), tag="diagonal")
-C(strided_add, K((3,)), K(np.float64), F(2, 3), K(False), K((0,)), K(((0,), (1,))),
-  K((2, 3)), K(True), tag="broadcast")
 C(zero_region, F(3, 4), K(Write(None, (slice(0, 2), [0, 3]), None, None, View(), None,
                                 None)))
 C(np.r_, L(F(2), F(3)), call=_r_two)

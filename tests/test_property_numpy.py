@@ -264,7 +264,8 @@ CLAIMED = ["new_array", "copy", "copy:.copy", "copy:np.copy", "copy:np.array", "
            "alias", "rebind", "add_at", "add_at_repeated", "out", "recurrence_1d",
            "recurrence_2d", "stencil",
            "loop", "write_argument", "index_loop_variable", "expr:matmul", "sum_axis",
-           "scalar:dot", "region:step", "region:block"]
+           "scalar:dot", "region:step", "region:block", "view:function",
+           "method:fill", "copy:astype", "copy:flatten"]
 
 
 def test_generator_programs_run_and_cover_constructs():

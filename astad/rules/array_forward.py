@@ -21,7 +21,7 @@ from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, publish, record
 from .array import NonFinite, all_finite
 from .array_shapes import take_index
-from ..runtime.array_dual import FArrayDual
+from ..runtime.array_dual import FArrayDual, dispatch, plain_array
 from ..runtime.duals import DUAL_TYPES, forward_dual
 
 # linear functions: the positions of their data arguments (a sequence there: each item)
@@ -226,13 +226,15 @@ def _not_aliased(tangent, args, handle):
     np.copy's) copied: arrays are written in place (rules/array_writes.py), and the
     result's tangent must not change with the operand's. (A view shares on purpose: it
     is made before any rule, in dispatch.)"""
-    if type(tangent) is not np.ndarray:
+    memory = plain_array(tangent)  # (a tangent may be a dual of an enclosing level)
+    if type(memory) is not np.ndarray:
         return tangent
     for a in args:
         for x in (a if type(a) in (list, tuple) else (a,)):
             if _is_ours(x, handle) and type(x) is FArrayDual and \
-                    np.may_share_memory(tangent, x.d):
-                return tangent.copy()
+                    np.may_share_memory(memory, plain_array(x.d)):
+                return tangent.copy() if type(tangent) is np.ndarray else \
+                    dispatch(np.copy, (tangent,), {})
     return tangent
 
 

@@ -75,33 +75,15 @@ def _reshape_step(a, batched, shape, order):
 def _strided_step(a, batched, start, columns, shape, repeats):
     """The view whose element ``j`` is ``a``'s element ``start + columns j`` (an affine
     map of indices: any strided view numpy makes), as a view of ``a`` whatever its
-    layout; of a dual (a derivative of a derivative) by the primitive ``strided_take``."""
-    if type(a) is not np.ndarray:
-        return dispatch(strided_take, (a, batched, start, columns, shape, repeats), {})
+    layout; of an array dual (a derivative of a derivative), a view dual of it."""
+    if type(a) in ARRAY_DUALS:
+        return as_numpy_made(a, _strided_step(a.v, batched, start, columns, shape, repeats))
     lead = 1 if batched else 0
     inner = a.strides[lead:]
     origin = a[(slice(None),) * lead + tuple(slice(i, None) for i in start)] if start \
         else a[...]
     strides = tuple(sum(c * s for c, s in zip(column, inner)) for column in columns)
     return as_strided(origin, a.shape[:lead] + shape, a.strides[:lead] + strides)
-
-
-def strided_take(a, batched, start, columns, shape, repeats):
-    """``_strided_step`` as a new array: the primitive of a strided view of a dual."""
-    if type(a) in DUAL_TYPES:
-        return dispatch(strided_take, (a, batched, start, columns, shape, repeats), {})
-    return _strided_step(a, batched, start, columns, shape, repeats).copy()
-
-
-def strided_add(base_shape, dtype, g, batched, start, columns, shape, repeats):
-    """Zeros shaped like the array (``base_shape``) with ``g`` added into the strided
-    view's region: the transpose of ``strided_take``."""
-    if type(g) in DUAL_TYPES:
-        return dispatch(strided_add, (base_shape, dtype, g, batched, start, columns, shape,
-                                      repeats), {})
-    out = np.zeros(base_shape, dtype)
-    View().then("strided", start, columns, shape, repeats).add_into(out, g, batched)
-    return out
 
 
 _STEPS = {"index": _index_step, "transpose": _transpose_step, "reshape": _reshape_step,
@@ -220,9 +202,9 @@ def as_numpy_made(x, value):
 
 
 def _as_array(fn):
-    """The ``view`` of np.asanyarray, np.ascontiguousarray, np.asfortranarray and
-    np.require, which return their argument or a copy: numpy's answer on the memory
-    decides which (its copy in numpy's layout, dtype and shape)."""
+    """The ``view`` of np.asarray, np.asanyarray, np.ascontiguousarray,
+    np.asfortranarray and np.require, which return their argument or a copy: numpy's
+    answer on the memory decides which (its copy in numpy's layout, dtype and shape)."""
     def view(args, kwargs):
         x, memory = args[0], plain_array(args[0])
         probe = fn(memory, *args[1:], **kwargs)
@@ -375,15 +357,6 @@ register_jvp(region_add, lambda t, r, base, view, value, shape, dtype: t,
              None, lambda t, r, base, view, value, shape, dtype: region_add(
                  None, view, t, shape, dtype))
 
-register_vjp(strided_take, lambda g, r, a, *step: strided_add(
-    np.shape(a), plain_array(a).dtype, g, *step))
-register_jvp(strided_take, lambda t, r, a, *step: strided_take(t, *step))
-register_vjp(strided_add, None, None, lambda g, r, base_shape, dtype, value, *step:
-             strided_take(g, *step))
-register_jvp(strided_add, None, None, lambda t, r, base_shape, dtype, value, *step:
-             strided_add(base_shape, dtype, t, *step))
-
-
 # numpy functions whose result may share the array's memory: view(args, kwargs) gives it
 # as a view dual when it does (None: the rule runs)
 for _fn, _view in ((take_index, _index_view), (np.transpose, _transpose_view),
@@ -400,5 +373,5 @@ for _fn in (np.flip, np.flipud, np.fliplr, np.rot90, np.diagonal, np.broadcast_t
             *[getattr(np, name) for name in ("matrix_transpose", "permute_dims")
               if hasattr(np, name)]):  # (numpy 2)
     record(_fn).view = _memory_view(_fn)
-for _fn in (np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.require):
+for _fn in (np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.require):
     record(_fn).view = _as_array(_fn)

@@ -179,6 +179,16 @@ def write(x, index, value) -> None:
     if dual_value is not None:
         parents += ((1, parent_of(dual_value)),)
     root.i = _log(level, record, parents)
+    if type(x.v) is np.ndarray:
+        _log_around(level, x.v, index, old, new)
+
+
+def _log_around(level, target, index, old, new) -> None:
+    """A plain array written at ``level``: the reverse passes enclosing it log the change
+    as well (their entries may keep the array: a constant of theirs)."""
+    for handle in running.stack[:running.depth[id(level)] - 1]:
+        if type(handle) is list:
+            _log(handle, Write(target, index, old, new, None, None, None), ())
 
 
 def _copied(region):
@@ -231,16 +241,31 @@ def _survivors(shape, index):
 
 
 def _write_forward(x, index, primal, dual_value, level):
-    x.v[index] = primal
+    if type(x.v) is np.ndarray and running.depth[id(level)] > 1:  # (enclosing levels)
+        old = _copied(x.v[index])
+        x.v[index] = primal
+        _log_around(level, x.v, index, old, _copied(x.v[index]))
+    else:
+        x.v[index] = primal
     root = x.root if x.root is not None else x
     batched = level.width is not None
     view = x.from_root or View()
     tangent = np.zeros(()) if dual_value is None else dual_value.d
+    if type(tangent) in DUAL_TYPES and type(root.d) is np.ndarray:
+        # a tangent carrying an enclosing level's derivative (forward inside another
+        # differentiation): the root's tangent array becomes a constant of the enclosing
+        # levels, so that the write is one of theirs too
+        enclosing = running.stack[:running.depth[id(level)] - 1]
+        root.d = constant(enclosing[-1], root.d)
     if batched and dual_value is not None:  # its directions first, then numpy's broadcast
         region_ndim = np.ndim(x.v[index])
         tangent = np.reshape(tangent, (level.width,) + (1,) * (
             region_ndim - (np.ndim(tangent) - 1)) + np.shape(tangent)[1:])
-    view(root.d, batched)[((slice(None),) if batched else ()) + index] = tangent
+    region = ((slice(None),) if batched else ()) + index
+    if type(root.d) is np.ndarray:  # (a plain array an enclosing reverse pass may keep)
+        plain_change(root.d, view(root.d, batched).__setitem__, region, tangent)
+    else:
+        view(root.d, batched)[region] = tangent
 
 
 def log_plain_write(tape, target, index) -> Write:
