@@ -4,7 +4,9 @@ every error names the construct and the user's line with advice that fits.
 """
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import subprocess
 import sys
 
@@ -291,3 +293,70 @@ def test_has_aux_without_a_pair_names_the_users_type(transform, argument):
     with pytest.raises(astad.InputError, match=rf"must return a pair \(value, aux\); it "
                        rf"returned {expected}$"):
         calls[transform]()
+
+
+# -- a numpy scalar's indexing; operator's getters as values and sort keys --------------------
+class _Weighted:
+    def __init__(self, w):
+        self.w = w
+
+    def scaled(self, k):
+        return self.w * k
+
+
+def scalar_indexed(v):
+    return np.sum(v)[()] * 2.0 + np.sum(np.sum(v)[...] * v)
+
+
+def sorted_by_itemgetter(d):
+    items = sorted(d.items(), key=operator.itemgetter(0))
+    return sum(v * v for _, v in items)
+
+
+def itemgetter_as_a_value(xs):
+    get = operator.itemgetter(1, 2)
+    a, b = get(xs)
+    return a * b
+
+
+def sorted_by_attrgetter(w):
+    objects = [_Weighted(w * 2.0), _Weighted(w)]
+    objects.sort(key=operator.attrgetter("w"))
+    return objects[0].w * 3.0 + objects[1].w
+
+
+def methodcaller_of_a_user_method(w):
+    call = operator.methodcaller("scaled", k=3.0)
+    return call(_Weighted(w)) * math.sin(w)
+
+
+def methodcaller_of_an_array_method(v):
+    return functools.partial(operator.methodcaller("sum"))(v) * 2.0
+
+
+@pytest.mark.parametrize("f, argument, gradient", [
+    (scalar_indexed, np.array([1.0, 2.0]), np.array([8.0, 8.0])),  # 2 s + s^2, s = 3
+    (sorted_by_itemgetter, {"b": 2.0, "a": 1.0}, {"b": 4.0, "a": 2.0}),
+    (itemgetter_as_a_value, [1.0, 2.0, 3.0], [0.0, 3.0, 2.0]),
+    (sorted_by_attrgetter, 1.5, 5.0),
+    (methodcaller_of_a_user_method, 0.5, 3.0 * (math.sin(0.5) + 0.5 * math.cos(0.5))),
+    (methodcaller_of_an_array_method, np.array([1.0, 2.0]), np.array([2.0, 2.0])),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_numpy_scalar_indexing_and_operator_getters(f, argument, gradient):
+    got = astad.grad(f)(argument)
+    if isinstance(gradient, dict):
+        assert got == pytest.approx(gradient)
+    else:
+        np.testing.assert_allclose(got, gradient, rtol=1e-12)
+    # forward mode along the argument itself: the gradient dotted with it
+    _, tangent = astad.jvp(f, (argument,), (argument,))
+    pairs = [(gradient[k], argument[k]) for k in argument] if isinstance(argument, dict) \
+        else zip(np.ravel(gradient), np.ravel(argument))
+    assert tangent == pytest.approx(sum(g * a for g, a in pairs), rel=1e-12)
+
+
+def test_a_float_result_is_not_subscriptable_as_in_python():
+    with pytest.raises(TypeError, match="'float' object is not subscriptable"):
+        astad.grad(lambda x: (x * 2.0)[()])(1.0)
+    with pytest.raises(IndexError, match="invalid index to scalar variable"):
+        astad.grad(lambda v: np.sum(v)[0])(np.ones(2))

@@ -66,6 +66,14 @@ def _with_tape(f):
     return call
 
 
+def _methodcaller_parts(f: operator.methodcaller) -> tuple:
+    """(name, args, kwargs) of an operator.methodcaller, as its pickling gives them."""
+    made, args = f.__reduce__()
+    if made is operator.methodcaller:
+        return args[0], args[1:], {}
+    return made.args[0], args, dict(made.keywords)  # (a partial holding the keywords)
+
+
 def calls_as_is(f) -> bool:
     """Is D of the class ``f`` the class itself (a dataclass or named tuple, which only
     stores its arguments)? Then generated code calls ``f`` as the original does."""
@@ -262,6 +270,11 @@ def rev(f):
         return constant_array_method(f)  # c.dot(x): numpy's function finds the rule
     if t is TapeBound:
         return _with_tape(f)  # already runs on the tape it was bound to
+    if t is operator.itemgetter or t is operator.attrgetter:
+        return _with_tape(f)  # structure access (x[k], x.a): the same on duals
+    if t is operator.methodcaller:  # obj.name(*args, **kwargs): the method, transformed
+        name, args, kwargs = _methodcaller_parts(f)
+        return lambda tape, obj: rev(getattr(obj, name))(tape, *args, **kwargs)
     if is_numpy_callable(f):  # numpy's dispatch finds the array rules (lists made arrays)
         return lambda tape, *args, **kwargs: ad.numpy(f, *args, **kwargs)
     if t is functools.partial:  # D of a partial application: partial application of D

@@ -208,6 +208,18 @@ class ScalarDual(PrimalView):
             return ad.with_primal(self, float)
         return self
 
+    def __getitem__(self, index):
+        """x[()] of a dual standing for a numpy scalar is itself, x[...] a 0-d array (as
+        numpy's); a float is not subscriptable."""
+        primal = full_primal(self)
+        if not isinstance(primal, np.generic) or type(primal) is float:
+            raise TypeError(f"{type(primal).__name__!r} object is not subscriptable")
+        if type(index) is tuple and not index:
+            return self
+        if index is Ellipsis:
+            return ad.np_asarray(None, self)
+        raise IndexError("invalid index to scalar variable.")
+
     def __getattr__(self, name):
         if not name.startswith("__") and isinstance(full_primal(self), np.generic):
             return ad.numpy_scalar_attribute(self, name)  # numpy's, for a numpy scalar
