@@ -106,9 +106,15 @@ def test_a_non_number_where_a_float_is_expected_raises_pythons_own_error(bad):
                                                 "return z + y")
 
 
+PACKAGE = os.path.dirname(os.path.abspath(astad.__file__)) + os.sep
+
+
 def innermost_user_frame(exc):
+    """The innermost frame outside the astad package (wherever the checkout lives: a
+    folder named astad, as git clone makes, holds the tests too)."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if os.sep + "astad" + os.sep not in f.filename and f.filename != "<astad rule>"]
+              if not os.path.abspath(f.filename).startswith(PACKAGE) and
+              f.filename != "<astad rule>"]
     return frames[-1].filename, frames[-1].lineno, frames[-1].line
 
 
