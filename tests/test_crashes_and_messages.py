@@ -360,3 +360,27 @@ def test_a_float_result_is_not_subscriptable_as_in_python():
         astad.grad(lambda x: (x * 2.0)[()])(1.0)
     with pytest.raises(IndexError, match="invalid index to scalar variable"):
         astad.grad(lambda v: np.sum(v)[0])(np.ones(2))
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 2.0], [2.0, 4.0]]), np.zeros((3, 3)),
+                               np.array([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [0.5, 3.0]]])],
+                         ids=["rank 1", "zero", "a stack with a singular matrix"])
+def test_the_determinant_of_a_singular_matrix_has_the_adjugate_as_gradient(a):
+    def total(m):
+        return np.sum(np.linalg.det(m))
+
+    def adjugate_t(m):  # the cofactors, by 2x2 minors or by definition
+        if m.shape[-1] == 2:
+            return np.stack([m[..., 1, 1], -m[..., 1, 0], -m[..., 0, 1], m[..., 0, 0]],
+                            -1).reshape(m.shape)
+        out = np.zeros_like(m)
+        for i in range(3):
+            for j in range(3):
+                minor = np.delete(np.delete(m, i, -2), j, -1)
+                out[..., i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+        return out
+
+    np.testing.assert_allclose(astad.grad(total)(a), adjugate_t(a), atol=1e-12)
+    direction = np.ones_like(a)
+    assert astad.jvp(total, (a,), (direction,))[1] == pytest.approx(
+        np.sum(adjugate_t(a) * direction), abs=1e-12)

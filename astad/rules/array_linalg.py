@@ -220,12 +220,30 @@ def _solve_jvp_b(t, r, a, b):
                                                       vector)), vector)
 
 
+def _cofactors(a, r):
+    """d det(a) / d a: the cofactor matrix (the adjugate's transpose), det(a) inv(a)^T
+    where a is invertible; by the SVD where it is singular (a = U S V^T, the cofactors
+    det(U) det(V) U diag(product of the other singular values) V^T), as numpy's det of a
+    singular matrix is 0.0 rather than an error."""
+    try:
+        return np.expand_dims(r, (-2, -1)) * _swap(np.linalg.inv(a))
+    except np.linalg.LinAlgError:
+        pass
+    u, s, vt = np.linalg.svd(a)
+    ones = np.ones(np.shape(s)[:-1] + (1,))
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = np.flip(np.cumprod(np.concatenate([ones, np.flip(s, -1)[..., :-1]], axis=-1),
+                               axis=-1), -1)
+    signs = np.linalg.det(u) * np.linalg.det(vt)
+    return np.expand_dims(signs, (-2, -1)) * ((u * np.expand_dims(before * after, -2)) @ vt)
+
+
 def _det_a(g, r, a):
-    return np.expand_dims(g * r, (-2, -1)) * _swap(np.linalg.inv(a))
+    return np.expand_dims(g, (-2, -1)) * _cofactors(a, r)
 
 
 def _det_jvp(t, r, a):
-    return r * np.sum(_swap(np.linalg.inv(a)) * t, axis=(-2, -1))
+    return np.sum(_cofactors(a, r) * t, axis=(-2, -1))
 
 
 register_vjp(np.linalg.solve, _solve_a, _solve_b)
