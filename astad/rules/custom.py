@@ -392,8 +392,22 @@ define("stop_gradient", lambda tape, x: stop_gradient(x), stop_gradient)
 
 
 # -- astad's own primitives, defined the way users define theirs ---------------------------
+def _distance(p, q):
+    """math.dist, also of duals of an enclosing level (a derivative of a derivative):
+    the same operations through the general rules."""
+    if not contains_dual(p) and not contains_dual(q):
+        return math.dist(p, q)
+    total = 0.0
+    for a, b in zip(p, q):
+        total = total + (a - b) * (a - b)
+    return _GENERAL["sqrt"](total)
+
+
+_GENERAL = general_namespace()
+
+
 def _dist_fwd(p, q):
-    r = math.dist(p, q)
+    r = _distance(p, q)
     return r, (p, q, r)
 
 
@@ -407,7 +421,7 @@ def _dist_bwd(residuals, g):
 
 def _dist_jvp(primals, tangents):
     p, q = primals
-    r = math.dist(p, q)
+    r = _distance(p, q)
     dp, dq = tangents
     if not r:
         return r, 0.0
@@ -427,21 +441,33 @@ register_scalar(math.remainder, lambda x, y: 1.0, lambda x, y: -round(
     name="remainder")
 
 
+# modf and frexp of a dual of an enclosing level (a derivative of a derivative): the
+# integer part and the exponent are read from the primal (piecewise constant), the rest
+# computed from x with operators, so that the enclosing levels see it
+def _modf(x):
+    whole = math.modf(full_primal(x))[1]
+    return (x - whole if type(x) in DUAL_TYPES else math.modf(x)[0]), whole
+
+
+def _frexp(x):
+    mantissa, exponent = math.frexp(full_primal(x))
+    return (x * 2.0 ** -exponent if type(x) in DUAL_TYPES else mantissa), exponent
+
+
 def _modf_bwd(residuals, g):
     return (g[0] if g[0] is not None else 0.0,)  # the fraction moves with x, the integer not
 
 
 def _frexp_bwd(exponent, g):
-    return (math.ldexp(g[0], -exponent) if g[0] is not None else 0.0,)  # m = x 2**-e
+    return (g[0] * 2.0 ** -exponent if g[0] is not None else 0.0,)  # m = x 2**-e
 
 
 def _frexp_jvp(primals, tangents):
-    mantissa, exponent = math.frexp(primals[0])
-    return (mantissa, exponent), (math.ldexp(1.0, -exponent) * tangents[0], exponent)
+    mantissa, exponent = _frexp(primals[0])
+    return (mantissa, exponent), (2.0 ** -exponent * tangents[0], exponent)
 
 
-_modf = custom_vjp(math.modf).defvjp(lambda x: (math.modf(x), None), _modf_bwd)
-_modf.defjvp(lambda primals, tangents: (math.modf(primals[0]), (tangents[0], 0.0)))
-_frexp = custom_vjp(math.frexp).defvjp(lambda x: (math.frexp(x), math.frexp(x)[1]),
-                                       _frexp_bwd)
-_frexp.defjvp(_frexp_jvp)
+custom_vjp(math.modf).defvjp(lambda x: (_modf(x), None), _modf_bwd).defjvp(
+    lambda primals, tangents: (_modf(primals[0]), (tangents[0], 0.0)))
+custom_vjp(math.frexp).defvjp(lambda x: (_frexp(x), _frexp(x)[1]), _frexp_bwd).defjvp(
+    _frexp_jvp)

@@ -156,12 +156,17 @@ class _Row:
         self.arrays = _RowArrays(arrays, j)
 
     def __getitem__(self, slot):
+        if type(slot) is slice:  # (a run of slots: a structured result's floats)
+            return [self[k] for k in range(*slot.indices(len(self.base)))]
         if slot in self.written:
             return self.written[slot]
         return _component(self.base[slot], self.j)
 
     def __setitem__(self, slot, value):
         self.written[slot] = value
+
+    def __len__(self):
+        return len(self.base)
 
 
 class _RowArrays:
