@@ -1,8 +1,8 @@
 """Issue 12, class 5: ``argnums`` read as JAX reads it, on every path (``reverse_diff`` with
 its specialised float code and its tape, the function transforms): negative numbers count
 from the end, naming an argument twice is an error (also ``(0, -2)`` for two arguments).
-And class 10: the same array passed twice is one input, whose whole gradient shows at
-each place (the convention for the same list passed twice).
+And class 10: the same object at two places (an array, a list, a row shared by two rows)
+has a partial derivative at each, as in JAX; a write into it is refused.
 """
 from __future__ import annotations
 
@@ -78,36 +78,65 @@ def test_one_reading_shared_by_every_entry_point():
     assert astad.api.transforms.argnums_positions is argnums_positions
 
 
-# -- the same array passed twice ---------------------------------------------------------------
+# -- the same object at two places: JAX's partial derivatives ------------------------------
 def array_product(a, b):
     return np.sum(a * b)
 
 
-def test_the_same_array_twice_gives_its_whole_gradient_at_each_place():
+def weighted_square(a, b):
+    return np.sum(a * b * b)
+
+
+def test_the_same_array_twice_gives_the_partial_at_each_place():
     v = np.array([1.0, 2.0])
-    want = np.array([2.0, 4.0])  # d/dv sum(v * v)
     f = astad.reverse_diff(array_product)
     for got in (f.grad(v, v), f.vjp(v, v)[1](1.0),
                 astad.reverse_diff(array_product, preaccumulate=False).grad(v, v),
                 astad.grad(array_product, argnums=(0, 1))(v, v)):
-        assert np.array_equal(got[0], want) and np.array_equal(got[1], want)
-    # two equal arrays are two inputs
-    a, b = f.grad(v, v.copy())
-    assert np.array_equal(a, v) and np.array_equal(b, v)
-    # as for lists, the documented convention
-    lists = astad.reverse_diff(lambda a, b: sum(x * y for x, y in zip(a, b)))
-    assert lists.grad([1.0, 2.0], [1.0, 2.0]) == ([1.0, 2.0], [1.0, 2.0])
+        assert np.array_equal(got[0], v) and np.array_equal(got[1], v)  # d/da = b, d/db = a
+    # their sum is the total derivative of g(v) = f(v, v): the chain rule
+    ga, gb = astad.grad(weighted_square, argnums=(0, 1))(v, v)
+    np.testing.assert_array_equal(ga + gb, astad.grad(lambda u: weighted_square(u, u))(v))
+    # lists, as arrays
+    lists = astad.reverse_diff(lambda a, b: sum(x * y * y for x, y in zip(a, b)))
     same = [1.0, 2.0]
-    assert lists.grad(same, same) == ([2.0, 4.0], [2.0, 4.0])
+    assert lists.grad(same, same) == ([1.0, 4.0], [2.0, 8.0])
 
 
-def test_the_same_array_inside_two_structures_is_one_input():
+def test_the_same_object_inside_two_structures_has_a_partial_at_each():
     v = np.array([1.0, 2.0])
 
     def f(pair, d):
-        return np.sum(pair[0] * d["w"])
+        return np.sum(pair[0] * d["w"] * d["w"])
     ga, gd = astad.reverse_diff(f).grad((v, 1.0), {"w": v})
-    assert np.array_equal(ga[0], [2.0, 4.0]) and np.array_equal(gd["w"], [2.0, 4.0])
+    assert np.array_equal(ga[0], v * v) and np.array_equal(gd["w"], 2.0 * v * v)
+    row = [1.0, 2.0]
+    matrix = [row, row]  # a row shared by two rows: each its own partial
+
+    def rows(m):
+        return m[0][0] * m[1][0] ** 2 + m[1][1]
+    assert astad.grad(rows)(matrix) == [[1.0, 0.0], [2.0, 1.0]]
+
+
+def test_a_write_into_an_object_given_twice_is_refused_naming_both_places():
+    v = np.array([1.0, 2.0])
+
+    def scale_first(a, b):
+        a *= 2.0
+        return np.sum(a * b)
+
+    def append_to_first(a, b):
+        a.append(1.0)
+        return sum(b)
+    with pytest.raises(astad.InputError, match=r"args\[0\] and as args\[1\].*changes it"):
+        astad.grad(scale_first, argnums=(0, 1))(v, v)
+    same = [1.0, 2.0]
+    with pytest.raises(astad.InputError, match="changes it"):
+        astad.grad(append_to_first, argnums=(0, 1))(same, same)
+    # a cycle is one object: it keeps its aliasing
+    cycle = [1.0]
+    cycle.append(cycle)
+    assert astad.grad(lambda c: c[0] * c[1][0])(cycle)[0] == 2.0
 
 
 def test_forward_mode_keeps_one_tangent_per_place():
@@ -135,3 +164,31 @@ def test_a_method_with_no_argument_after_the_object():
     with pytest.raises(astad.InputError, match=r"Class.f.grad\(obj\)"):
         _Scaled(3.0).doubled.grad()
     assert _Scaled.doubled.grad(_Scaled(3.0)).k == 2.0
+
+
+@pytest.mark.parametrize("transform", ["grad", "vjp", "jacrev", "hessian", "jvp", "f.grad"])
+def test_partials_at_two_places_in_every_transform(transform):
+    """f(a, b) = sum(a * b * b) at a = b = v: d/da = b^2, d/db = 2 a b (JAX's answers)."""
+    v = np.array([1.0, 2.0])
+    da, db = v * v, 2.0 * v * v
+    if transform == "grad":
+        got = astad.grad(weighted_square, argnums=(0, 1))(v, v)
+    elif transform == "vjp":
+        got = astad.vjp(weighted_square, v, v)[1](1.0)
+    elif transform == "f.grad":
+        got = astad.reverse_diff(weighted_square).grad(v, v)
+    elif transform == "jacrev":
+        got = astad.jacrev(weighted_square, argnums=(0, 1))(v, v)
+    elif transform == "jvp":  # along a's direction only, then b's
+        along_a = astad.jvp(weighted_square, (v, v), (np.ones(2), np.zeros(2)))[1]
+        along_b = astad.jvp(weighted_square, (v, v), (np.zeros(2), np.ones(2)))[1]
+        got = (np.array([along_a]), np.array([along_b]))
+        da, db = np.array([np.sum(da)]), np.array([np.sum(db)])
+    else:  # the Hessian's blocks: d2/da2 = 0, d2/dadb = diag(2 b), d2/db2 = diag(2 a)
+        h = astad.hessian(weighted_square, argnums=(0, 1))(v, v)
+        np.testing.assert_array_equal(h[0][0], np.zeros((2, 2)))
+        np.testing.assert_array_equal(h[0][1], np.diag(2.0 * v))
+        np.testing.assert_array_equal(h[1][1], np.diag(2.0 * v))
+        return
+    np.testing.assert_array_equal(got[0], da)
+    np.testing.assert_array_equal(got[1], db)

@@ -158,6 +158,11 @@ class Interleaving:
         # objects passed as they are (a user's class): the call may store duals in them,
         # which core/escape.py replaces by their primals afterwards
         self.opaque: list = []
+        # an array reached at two places: each place its own input (JAX's partials);
+        # (path, dual, slot) of each place, checked for writes after the call
+        self.places: dict = {}   # id(array) -> [(path, dual, slot), ...]
+        self.first_paths: dict = {}  # id(object) -> the path where it was met first
+        self.walking: set = set()  # ids of the containers being walked (cycles)
 
     # -- the leaves: a new dual and its slot (ForwardInterleaving makes forward duals) --
     def _new_duals(self, xs) -> list:
@@ -261,19 +266,34 @@ class Interleaving:
         if is_float_array(value) or t in ARRAY_DUALS:
             if not active:
                 return value, None
-            # the same array twice is one input of reverse mode, as the same list is (its
-            # whole gradient at each place); forward mode keeps one tangent per place
+            # the same array at two places: each place its own input, as in JAX (its
+            # partial derivative), over a copy of its own; a write through either is
+            # refused after the call (check_places). Forward mode: a tangent per place.
             seen = self.copies.get(id(value)) if self.level is self.tape else None
             if seen is not None:
-                return seen[1], seen[2]
+                d = self._array_dual(np.array(value) if type(value) is np.ndarray else
+                                     value.copy())
+                plan = ArrayPlan(len(self.tape) - 1, value.shape, value.dtype)
+                places = self.places.setdefault(id(value), [(
+                    self.first_paths[id(value)], seen[1], seen[2].slot)])
+                places.append((path, d, plan.slot))
+                return d, plan
             d = self._array_dual(value)
             plan = ArrayPlan(len(self.tape) - 1, value.shape, value.dtype)
             if self.level is self.tape:
                 self._remember(value, d, plan)
+                self.first_paths[id(value)] = path
             return d, plan
         seen = self.copies.get(id(value))
-        if seen is not None:  # the same mutable object twice: one copy, aliasing kept
-            return seen[1], seen[2]
+        again = False
+        if seen is not None:
+            # the same mutable object twice: in reverse mode, a container holding floats
+            # met again (not a cycle through it) is another input (JAX's partials), over
+            # a copy of its own; otherwise one copy, aliasing kept
+            if not active or self.level is not self.tape or id(value) in self.walking \
+                    or not contains_float(value):
+                return seen[1], seen[2]
+            again = True
         node = node_of(t)
         if node is not None:
             if t is list or t is tuple:  # a run of floats: inline, one plan for all
@@ -283,9 +303,13 @@ class Interleaving:
                     out, plan = run
                     if t is tuple:
                         return tuple(out), plan
-                    self._remember(value, out, plan, list(out))
+                    if again:
+                        self._place(value, path, out)
+                    else:
+                        self._remember(value, out, plan, list(out))
+                        self.first_paths[id(value)] = path
                     return out, plan
-            return self._container(value, node, path, active)
+            return self._container(value, node, path, active, again)
         if active:
             error = _unsupported_argument(value, _text(path))
             if error is not None:
@@ -298,15 +322,19 @@ class Interleaving:
             self.opaque.append(value)
         return value, ConstPlan(value)
 
-    def _container(self, value, node, path, active):
+    def _container(self, value, node, path, active, again=False):
         """A container (data/tree.py): a copy of its kind holding its children's copies,
         and its plan. A mutable one is noted before its children (a cycle through it
-        finds the copy) and again after them with a snapshot for write-back."""
+        finds the copy) and again after them with a snapshot for write-back; one met
+        ``again`` (another place of an object walked before) is a copy of its own, noted
+        as a place instead."""
         keys, children, aux = node.flatten(value)
         plan = NodePlan(node, type(value), aux, keys, [])
         copy = node.shell(aux) if node.mutable else None
-        if copy is not None:
+        if copy is not None and not again:
             self._remember(value, copy, plan)  # before the elements: cycles
+            self.first_paths[id(value)] = path
+        self.walking.add(id(value))
         if active and node.kind == "sequence" and contains_float(instance_attributes(value)):
             raise InputError(f"{_text(path)} is a {type(value).__qualname__} whose own "
                              "attributes hold floats; astad walks its items only")
@@ -323,14 +351,17 @@ class Interleaving:
                 y, child = walked
             copies.append(y)
             plans.append(child)
+        self.walking.discard(id(value))
         if copy is None:  # (immutable: a value, copied at each place it appears)
             copy = node.unflatten(aux, keys, copies)
-            if isinstance(copy, collections.deque):  # (made whole, but mutable)
+            if isinstance(copy, collections.deque) and not again:  # (made whole, mutable)
                 self._remember(value, copy, plan, list(copy))
         else:
             node.fill(copy, keys, copies)
             kind = node.kind
-            if kind == "record":  # (a frozen record cannot be mutated: no write-back)
+            if again:
+                self._place(value, path, copy)
+            elif kind == "record":  # (a frozen record cannot be mutated: no write-back)
                 if not is_frozen(type(value)):
                     self._remember(value, copy, plan, list(zip(keys, copies)))
             else:
@@ -338,10 +369,42 @@ class Interleaving:
                                else list(copy))
         return copy, plan
 
+    def _place(self, original, path, copy) -> None:
+        """Note another place of a mutable object holding floats: its copy's contents,
+        checked after the call (``check_places``), and the first place's."""
+        places = self.places.get(id(original))
+        if places is None:
+            first = self.copies[id(original)][1]
+            places = self.places[id(original)] = [
+                (self.first_paths.get(id(original), "an argument"), first, _contents(first))]
+        places.append((path, copy, _contents(copy)))
+
     def _remember(self, original, copy, plan, snapshot=None) -> None:
         """Note the copy of a mutable argument; ``snapshot`` (its contents as copied)
         lets write-back tell whether the function changed it."""
         self.copies[id(original)] = (original, copy, plan, snapshot)
+
+    def check_places(self) -> None:
+        """An array given at two places has a partial derivative at each only if the
+        function writes into it through neither (it ran on a copy per place); else an
+        error naming both places."""
+        for places in self.places.values():
+            for path, copy, before in places:
+                if type(copy) in ARRAY_DUALS:
+                    root = copy.root if copy.root is not None else copy
+                    written = root.i != before
+                else:
+                    after = _contents(copy)
+                    written = len(after) != len(before) or not all(
+                        map(operator.is_, after, before))
+                if written:
+                    first, second = places[0][0], places[1][0]
+                    raise InputError(
+                        f"the same object is given as {_text(first)} and as "
+                        f"{_text(second)}, and the function changes it (through "
+                        f"{_text(path)}): the partial derivative at each place is not "
+                        "defined. Pass a copy at one of them (np.copy, list(...)), or the "
+                        "object once")
 
     # -- write-back --------------------------------------------------------------------
     def write_back(self) -> None:
@@ -651,6 +714,15 @@ def _holds_float_leaf(x) -> bool:
     return t is float or t in DUAL_TYPES or is_float(x) or (
         isinstance(x, np.ndarray) and x.dtype.kind == "f") or (  # (a subclass: matrix)
         t is array.array and x.typecode in "fd" and len(x) > 0)
+
+
+def _contents(copy) -> list:
+    """What a mutable copy holds, to tell by identity whether the function changed it."""
+    if isinstance(copy, dict):
+        return [x for item in copy.items() for x in item]
+    if isinstance(copy, (list, collections.deque)):
+        return list(copy)
+    return [x for item in record_attributes(copy) for x in item]
 
 
 def contains_float(value) -> bool:

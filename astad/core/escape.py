@@ -224,6 +224,8 @@ def run(rev, handle, state, args, kwargs, running_level=None):
 
 
 def _finish(rev, handle, state, result, places, mark):
+    if state is not None and state.places and result is not None:
+        state.check_places()  # (an array given twice and written: refused)
     if state is not None and state.copies:
         state.write_back()
     fn, bound = origin_of(rev)
