@@ -158,9 +158,10 @@ class Interleaving:
         # objects passed as they are (a user's class): the call may store duals in them,
         # which core/escape.py replaces by their primals afterwards
         self.opaque: list = []
-        # an array reached at two places: each place its own input (JAX's partials);
-        # (path, dual, slot) of each place, checked for writes after the call
-        self.places: dict = {}   # id(array) -> [(path, dual, slot), ...]
+        # an array or container met at two places: each place its own input (JAX's
+        # partials); per place (path, copy, its slot or contents), checked for writes
+        # after the call (check_places)
+        self.places: dict = {}   # id(original) -> [(path, copy, before), ...]
         self.first_paths: dict = {}  # id(object) -> the path where it was met first
         self.walking: set = set()  # ids of the containers being walked (cycles)
 
@@ -385,9 +386,10 @@ class Interleaving:
         self.copies[id(original)] = (original, copy, plan, snapshot)
 
     def check_places(self) -> None:
-        """An array given at two places has a partial derivative at each only if the
-        function writes into it through neither (it ran on a copy per place); else an
-        error naming both places."""
+        """An object given at two places has a partial derivative at each only if the
+        function changes it through neither (it ran on a copy per place): an array's
+        version is still its slot, a container holds what it held; else an error naming
+        both places."""
         for places in self.places.values():
             for path, copy, before in places:
                 if type(copy) in ARRAY_DUALS:
