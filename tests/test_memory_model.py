@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import astad
+from test_array_writes import fd_gradient  # (central differences, per element)
 
 TRANSPOSE = getattr(np, "matrix_transpose", np.transpose)
 PERMUTE = getattr(np, "permute_dims", np.transpose)
@@ -98,15 +99,6 @@ def write_through_the_argument(view):
 CASES = ([(name, view, write_through) for name, view in {**VIEWS, **COPIES}.items()] +
          [(name, view, write_after) for name, view in {**VIEWS, **READ_ONLY,
                                                         **COPIES}.items()])
-
-
-def fd_gradient(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[k] = h
-        g.flat[k] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 X = np.random.default_rng(0).uniform(0.1, 0.9, (3, 3))
