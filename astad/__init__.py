@@ -10,6 +10,8 @@
 
     astad.grad, astad.jvp, astad.jacfwd, astad.jacrev, astad.hessian, ...  # as in JAX
 """
+from typing import TYPE_CHECKING
+
 from .api import DiffFunction, Pullback, reverse_diff
 from .data import tree as tree_util
 from .data.tree import register_pytree_node, register_pytree_node_class
@@ -23,8 +25,12 @@ from . import testing  # noqa: F401  (astad.testing.check_grads)
 from .display import show
 from .rules import array_forward as _forward_arrays  # noqa: F401  (forward mode on numpy)
 from .rules import numpy_values as _numpy_values  # noqa: F401  (lists and floats to numpy)
-from .api.transforms import grad, jvp, value_and_grad, vjp
-from .api.jacobians import hessian, jacfwd, jacobian, jacrev
+if TYPE_CHECKING:  # the transforms typed by the function they transform (api/signatures.py)
+    from .api.signatures import (grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad,
+                                 vjp)
+else:
+    from .api.transforms import grad, jvp, value_and_grad, vjp
+    from .api.jacobians import hessian, jacfwd, jacobian, jacrev
 from .runtime.duals import StaleDualError
 
 from .rules import catalogue as _catalogue

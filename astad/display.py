@@ -36,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
+from .errors import api_boundary, notebook_cell
+
 __all__ = ["show", "html", "attach", "sources"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -102,18 +104,9 @@ def location(filename: str, line: int) -> str:
     """Where line ``line`` of ``filename`` is, as the user knows it: a notebook cell as
     IPython names it in its own tracebacks (``Cell In[22], line 5``), else the file,
     relative to the working directory when it is below it (``model.py:7``)."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") \
-        else None
-    compiler = getattr(shell, "compile", None)
-    named = None
-    if hasattr(compiler, "format_code_name"):  # IPython >= 8
-        named = compiler.format_code_name(filename)
-    elif filename in getattr(compiler, "_filename_map", {}):
-        named = ("Cell", f"In[{compiler._filename_map[filename]}]")
-    if named:
-        label, name = named
-        return f"{label} {name}, line {line}"
+    cell = notebook_cell(filename)
+    if cell is not None:
+        return f"{cell}, line {line}"
     if os.path.basename(os.path.dirname(filename)).startswith("ipykernel_") or \
             filename.startswith("<ipython-input-"):
         return f"notebook cell, line {line}"  # a cell of a kernel this process is not
@@ -210,6 +203,7 @@ def _as_rows(item) -> list:
 
 
 # -- terminal -------------------------------------------------------------------------------
+@api_boundary
 def show(f: Callable[..., Any], file: TextIO | None = None, *, width: int | None = None,
          layout: str = "auto") -> None:
     """Print ``f``'s original source and the code astad generated from it.

@@ -5,20 +5,42 @@ offending source line with a caret under the column, like Python's own SyntaxErr
 """
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
+import sysconfig
+import types
 
 
 class AstadError(Exception):
     """Base class of every error raised by astad."""
 
 
+def notebook_cell(filename: str) -> str | None:
+    """``Cell In[22]``, IPython's own name for the cell compiled under ``filename`` (as its
+    tracebacks say), or None outside a notebook or for another file."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    compiler = getattr(shell, "compile", None)
+    named = None
+    if hasattr(compiler, "format_code_name"):  # IPython >= 8
+        named = compiler.format_code_name(filename)
+    elif filename in getattr(compiler, "_filename_map", {}):
+        named = ("Cell", f"In[{compiler._filename_map[filename]}]")
+    return f"{named[0]} {named[1]}" if named else None
+
+
 def format_location(filename: str, lineno: int | None, col: int | None) -> str:
-    """``file:line:col`` followed by the source line and a caret (when readable)."""
+    """``file:line:col`` (in a notebook ``Cell In[5], line 7, column 16``) followed by the
+    source line and a caret (when readable)."""
     if lineno is None:
         return f"{filename}"
-    where = f"{filename}:{lineno}" + (f":{col + 1}" if col is not None else "")
+    cell = notebook_cell(filename)
+    if cell is not None:
+        where = f"{cell}, line {lineno}" + (f", column {col + 1}" if col is not None else "")
+    else:
+        where = f"{filename}:{lineno}" + (f":{col + 1}" if col is not None else "")
     line = linecache.getline(filename, lineno).rstrip("\n")
     if not line:
         return where
@@ -108,3 +130,94 @@ def user_location() -> tuple:
         except (IndexError, TypeError):
             col = None
     return (frame.f_code.co_filename, frame.f_lineno, col)
+
+
+# -- Tracebacks that show the user's code -------------------------------------------------
+# As JAX does, the public entry points (``api_boundary``) take astad's own frames out of
+# the traceback of an exception that leaves them, and the standard library's frames that
+# astad called (the ast module's visitors): what remains is the user's code, generated code
+# included (it carries the user's file and lines). An exception raised inside astad
+# that is not an AstadError is a bug of astad's: its traceback is left whole.
+
+TRACEBACK_FILTERING = "ASTAD_TRACEBACK_FILTERING"
+_STDLIB = tuple({os.path.normcase(sysconfig.get_paths()[key]) + os.sep
+                 for key in ("stdlib", "platstdlib")})
+
+
+def traceback_filtering() -> bool:
+    """Whether astad hides its frames: yes unless ASTAD_TRACEBACK_FILTERING is ``off``
+    (read at each error, so setting it in a running notebook takes effect)."""
+    return os.environ.get(TRACEBACK_FILTERING, "on").strip().lower() not in (
+        "off", "0", "no", "false")
+
+
+def _own_file(filename: str) -> bool:
+    return filename.startswith(ASTAD_DIR + os.sep) or filename == RULE_FILENAME
+
+
+def _called_library(filename: str) -> bool:
+    """The standard library (not its site-packages), which astad calls in its own code."""
+    name = os.path.normcase(filename)
+    return (name.startswith(_STDLIB) and "site-packages" not in name) \
+        or filename.startswith("<frozen ")
+
+
+def _shown_entries(tb) -> tuple[list, bool]:
+    """The traceback entries to show, and whether the innermost entry is astad's (its
+    own frame, or the library's called by it)."""
+    shown, inside = [], False
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if _own_file(filename) or (inside and _called_library(filename)):
+            inside = True
+        else:
+            inside = False
+            shown.append(tb)
+        tb = tb.tb_next
+    return shown, inside
+
+
+def _linked(entries: list):
+    chain = None
+    for entry in reversed(entries):
+        chain = types.TracebackType(chain, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return chain
+
+
+def hide_own_frames(error: BaseException) -> None:
+    """Take astad's frames out of ``error``'s traceback (and of the exceptions chained to
+    it), caught by an entry point that re-raises it with a bare ``raise``."""
+    if not traceback_filtering():
+        return
+    tb = error.__traceback__
+    shown, inside = _shown_entries(tb)
+    if inside and not isinstance(error, AstadError):
+        return  # a crash inside astad: its frames are what a bug report needs
+    if sys.version_info < (3, 11):
+        # 3.10 re-raises the traceback it caught, whose first entry is the entry point's
+        # own frame: only what follows it can change (that one frame of astad's stays)
+        tb.tb_next = _linked(shown)
+    else:
+        error.__traceback__ = _linked(shown)
+    seen = {id(error)}
+    chained = [error.__cause__, error.__context__]
+    while chained:
+        other = chained.pop()
+        if other is not None and id(other) not in seen:
+            seen.add(id(other))
+            other.__traceback__ = _linked(_shown_entries(other.__traceback__)[0])
+            chained += [other.__cause__, other.__context__]
+
+
+def api_boundary(fn):
+    """``fn`` as a public entry point: an exception leaving it shows the user's frames
+    only (``hide_own_frames``)."""
+    @functools.wraps(fn)
+    def entry_point(*args, **kwargs):
+        __tracebackhide__ = True  # (pytest's own filter: what check_grads' failures need)
+        try:
+            return fn(*args, **kwargs)
+        except Exception as error:
+            hide_own_frames(error)
+            raise
+    return entry_point

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .data import tree
-from .errors import InputError
+from .errors import InputError, api_boundary
 
 __all__ = ["check_grads", "GradCheck", "Mismatch"]
 
@@ -216,6 +216,7 @@ def _step(x: float, eps: float, dtype) -> float:
 
 
 # -- check_grads ----------------------------------------------------------------------------
+@api_boundary
 def check_grads(f: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: float = 1e-7,
                 eps: float = 1e-6, argnums: int | Sequence[int] | None = None,
                 kwargs: Mapping[str, Any] | None = None, max_elements: int = 20,

@@ -141,6 +141,12 @@ def _map_leaves(value, fn, prefix=()):
     return value
 
 
+def _has_float(value) -> bool:
+    found = []
+    _map_leaves(value, found.append)
+    return bool(found)
+
+
 def central_fd(f, args, argnums=None, eps=1e-6, kwargs=None):
     """Central finite-difference gradient of the scalar function ``f`` at ``args``.
 
@@ -191,7 +197,10 @@ def central_fd(f, args, argnums=None, eps=1e-6, kwargs=None):
             minus[n] = replace_at(arg, path, type(v)(vm) if type(v) is not float else vm)
             return (call(plus) - call(minus)) / h2
 
-        grads.append(_map_leaves(arg, partial))
+        # (an argument that is not a float and holds none, an int, a string: None, as
+        # astad gives; a non-float leaf inside a structure: itself)
+        grads.append(_map_leaves(arg, partial) if is_float_leaf(arg) or _has_float(arg)
+                     else None)
     return grads[0] if single else tuple(grads)
 
 
@@ -253,7 +262,8 @@ def _compare(actual, expected, rtol, atol, path, problems):
         for name, e in _record_items(expected):
             _compare(getattr(actual, name), e, rtol, atol, path + (Attr(name),), problems)
         return
-    # A non-differentiated leaf: the argument's own value, same type.
+    # A non-differentiated leaf: the argument's own value, same type (None for an argument
+    # that holds no float at all: central_fd).
     if type(actual) is not type(expected) or actual != expected:
         problems.append(f"{_fmt_path(path)}: expected the non-float leaf "
                         f"{_kind(expected)} {expected!r}, got {_kind(actual)} {actual!r}")

@@ -506,7 +506,7 @@ def test_scalar_loop_code_falls_back_for_an_int_argument():
     f = astad.reverse_diff(branchy)
     # three square roots: x = 9^(1/8), result x^2 + x
     want = 0.125 * 9.0 ** -0.875 * (2.0 * 9.0 ** 0.125 + 1.0)
-    assert f.grad(9.0, 3) == (pytest.approx(want, rel=1e-14), 3)  # the int comes back
+    assert f.grad(9.0, 3) == (pytest.approx(want, rel=1e-14), None)  # (an int: None)
     assert f.grad(9.0, 3.0) == (pytest.approx(want, rel=1e-14), 0.0)
 
 

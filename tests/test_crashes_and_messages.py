@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import operator
 import subprocess
 import sys
@@ -273,10 +274,59 @@ def test_grad_of_a_result_that_is_not_a_float_names_what_the_function_returned()
     """The message shows the user's value and its type (an ndarray, a list), never the
     dual astad carried it in."""
     with pytest.raises(astad.InputError, match=r"doubles returned ndarray array\(\[2\., 4\.\]\); "
-                       r"\.grad needs a float result"):
+                       r"doubles\.grad needs a float result"):
         astad.reverse_diff(doubles).grad(np.array([1.0, 2.0]))
     with pytest.raises(astad.InputError, match=r"pairs returned list \[3\.0, 9\.0\]"):
         astad.reverse_diff(pairs).grad(3.0)
+
+
+def one_element(x):
+    return np.sum(x, keepdims=True)
+
+
+def rounded(x):
+    return round(x * 2.0)
+
+
+NOT_A_FLOAT = {
+    # (the call, what the message names as called, the advice it must give)
+    "f.grad of a vector": (lambda: astad.reverse_diff(doubles).grad(np.ones(2)),
+                           "doubles.grad", r"doubles\.vjp\(\*args\).*astad\.jacrev\(doubles\)"),
+    "f.value_and_grad": (lambda: astad.reverse_diff(pairs).value_and_grad(3.0),
+                         "pairs.value_and_grad", r"pairs\.vjp\(\*args\)"),
+    "astad.grad": (lambda: astad.grad(doubles)(np.ones(2)),
+                   "astad.grad", r"astad\.vjp\(doubles, \*args\).*astad\.jacrev\(doubles\)"),
+    "astad.grad of a lambda": (lambda: astad.grad(lambda x: [x, x])(1.0),
+                               "astad.grad", r"astad\.vjp\(f, \*args\)"),
+    "astad.value_and_grad, one element": (
+        lambda: astad.value_and_grad(one_element)(np.ones(3)),
+        "astad.value_and_grad", r"a single number: return that number \(result\.item\(\)"),
+    "astad.value_and_grad of a lambda, one element": (
+        lambda: astad.value_and_grad(lambda x: one_element(x))(np.ones(3)),
+        "astad.value_and_grad", r"result\[0\] of a 1-element vector"),
+    "a list of one float": (lambda: astad.reverse_diff(lambda x: [2.0 * x]).grad(1.0),
+                            "<lambda>.grad", r"return that number \(result\[0\]\)"),
+    "an int": (lambda: astad.grad(rounded)(1.3), "astad.grad",
+               r"an int or a bool has no derivative"),
+    "an int through f.grad": (lambda: astad.reverse_diff(rounded).grad(1.3), "rounded.grad",
+                              r"an int or a bool has no derivative"),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_A_FLOAT), ids=list(NOT_A_FLOAT))
+def test_a_result_that_is_not_a_float_gets_advice_in_the_terms_of_the_call(case):
+    """The message names the API the user called (not ``.grad`` where they called
+    ``astad.value_and_grad``), suggests what exists for it (``astad.vjp`` for the
+    transforms, ``f.vjp`` for a decorated function), ``[0]`` for a single number, and no
+    pullback for an int."""
+    call, called, advice = NOT_A_FLOAT[case]
+    with pytest.raises(astad.InputError) as caught:
+        call()
+    message = str(caught.value)
+    assert f"; {called} needs a float result: " in message
+    assert re.search(advice, message), message
+    if "int" in case:
+        assert "vjp" not in message
 
 
 @pytest.mark.parametrize("transform", ["grad", "value_and_grad", "jvp", "vjp", "jacfwd",

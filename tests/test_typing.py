@@ -62,12 +62,40 @@ FILES = {
         Model.energy.grad(1.0)
         bad: str = loss(0.5, 0.1, [1.0])
         """,
+    "transforms.py": """\
+        import numpy as np
+
+        g = astad.grad(loss)
+        dw = g(0.5, 0.1, [1.0])
+        text2: str = g.source
+        value2, grads = astad.value_and_grad(loss, argnums=(0, 1))(0.5, 0.1, [1.0])
+        v2: float = value2
+        out2, back = astad.vjp(loss, 0.5, 0.1, [1.0])
+        o2: float = out2
+        back(1.0)
+        out3, tangent = astad.jvp(loss, (0.5, 0.1, [1.0]), (1.0, 0.0, [0.0]))
+        o3: float = out3
+        astad.jacfwd(loss)(0.5, 0.1, [1.0])
+        astad.jacrev(loss, argnums=1)(0.5, 0.1, [1.0])
+        astad.jacobian(loss)(0.5, 0.1, [1.0])
+        astad.hessian(loss, argnums=(0, 1))(0.5, 0.1, [1.0])
+        astad.grad(astad.grad(np.sin))(0.3)
+        """,
+    "transform_mistakes.py": """\
+        astad.grad(loss)(0.5, "oops", [1.0])
+        astad.hessian(loss)(0.5, 0.1)
+        bad2: str = astad.value_and_grad(loss)(0.5, 0.1, [1.0])[0]
+        astad.jvp(loss, 0.5, 1.0)
+        """,
     "revealed.py": """\
         reveal_type(loss)
         reveal_type(loss.grad)
         reveal_type(m.energy)
         reveal_type(m.energy.value_and_grad)
         reveal_type(Model.energy)
+        reveal_type(astad.grad(loss))
+        reveal_type(astad.value_and_grad(loss))
+        reveal_type(astad.hessian(loss))
         """,
 }
 
@@ -79,7 +107,8 @@ def run_mypy(tmp_path):
     # take seconds); what the user's files see of astad is api/methods.py's annotations
     (tmp_path / "mypy.ini").write_text("[mypy]\nfollow_imports = skip\n"
                                        "ignore_missing_imports = True\n"
-                                       "[mypy-astad,astad.api,astad.api.methods]\n"
+                                       "[mypy-astad,astad.api,astad.api.methods,"
+                                       "astad.api.signatures]\n"
                                        "follow_imports = silent\n")
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini",
@@ -98,6 +127,7 @@ def run_mypy(tmp_path):
 def test_mypy_checks_calls_against_the_decorated_signature(tmp_path):
     found = run_mypy(tmp_path)
     assert found["correct.py"] == []
+    assert found["transforms.py"] == []
     offset = len(textwrap.dedent(COMMON).splitlines()) + 1  # the user's lines start here
     errors: dict = {}
     for line, kind, message in found["mistakes.py"]:
@@ -123,4 +153,22 @@ def test_mypy_checks_calls_against_the_decorated_signature(tmp_path):
         'Revealed type is "def (x: float) -> tuple[float, Any]"',
         'Revealed type is "astad.api.methods.GradientFunction[[self: revealed.Model, x: float], '
         'float]"',
+        'Revealed type is "astad.api.signatures.Gradient[[w: float, b: float, '
+        'xs: list[float]], Any]"',
+        'Revealed type is "astad.api.signatures.Transformed[[w: float, b: float, '
+        'xs: list[float]], tuple[float, Any]]"',
+        'Revealed type is "astad.api.signatures.Transformed[[w: float, b: float, '
+        'xs: list[float]], Any]"',
     ]
+    # the transforms are checked against the function's own parameters (the user's lines
+    # start after COMMON's)
+    errors = {}
+    for line, kind, message in found["transform_mistakes.py"]:
+        if kind == "error":
+            errors[line - offset] = errors.get(line - offset, "") + message + "\n"
+    assert sorted(errors) == [1, 2, 3, 4], errors
+    assert 'Argument 2 to "__call__" of "Transformed" has incompatible type "str"; ' \
+           'expected "float"' in errors[1]
+    assert 'Missing positional argument "xs"' in errors[2]
+    assert 'expression has type "float", variable has type "str"' in errors[3]
+    assert 'No overload variant of "jvp" matches argument types' in errors[4]

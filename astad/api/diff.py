@@ -21,7 +21,7 @@ from ..transform.bindings import MISSING, unchanged
 from .. import display
 from . import pickling
 from ..argnums import argnums_positions, check_form
-from ..errors import AstadError, InputError, SignatureError
+from ..errors import AstadError, InputError, SignatureError, api_boundary
 from ..runtime.duals import running
 from ..runtime.tape import native
 from ..data.tree import FUNCTIONS
@@ -62,6 +62,7 @@ class DiffFunction:
         self._select: dict = {}  # n_args -> _selection(n_args), for the specialised code
         self.entry = None  # the transformed function, revalidated on every call
         self._super = None  # its version for a method using zero-argument super() (_rev)
+        self.call = None  # how the user asks, for messages (astad.grad), if not f.grad
         if argnums is not None:
             check_form(argnums)  # (JAX's reading, as the function transforms: argnums.py)
 
@@ -242,6 +243,7 @@ class DiffFunction:
             return out[0], tuple([out[1][k] for k in select])
         return None
 
+    @api_boundary
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
         out = self._specialised(args, kwargs)
@@ -252,6 +254,7 @@ class DiffFunction:
         refuse_functions(forward.result, self.__name__, FUNCTIONS + (DiffFunction,))
         return forward.value(), Pullback(forward)
 
+    @api_boundary
     def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         """Return ``(value, gradient)`` of a float-valued function."""
         out = self._specialised(args, kwargs)
@@ -259,27 +262,34 @@ class DiffFunction:
             return out
         return self._value_and_grad_general(*args, **kwargs)
 
+    @api_boundary
     def _value_and_grad_general(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        return self._value_and_grad_taped(args, kwargs)
+
+    def _value_and_grad_taped(self, args, kwargs, method: str = "value_and_grad"):
         paused = gc.isenabled()  # see pause_gc
         if paused:
             gc.disable()
         try:
-            return self._value_and_grad_taped(args, kwargs)
+            forward = self._forward(args, kwargs)
+            return float_result_gradient(forward, forward.result, self.__name__,
+                                         self.call or f"{self.__name__}.{method}")
         finally:
             if paused:
                 gc.enable()
 
-    def _value_and_grad_taped(self, args, kwargs):
-        forward = self._forward(args, kwargs)
-        return float_result_gradient(forward, forward.result, self.__name__)
-
+    @api_boundary
     def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient of a float-valued function with respect to ``argnums``."""
-        return self.value_and_grad(*args, **kwargs)[1]
+        out = self._specialised(args, kwargs)
+        if out is not None:
+            return out[1]
+        return self._value_and_grad_taped(args, kwargs, "grad")[1]
 
+    @api_boundary
     def _grad_general(self, *args: Any, **kwargs: Any) -> Any:
         """``grad`` by the general path (what a SpecialisedCall runs when its checks fail)."""
-        return self._value_and_grad_general(*args, **kwargs)[1]
+        return self._value_and_grad_taped(args, kwargs, "grad")[1]
 
 
 

@@ -14,14 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, api_boundary
 from ..core.forward_pass import forward
 from ..runtime.array_dual import ArrayDual, index_of
 from ..compile.calls import rev as transformed_callable
 from ..runtime.duals import SCALAR_DUALS
 from ..runtime.tape import sweep_general
 from ..data.tree import leaves, replace_leaves
-from ..core.boundary import ArrayPlan, NodePlan, build_gradient, holds_derivative, leaf_slots
+from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_derivative,
+                             leaf_slots)
 from .transforms import Transform, name_of, split_aux, argnums_positions, reverse
 
 
@@ -57,7 +58,7 @@ class _Inputs:
         array: the output's shape)."""
         adjoint = dict(blocks)
         arrays = {slot: blocks[slot] for slot in self.arrays}
-        structures = [build_gradient(plan, _Slots(adjoint), arrays) for plan in self.plans]
+        structures = [argument_gradient(plan, _Slots(adjoint), arrays) for plan in self.plans]
         return structures[0] if single else tuple(structures)
 
 
@@ -103,6 +104,7 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
         argnums_positions(argnums, 1 << 30)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         positions, single = argnums_positions(self.options["argnums"], len(args))
         inputs = []
@@ -161,6 +163,7 @@ class jacrev(Transform):  # noqa: N801
         argnums_positions(argnums, 1 << 30)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         positions, single = argnums_positions(self.options["argnums"], len(args))
         pass_ = reverse(self.fun, args, kwargs, positions)
@@ -228,6 +231,7 @@ class jacobian(Transform):  # noqa: N801
         argnums_positions(argnums, 1 << 30)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         positions, single = argnums_positions(self.options["argnums"], len(args))
         n_in = _count_inputs(args, positions)
@@ -240,6 +244,7 @@ class jacobian(Transform):  # noqa: N801
         return jacrev(self.fun, **self.options).from_pass(pass_, positions, single)
 
 
+@api_boundary
 def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False):
     """``hessian(f, argnums=0, has_aux=False)``: forward mode over reverse mode,
     ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``."""

@@ -45,7 +45,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 from ..compile import calls as compiled
 from ..core.reverse_pass import Pullback
-from ..errors import AstadError, InputError
+from ..errors import AstadError, InputError, api_boundary
 from . import diff as api
 from .transforms import BoundJvp
 
@@ -249,15 +249,19 @@ class _Gradients:
         gradients.method, gradients.obj = method, obj
         return gradients
 
+    @api_boundary
     def grad(self, *args, **kwargs):
         return self.method.view(len(args) + 1).grad(self.obj, *args, **kwargs)
 
+    @api_boundary
     def value_and_grad(self, *args, **kwargs):
         return self.method.view(len(args) + 1).value_and_grad(self.obj, *args, **kwargs)
 
+    @api_boundary
     def vjp(self, *args, **kwargs):
         return self.method.view(len(args) + 1).vjp(self.obj, *args, **kwargs)
 
+    @api_boundary
     def jvp(self, primals, tangents, **kwargs):
         """Forward mode along ``tangents`` (one per argument after ``obj``, which is a
         constant: its tangent is zero)."""
@@ -366,6 +370,7 @@ def reverse_diff(fn: None = None, *, argnums: int | tuple[int, ...] | None = Non
                  preaccumulate: bool = True) -> _Decorator: ...
 
 
+@api_boundary
 def reverse_diff(fn: Any = None, *,
                  argnums: int | tuple[int, ...] | None = None,
                  preaccumulate: bool = True) -> Any:

@@ -32,7 +32,7 @@ from . import pickling
 from ..transform.bindings import MISSING
 from .diff import DiffFunction, Pullback, float_result_gradient, reverse_pass, specialised_call
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
-from ..errors import AstadError, InputError
+from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
 from ..specialise.value_kinds import floats
@@ -130,10 +130,14 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         return selection
 
     def __call__(self, *args, **kwargs):
-        plain = self._plain
-        if plain is not None and self._resolvable is self.fun.__code__:
-            return plain(*args, **kwargs)  # (checked in _evaluate, once per code)
-        return self._evaluate(args, kwargs)
+        try:  # (inline rather than api_boundary: no frame more on the fast call)
+            plain = self._plain
+            if plain is not None and self._resolvable is self.fun.__code__:
+                return plain(*args, **kwargs)  # (checked in _evaluate, once per code)
+            return self._evaluate(args, kwargs)
+        except Exception as error:
+            hide_own_frames(error)
+            raise
 
     def _evaluate(self, args, kwargs):
         """What ``__call__`` returns: by a DiffFunction's fast call (``api.specialised_call``)
@@ -143,13 +147,14 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
             if self._plain is None:
                 diff = DiffFunction(fun, positions[0] if single else positions)
+                diff.call = f"astad.{self.kind}"
                 diff.entry = compiled.transformed(fun)
                 self._plain = specialised_call(diff, self.gradient_only)
             self._resolvable = fun.__code__
             return self._plain(*args, **kwargs)
         pass_ = reverse(fun, args, kwargs, positions, single)
         out, aux = split_aux(pass_.result, has_aux, fun)
-        value, gradient = float_result_gradient(pass_, out, name_of(fun))
+        value, gradient = float_result_gradient(pass_, out, name_of(fun), f"astad.{self.kind}")
         if has_aux:
             value = value, pass_.primal_of(aux)
         if self.gradient_only:
@@ -218,6 +223,7 @@ class _VjpFunction:
     def __init__(self, pass_, out):
         self._pass, self._out = pass_, out
 
+    @api_boundary
     def __call__(self, cotangent):
         pass_ = self._pass
         adjoint, arrays = [0.0] * len(pass_.tape), {}
@@ -225,6 +231,7 @@ class _VjpFunction:
         return pass_.gradients(adjoint, arrays, sweep_general if is_nested() else sweep)
 
 
+@api_boundary
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False):
     """``(out, vjp_fn)`` (with ``has_aux``: ``(out, vjp_fn, aux)``): ``vjp_fn(ct)`` gives
     one cotangent per primal, as a tuple, for a cotangent ``ct`` shaped like ``out``."""
@@ -238,6 +245,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False):
     return value, function
 
 
+@api_boundary
 def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     """``(out, tangent_out)`` (with ``has_aux``: ``(out, tangent_out, aux)``): ``f`` at
     ``primals`` and its directional derivative along ``tangents`` (a sequence of the
@@ -288,6 +296,7 @@ class BoundJvp:
     def __init__(self, function):
         self.function = function
 
+    @api_boundary
     def __call__(self, primals: tuple, tangents: tuple, **kwargs: Any) -> tuple[Any, Any]:
         """``(value, tangent)`` by forward mode: the function at ``primals`` (its
         positional arguments) and its directional derivative along ``tangents`` (one per

@@ -495,6 +495,14 @@ def build_gradient(plan, adjoint: list, arrays: dict):
     return _run(_build(plan, adjoint, arrays, {}))
 
 
+def argument_gradient(plan, adjoint: list, arrays: dict):
+    """The gradient of a differentiated argument: ``build_gradient``'s, but None for an
+    argument that holds no float (an int, a string): never its value, which would pass for
+    a gradient. (Inside a structure a non-float leaf is part of the structure and stays,
+    as a pytree's static data does in JAX.)"""
+    return None if type(plan) is ConstPlan else build_gradient(plan, adjoint, arrays)
+
+
 def _float_record_gradient(plan, adjoint):
     obj = object.__new__(plan.cls)
     start = plan.start

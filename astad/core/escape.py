@@ -270,7 +270,10 @@ class Cleaner:
             if name in mapping:
                 self._slot(mapping, name)
         for mapping in roots.dicts:
-            for name in [n for n, v in mapping.items() if not isinstance(v, _NOT_DATA)]:
+            # (not a module's own __builtins__, __loader__...: a loader can reach the whole
+            # process, under pytest the whole session)
+            for name in [n for n, v in mapping.items() if not isinstance(v, _NOT_DATA)
+                         and not (n.startswith("__") and n.endswith("__"))]:
                 self._slot(mapping, name)
         for function in roots.functions:
             f = function()

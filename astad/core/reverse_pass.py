@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from ..data.tree import new_object, short, slot_names
-from ..errors import InputError
+from ..errors import InputError, api_boundary
 from ..runtime.array_dual import ArrayDual, index_of
 from ..runtime.duals import SCALAR_DUALS, Dual, is_nested, level, new_dual
 from ..runtime.tape import UNDO, sweep, sweep_and_free, sweep_general
-from .boundary import (Interleaving, build_gradient, contains_float, float_gradient, primal,
-                       seed)
+from .boundary import (Interleaving, argument_gradient, contains_float, float_gradient,
+                       primal, seed)
 from .escape import run
 
 _ARG_PATHS = [f"args[{k}]" for k in range(8)]
@@ -39,6 +39,7 @@ class Pullback:
         self._forward = forward
         self.tape_length = len(forward.tape) - forward.n_inputs
 
+    @api_boundary
     def __call__(self, cotangent: Any) -> Any:
         forward = self._forward
         with pause_gc():
@@ -59,6 +60,7 @@ class ScaledPullback(Pullback):
         self._function, self._args, self._gradient = function, args, gradient
         self._taped = None
 
+    @api_boundary
     def __call__(self, cotangent: Any) -> Any:
         t = type(cotangent)
         if t is float or t is int:
@@ -174,9 +176,9 @@ class ReversePass:
         """Sweep the tape, then rebuild the gradients (paper: rebuild, Appendix A)."""
         self.sweep(adjoint, arrays, sweep)
         if self.single:
-            return build_gradient(self.plans[0], adjoint, arrays)
+            return argument_gradient(self.plans[0], adjoint, arrays)
         return tuple([float_gradient(adjoint[plan]) if type(plan) is int else
-                      build_gradient(plan, adjoint, arrays) for plan in self.plans])
+                      argument_gradient(plan, adjoint, arrays) for plan in self.plans])
 
 
 def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -> ReversePass:
@@ -223,17 +225,16 @@ def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -
                     running_level.writes)
 
 
-def float_result_gradient(forward: ReversePass, out, name: str):
+def float_result_gradient(forward: ReversePass, out, name: str, call: str | None = None):
     """``(value, gradient)`` for a float result ``out`` of the pass ``forward`` (its
-    result, or the first part of it): seed 1.0, sweep, rebuild."""
+    result, or the first part of it): seed 1.0, sweep, rebuild. ``call`` is how the user
+    asked (``astad.grad``; by default ``name.grad``), for the error a result that is not
+    a float gets."""
     tape = forward.tape
     if type(out) not in SCALAR_DUALS and not _zero_dimensional(out) and (
             isinstance(out, bool) or not isinstance(out, float)):
         value = forward.primal_of(out)  # (what the user's function returns, not a dual)
-        raise InputError(
-            f"{name} returned {type(value).__name__} {short(value)}; "
-            f".grad needs a float result. Use {name}.vjp(...) and call the pullback with a "
-            "cotangent shaped like the result")
+        raise not_a_float_result(value, name, call or f"{name}.grad")
     adjoint, arrays = [0.0] * len(tape), {}
     if type(out) is Dual and out.t is tape:
         adjoint[out.i] = 1.0
@@ -247,6 +248,42 @@ def float_result_gradient(forward: ReversePass, out, name: str):
     if is_nested():  # partials may be duals of an enclosing level: recorded there
         return value, forward.gradients(adjoint, arrays, sweep_general)
     return value, forward.gradients(adjoint, arrays, sweep_and_free)
+
+
+def not_a_float_result(value, name: str, call: str) -> InputError:
+    """The error for a result ``call`` (``f.grad``, ``astad.value_and_grad``) cannot take,
+    with the advice that fits the value, in the terms of the API the user called."""
+    transform = call.startswith("astad.")
+    ref = name if name.isidentifier() else "f"  # (a lambda: <lambda> is no name to write)
+    if isinstance(value, (int, np.integer, np.bool_)):  # (bool is an int)
+        advice = ("an int or a bool has no derivative (round, len, a comparison, int() "
+                  "make one): return a float computed from the arguments")
+    elif _one_number(value):
+        advice = (f"it holds a single number: return that number ({_the_number(value)}) "
+                  "for a float result")
+    elif transform:
+        advice = (f"for a result that is not a float, astad.vjp({ref}, *args) gives a "
+                  "pullback to call with a cotangent shaped like the result, and "
+                  f"astad.jacrev({ref}) the Jacobian")
+    else:
+        advice = (f"for a result that is not a float, {ref}.vjp(*args) gives a pullback to "
+                  "call with a cotangent shaped like the result, and "
+                  f"astad.jacrev({ref}) the Jacobian")
+    return InputError(f"{name} returned {type(value).__name__} {short(value)}; {call} needs "
+                      f"a float result: {advice}")
+
+
+def _one_number(value) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.size == 1 and value.dtype.kind == "f"
+    return type(value) in (list, tuple) and len(value) == 1 and isinstance(value[0], float)
+
+
+def _the_number(value) -> str:
+    if isinstance(value, np.ndarray):
+        return "result.item(), or result[0] of a 1-element vector" if value.ndim <= 1 else \
+            "result.item()"
+    return "result[0]"
 
 
 def _zero_dimensional(result) -> bool:

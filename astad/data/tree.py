@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, api_boundary
 
 __all__ = ["Node", "node_of", "is_float", "is_float_array", "register_pytree_node",
            "register_pytree_node_class", "leaves", "leaf_paths", "replace_leaves",
@@ -388,6 +388,7 @@ def node_for(value) -> Node | None:
     return node_of(type(value))
 
 
+@api_boundary
 def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple],
                          unflatten_func: Callable[[Any, list], Any]) -> None:
     """Make instances of ``nodetype`` containers astad walks, as ``jax.tree_util`` does.

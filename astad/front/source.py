@@ -104,7 +104,7 @@ def parse_function(fn) -> ParsedFunction:
             raise SourceUnavailableError(
                 f"cannot read the source of {getattr(fn, '__qualname__', fn)!r} "
                 f"(defined in {filename}): {exc}. astad transforms source text, so the "
-                "function must be defined in a file or a notebook cell."
+                "function must be defined in a file or a notebook cell." + _where_instead(filename)
             ) from None
         node = None  # a file shorter than the line the code names: search it
     else:
@@ -113,6 +113,18 @@ def parse_function(fn) -> ParsedFunction:
         node = _search_file(fn)
     linecache.checkcache(filename)
     return ParsedFunction(fn=fn, node=node, filename=filename, firstlineno=first_line(node))
+
+
+def _where_instead(filename: str) -> str:
+    """What to do when the source was typed where Python keeps none."""
+    if filename in ("<stdin>", "<console>"):  # the plain REPL before 3.13 (3.13's keeps it)
+        return (" At this interactive prompt Python keeps no source: put the function in a "
+                "file and import it (python -i model.py keeps you at the prompt after), use "
+                "IPython or a Jupyter notebook, or Python 3.13's prompt, which keeps source.")
+    if filename == "<string>":
+        return (" Code run by exec() or python -c has no source file: write it to a file "
+                "and import it.")
+    return ""
 
 
 def first_line(node: gast.AST) -> int:

@@ -27,7 +27,7 @@ from ..runtime.array_dual import (PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, cons
                                   unbroadcast_rows)
 from ..runtime.duals import DUAL_TYPES, reverse_dual, running
 from ..runtime.tape import BATCHED_BACKWARDS, native
-from ..errors import NotDifferentiableError, user_location
+from ..errors import NotDifferentiableError, api_boundary, user_location
 from ..registry import ad as _ad
 
 
@@ -133,6 +133,7 @@ BATCHED_BACKWARDS[_elementwise_backward] = _elementwise_rows
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+@api_boundary
 def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
     """Register an element-wise function by its partial derivatives.
 
@@ -276,6 +277,7 @@ def _vjp_rows(adjoint, arrays, k, parents, context, width) -> bool:
 BATCHED_BACKWARDS[_batched_vjp_backward] = _vjp_rows
 
 
+@api_boundary
 def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     """Register ``fn`` by one vector-Jacobian product per argument (None where the
     argument is not differentiable): ``vjps[k](g, result, *args, **kwargs)``.
@@ -331,6 +333,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
 # direction.
 
 
+@api_boundary
 def register_jvp(fn: F, *jvps: Callable[..., Any] | None, batched: bool = False) -> F:
     """Register ``fn``'s forward-mode rule: one Jacobian-vector product per argument (None
     where the argument is not differentiable), ``jvps[k](t, result, *args, **kwargs)``,

@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .. import registry
-from ..errors import RULE_FILENAME, AstadError, NotDifferentiableError, user_location
+from ..errors import (RULE_FILENAME, AstadError, NotDifferentiableError, api_boundary,
+                      user_location)
 from ..registry import ad, define, publish
 from ..runtime.array_dual import ArrayDual, FArrayDual
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, forward_dual, full_primal,
@@ -835,6 +836,7 @@ def call_on_duals(fn, *args):
     return fn(*args)
 
 
+@api_boundary
 def register_scalar(fn: F, *partials: Callable[..., float], name: str | None = None) -> F:
     """Register a scalar function with one partial-derivative function per argument.
 

@@ -198,8 +198,8 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
         elif isinstance(local, PlainParam):
             kinds[p] = "plain"
             checks.append(f"type({p}) not in ad.plain_types")
-            gradients.append(p)
-            exact.append(p)
+            gradients.append("None")  # (not differentiated)
+            exact.append("None")
         elif p in adjoints:
             kinds[p] = "float"
             inputs.append(adjoints[p])

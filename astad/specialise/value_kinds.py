@@ -448,9 +448,9 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
 
     - ``(slot, -1)``: a float; ``(start, n)``: a list of n floats; ``(starts, None)``: a
       list of lists of floats, row ``r`` at ``starts[r]``;
-    - ``(value, -2)``: an argument that is not differentiated (an int, a string): itself;
-      ``(slot, -5, original)``: a float argument given an int (itself) or a numpy.float64;
-      ``(value, -4)``: one only tested or compared: itself, or 0.0 for a float;
+    - ``(value, -2)``: an argument that is not differentiated (an int, a string): None;
+      ``(slot, -5, original)``: a float argument given an int (None) or a numpy.float64;
+      ``(value, -4)``: one only tested or compared: 0.0 for a float, else None;
     - ``(start, n, original)`` / ``(starts, None, original)``: a tuple, or elements of
       another float type (numpy.float64): rebuilt like ``original``;
     - ``(start, names, original)``: a dataclass, fields ``names`` at ``start``...
@@ -466,18 +466,18 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
 
 def number_gradient(value, cotangent):
     """The gradient of a float argument given another number: an int is a constant (its
-    gradient itself), a numpy.float64 gets a cotangent of its own type."""
+    gradient None), a numpy.float64 gets a cotangent of its own type."""
     t = type(value)
     if t is int or t is bool:
-        return value
+        return None
     return cotangent if type(cotangent) is t else t(cotangent)
 
 
 def plain_gradient(value):
-    """The gradient of an argument the code only tests or compares: itself, or a zero of
-    its type for a float."""
+    """The gradient of an argument the code only tests or compares: a zero of its type
+    for a float, else None (not differentiated)."""
     t = type(value)
-    return value if t is not float and t is not _FLOAT64 else t(0.0)
+    return None if t is not float and t is not _FLOAT64 else t(0.0)
 
 
 def _gradient(adjoint, plan):
@@ -488,13 +488,13 @@ def _gradient(adjoint, plan):
         if n == -4:
             return plain_gradient(start)
         if n == -2:
-            return start
+            return None
         if n is None:
             return [adjoint[a:b] for a, b in zip(start, start[1:])]
         return adjoint[start:start + n]
     original = plan[2]
     if n == -5:  # a float argument given an int (a constant), or a numpy.float64
-        return original if type(original) in _INTEGERS else _like(original, adjoint[start])
+        return None if type(original) in _INTEGERS else _like(original, adjoint[start])
     if type(n) is tuple:  # a dataclass
         return record_gradient(original, n, adjoint[start:start + len(n)])
     if n is None:
