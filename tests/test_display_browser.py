@@ -5,9 +5,10 @@ a page whose stylesheet does what notebook front ends do to output HTML (Jupyter
 ``pre`` and ``code`` the surrounding text font when its variables say so, ``pre-wrap``
 and a line height of its own; the hostile version here adds ``word-break: break-all`` and
 a proportional font), and a narrow page. A script in the page measures what the browser
-drew (computed fonts, the widths of drawn glyphs, the boxes of every row, the lines of
-text in each row, scroll widths, the folded helpers before and after a click) and the
-test asserts on those measurements.
+drew (computed fonts, the widths of drawn glyphs, the boxes of every row and of every
+character in it, the lines of text in each row, scroll widths, the text a copy of each
+column gives, the folded helpers before and after a click) and the test asserts on
+those measurements.
 
 The browser is Chromium from the system's packages. Without it the tests skip, unless
 ``ASTAD_REQUIRE_BROWSER=1`` (CI sets it, and installs Chromium): then they fail.
@@ -61,8 +62,26 @@ def loss(w, b, xs, ys):
 
 @astad.reverse_diff
 def long_lines(first_parameter_with_a_long_name, second_parameter_with_a_long_name):
-    intermediate_value_with_a_long_name = math.exp(first_parameter_with_a_long_name) * math.sin(second_parameter_with_a_long_name)  # noqa: E501
+    intermediate_value_with_a_long_name = math.exp(first_parameter_with_a_long_name) * math.sin(second_parameter_with_a_long_name) + math.cos(first_parameter_with_a_long_name * second_parameter_with_a_long_name)  # noqa: E501
     return intermediate_value_with_a_long_name * first_parameter_with_a_long_name
+
+
+def squared(a):
+    return a * a
+
+
+def norm_of(x, y):
+    return math.sqrt(squared(x) + squared(y))
+
+
+def scaled(v, k):
+    return k * v
+
+
+@astad.reverse_diff
+def with_helpers(x, y):
+    d = norm_of(x, y)
+    return scaled(d, 2.0) + squared(x)
 
 
 # -- the page ---------------------------------------------------------------------------
@@ -80,20 +99,51 @@ NOTEBOOK_CSS = """
 """
 
 MEASURE = r"""
-function rowsOf(container) {
+function charBoxes(row) {
+  // the box of every character drawn in the row (spaces left out)
+  const boxes = [];
+  const walker = document.createTreeWalker(row, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const number = node.parentElement.closest(".astad-number") !== null;
+    for (let i = 0; i < node.textContent.length; i++) {
+      if (node.textContent[i] === " ") continue;
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const r = range.getBoundingClientRect();
+      boxes.push({left: r.left, right: r.right, top: Math.round(r.top), number});
+    }
+  }
+  return boxes;
+}
+function rowsOf(container, pane) {
+  // pane: the box whose visible part (its padding box) the text must be in
+  const outer = pane.getBoundingClientRect();
+  const visible = {left: outer.left + pane.clientLeft,
+                   right: outer.left + pane.clientLeft + pane.clientWidth};
   return [...container.querySelectorAll(".astad-row")].map(row => {
     const box = row.getBoundingClientRect();
-    const range = document.createRange();
-    range.selectNodeContents(row);
-    const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
-    return {top: box.top, height: box.height, width: box.width, text: row.textContent,
-            lines: tops.size, right: range.getBoundingClientRect().right};
+    const chars = charBoxes(row);
+    const tops = [...new Set(chars.map(c => c.top))].sort((a, b) => a - b);
+    const code = chars.filter(c => !c.number);
+    const first = code.filter(c => c.top === tops[0]);
+    const later = code.filter(c => c.top !== tops[0]);
+    const numbers = chars.filter(c => c.number);
+    return {top: box.top, height: box.height, bottom: box.bottom, text: row.textContent,
+            lines: tops.length,
+            hidden: chars.filter(c => c.left < visible.left - 0.5 ||
+                                      c.right > visible.right + 0.5).length,
+            codeLeft: first.length ? Math.min(...first.map(c => c.left)) : null,
+            continuationLeft: later.length ? Math.min(...later.map(c => c.left)) : null,
+            numberRight: numbers.length ? Math.max(...numbers.map(c => c.right)) : null,
+            mark: getComputedStyle(row).backgroundImage};
   });
 }
 function glyphWidths(pre) {
   const row = pre.querySelector(".astad-row");
   const narrow = document.createElement("span"), wide = document.createElement("span");
   narrow.textContent = "iiiiiiiiii"; wide.textContent = "MMMMMMMMMM";
+  narrow.style.whiteSpace = wide.style.whiteSpace = "nowrap";  // (a narrow column wraps)
   row.append(narrow, wide);
   const widths = [narrow.getBoundingClientRect().width, wide.getBoundingClientRect().width];
   narrow.remove(); wide.remove();
@@ -109,7 +159,8 @@ function measure(root) {
     title: root.querySelector(".astad-title").textContent,
     fonts: fontsOf(root),
     glyphs: [...root.querySelectorAll(".astad-columns pre")].map(glyphWidths),
-    left: rowsOf(panes[0]), right: rowsOf(panes[1]),
+    left: rowsOf(panes[0], panes[0]), right: rowsOf(panes[1], panes[1]),
+    copied: panes.map(p => p.querySelector("pre").innerText),
     panes: panes.map(p => ({overflowX: getComputedStyle(p).overflowX,
                             scrollWidth: p.scrollWidth, clientWidth: p.clientWidth,
                             left: p.getBoundingClientRect().left,
@@ -122,8 +173,10 @@ function measure(root) {
                   height: details.getBoundingClientRect().height,
                   summary: details.querySelector("summary").textContent};
     details.querySelector("summary").click();
+    const pane = helpers.parentElement;
     out.opened = {open: details.open, drawn: helpers.getClientRects().length,
-                  rows: rowsOf(helpers), glyphs: glyphWidths(helpers)};
+                  rows: rowsOf(helpers, pane), glyphs: glyphWidths(helpers),
+                  scrollWidth: pane.scrollWidth, clientWidth: pane.clientWidth};
   }
   return out;
 }
@@ -172,6 +225,8 @@ CASES = {
                      "style='width: 420px'"),
     "long": (long_lines, "class='jp-OutputArea-output jp-RenderedHTMLCommon' "
                          "style='width: 900px'"),
+    "helpers": (with_helpers, "class='jp-OutputArea-output jp-RenderedHTMLCommon' "
+                              "style='width: 900px'"),
 }
 
 
@@ -198,7 +253,10 @@ def test_the_two_columns_are_level_row_by_row(drawn, case):
     left, right = drawn[case]["left"], drawn[case]["right"]
     assert len(left) == len(right) > 5
     for a, b in zip(left, right):
-        assert a["top"] == b["top"] and a["height"] == b["height"] > 0
+        assert a["top"] == b["top"] and a["height"] > 0 and b["height"] > 0
+    # a row is as tall as its taller side (a wrapped line): the next row starts below both
+    for a, b, after in zip(left, right, left[1:]):
+        assert abs(after["top"] - max(a["bottom"], b["bottom"])) < 0.5
     # each original statement on the row of the comment astad wrote for it
     statements = {row["text"].split("  ", 1)[1].strip(): row["top"] for row in left
                   if row["text"].strip() and "  " in row["text"]}
@@ -209,22 +267,60 @@ def test_the_two_columns_are_level_row_by_row(drawn, case):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_no_row_wraps_wide_code_scrolls_sideways(drawn, case):
+def test_long_lines_wrap_with_every_character_in_view(drawn, case):
     measured = drawn[case]
     rows = measured["left"] + measured["right"] + measured.get("opened", {}).get("rows", [])
-    assert all(row["lines"] <= 1 for row in rows), \
-        [row["text"] for row in rows if row["lines"] > 1]
-    for pane in measured["panes"]:
-        assert pane["overflowX"] in ("auto", "scroll")
+    # every character drawn inside its column, and nothing beyond it to scroll to
+    assert all(row["hidden"] == 0 for row in rows), \
+        [row["text"] for row in rows if row["hidden"]]
+    panes = measured["panes"] + ([measured["opened"]] if "opened" in measured else [])
+    for pane in panes:
+        assert pane["scrollWidth"] <= pane["clientWidth"]
     left, right = measured["panes"]
     assert left["right"] <= right["left"]  # side by side, not overlapping
-    if case in ("narrow", "long"):
-        # wider than their column: drawn whole, inside a pane that scrolls sideways
-        assert right["scrollWidth"] > right["clientWidth"]
-        widest = max(row["right"] for row in measured["right"])
-        assert widest > right["right"]
-    if case == "long":
-        assert left["scrollWidth"] > left["clientWidth"]
+    if case in ("narrow", "long"):  # wider than their columns: wrapped, in both
+        assert any(row["lines"] > 1 for row in measured["left"])
+        assert any(row["lines"] > 1 for row in measured["right"])
+    if case == "plain":  # (1100 pixels: the original fits)
+        assert all(row["lines"] <= 1 for row in measured["left"])
+    glyph = measured["glyphs"][0][0] / 10
+    wrapped = [row for row in rows if row["lines"] > 1]
+    for row in wrapped:
+        # a continuation starts four columns right of its line's code, beside a mark
+        indent = len(row["text"]) - len(row["text"].lstrip(" "))
+        if row["numberRight"] is None and indent <= 16:
+            assert abs(row["continuationLeft"] - row["codeLeft"] - 4 * glyph) < 1, row
+        assert row["continuationLeft"] >= row["codeLeft"] + 4 * glyph - 1, row
+        assert "linear-gradient" in row["mark"]
+    # the line numbers stay in their gutter: right-aligned, and no text below them
+    numbered = [row for row in measured["left"] if row["numberRight"] is not None]
+    assert numbered and len({round(row["numberRight"]) for row in numbered}) == 1
+    gutter = numbered[0]["numberRight"]
+    assert all(row["codeLeft"] > gutter for row in numbered if row["codeLeft"] is not None)
+    assert all(row["continuationLeft"] > gutter for row in numbered
+               if row["continuationLeft"] is not None)
+
+
+def test_a_long_original_line_is_drawn_whole(drawn):
+    # over 200 characters: drawn on several lines of one row, all in view
+    row = next(row for row in drawn["long"]["left"] if "math.cos(" in row["text"])
+    assert len(row["text"]) > 200 and row["lines"] >= 3 and row["hidden"] == 0
+
+
+def test_the_helpers_a_function_calls_are_shown_once_each(drawn):
+    measured = drawn["helpers"]
+    summary = measured["closed"]["summary"]
+    rule = norm_of.__code__.co_firstlineno + 1  # (its preaccumulated rule, by its line)
+    assert summary.endswith(f"with_helpers_jvp; the helpers it calls: norm_of, _line{rule}, "
+                            "scaled, squared")
+    texts = [row["text"] for row in measured["opened"]["rows"]]
+    call = with_helpers.__code__.co_firstlineno + 2  # (the line of d = norm_of(x, y))
+    assert [text for text in texts if text.startswith("# helper: ")] == [
+        f"# helper: norm_of (called at line {call})",
+        f"# helper: scaled (called at line {call + 1})",
+        f"# helper: squared (called at line {call + 1})"]
+    for name in ("norm_of", "scaled", "squared"):
+        assert sum(text.startswith(f"def {name}(_tape, ") for text in texts) == 1
 
 
 @pytest.mark.parametrize("case", ["plain", "notebook", "narrow"])
@@ -252,3 +348,17 @@ def test_the_title_names_the_file_and_line(drawn):
     first = loss.__code__.co_firstlineno
     assert drawn["plain"]["title"].startswith("loss (")
     assert drawn["plain"]["title"].endswith(f"test_display_browser.py:{first})")
+
+
+@pytest.mark.parametrize("case, function", [("plain", loss), ("long", long_lines)])
+def test_a_column_copies_as_its_own_lines(drawn, case, function):
+    # each column is one block: a copy of it has its own lines, whole (a wrapped line
+    # stays one line), none of the other column's
+    original, generated, _ = display.sources(function)
+    left, right = drawn[case]["copied"]
+    digits = len(str(original[-1][0]))
+    assert [line.rstrip() for line in left.split("\n") if line.strip()] == \
+        [f"{n:>{digits}}  {text}".rstrip() for n, text in original]
+    assert [line.rstrip() for line in right.split("\n") if line.strip()] == \
+        [line.rstrip() for line in generated.split("\n# what runs")[0].split("\n")
+         if line.strip()]

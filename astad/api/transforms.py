@@ -173,14 +173,17 @@ class grad(value_and_grad):  # noqa: N801
     @property
     def source(self) -> str:
         """The code this gradient runs (``f``'s, as ``.source`` shows it) and, after it,
-        the code ``jvp`` of this gradient runs for float arguments (api/hvp.py)."""
+        the code ``jvp`` of this gradient runs for float arguments (api/hvp.py), then the
+        helpers ``f`` calls, as ``f.source`` ends with them."""
         fun = self._function()
         if fun is None:
             raise AttributeError(f"{self!r} has no source: astad transforms Python functions")
         entry = compiled.transformed(fun)
-        text = compiled.readable_source(fun, entry, True)
+        text = compiled.readable_source(fun, entry, True, helpers=False)
         nested = None if self.options["has_aux"] else hvp_source(entry, fun)
-        return text if nested is None else text.rstrip("\n") + "\n\n" + nested
+        if nested is not None:
+            text = text.rstrip("\n") + "\n\n" + nested.rstrip("\n") + "\n"
+        return text + compiled.helper_source(entry, compiled.transformed)
 
     def _function(self):
         """The Python function this gradient is of (a @reverse_diff function's own)."""

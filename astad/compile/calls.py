@@ -34,6 +34,7 @@ import numpy as np
 
 from . import pipeline, render
 from .entry import CACHE, GENERATED_CODE, LOCK, Entry, cached, store
+from .helpers import helper_source
 from ..rules.array import constant_array_method
 from ..runtime.array_dual import ARRAY_DUALS, compiled_elementwise, is_numpy_callable
 from ..runtime.tape import native
@@ -451,10 +452,12 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False) -> Entry:
             _building.discard(fn)
 
 
-def readable_source(fn, entry: Entry, preaccumulate: bool) -> str:
+def readable_source(fn, entry: Entry, preaccumulate: bool, helpers: bool = True) -> str:
     """What ``f.source`` shows for ``fn`` (compile/render.py): the paper's transform first
-    (``preaccumulate=False``), then what runs."""
-    return render.readable_source(entry, transformed(fn, False) if preaccumulate else None)
+    (``preaccumulate=False``), then what runs, then (``helpers``) the code of each helper
+    it calls (compile/helpers.py)."""
+    text = render.readable_source(entry, transformed(fn, False) if preaccumulate else None)
+    return text + helper_source(entry, transformed) if helpers else text
 
 
 class Callees:
@@ -475,8 +478,11 @@ class Callees:
         self.names = names
         self.functions: dict = {}  # name in generated code -> transformed function
         self._named: dict = {}  # id(callee) -> that name
+        # the plain functions whose D this code calls, for .source (compile/helpers.py):
+        # (weakref, preaccumulate, line of the first call), in the order they are met
+        self.helpers: list = []
 
-    def __call__(self, callee):
+    def __call__(self, callee, line=None):
         try:
             no_rule = [(RECORDS, callee, RECORDS.get(callee, MISSING))]
         except TypeError:  # unhashable
@@ -495,14 +501,20 @@ class Callees:
             if self.as_method or preaccumulate != self.preaccumulate:
                 return None
             return self.names.factory_def, no_rule
-        if callee in _building:
+        if callee in _building:  # (a mutual recursion: still a helper to show)
+            self._note(callee, preaccumulate, line)
             return None
         try:
             entry = transformed(callee, preaccumulate)
         except Exception:  # noqa: BLE001 (ad.rev meets the same error when it is called)
             return None
+        self._note(callee, preaccumulate, line)
         name = self._named.get(id(callee))
         if name is None:
             name = self._named[id(callee)] = self.names.fresh(f"D_{callee.__name__}")
             self.functions[name] = entry.taped
         return name, no_rule + code_of + entry.dependencies
+
+    def _note(self, callee, preaccumulate: bool, line) -> None:
+        if all(ref() is not callee for ref, _, _ in self.helpers):  # (the first call's line)
+            self.helpers.append((weakref.ref(callee), preaccumulate, line))

@@ -12,7 +12,8 @@ An ``Entry`` is what astad wrote for one Python function (and one choice of
 - ``forward``: forward mode on float arguments, ``forward(*args, *tangents) -> (value,
   tangent)``; ``forward_unchecked``, the same without its argument checks;
 - ``hvp``: Hessian-vector code (api/hvp.py), written when first asked for;
-- the texts ``.source`` shows.
+- the texts ``.source`` shows, and ``helpers``: the plain Python functions whose
+  transformed versions this code calls (compile/helpers.py shows their code after its own).
 
 ``is_current(fn)`` is the one check every caller makes (in C too: runtime/_native.h):
 the function's ``__code__`` is the one the entry was written from, and every binding it
@@ -34,7 +35,8 @@ class Entry:
 
     __slots__ = ("function", "code", "dependencies", "taped", "tapeless", "tapes", "arity",
                  "forward", "forward_unchecked", "hvp", "transformed_source",
-                 "specialised_source", "forward_source", "source", "__weakref__")
+                 "specialised_source", "forward_source", "source", "helpers",
+                 "__weakref__")
 
     def __init__(self, fn, taped, dependencies: list, source: str, tapeless=None,
                  specialised: str = ""):
@@ -51,6 +53,7 @@ class Entry:
         self.specialised_source = specialised
         self.forward_source = None
         self.source = source + ("\n\n" + specialised if specialised else "")
+        self.helpers: tuple = ()  # (weakref to callee, its preaccumulate, line of the call)
 
     def is_current(self, fn) -> bool:
         """Was this written from ``fn``'s code, and does every binding it was written for

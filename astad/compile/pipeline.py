@@ -63,6 +63,8 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
     taped = _compile(function_ast, fn, parsed.filename, names, functions)
     entry = Entry(fn, taped, distinct(dependencies),                     # entry
                   render(function_ast, parsed.filename) + _rules_text(rules, parsed.filename))
+    if resolve is not None:
+        entry.helpers = tuple(resolve.helpers)
     if tapeless is not None:
         function, text = tapeless
         entry.tapeless = _compile_as(function, fn, parsed.filename)

@@ -224,7 +224,7 @@ class ReverseTransform(gast.NodeTransformer):
         if isinstance(node.func, gast.Name) and node.func.id in self._local_defs():
             return node  # a nested def of this function: already transformed, shares the tape
         if callee is not MISSING and self.resolve_callee is not None:
-            resolved = self.resolve_callee(callee)
+            resolved = self.resolve_callee(callee, getattr(node, "lineno", None))
             if resolved is not None:  # D[f] known now (section 9): called directly
                 name, dependencies = resolved
                 self.dependencies.extend(dependencies)
