@@ -225,6 +225,7 @@ def test_function_that_mutates_its_argument_list():
     assert value == 8.0 and pullback(1.0) == [8.0, 2.0]
 
 
+@pytest.mark.slow
 def test_tape_is_freed_when_the_gradient_returns():
     import gc
     import tracemalloc

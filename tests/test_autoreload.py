@@ -123,6 +123,7 @@ def _modes():
     return ["2", "2 --full"] if deduper else ["2"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", _modes())
 def test_gradients_follow_edits_above_and_inside_decorated_functions(tmp_path, mode):
     path = tmp_path / "shifting.py"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "derivatives.py"
 PEERS = ["autograd", "jax", "torch"]
@@ -26,6 +28,7 @@ def _positive(x):
     return isinstance(x, float) and math.isfinite(x) and x > 0
 
 
+@pytest.mark.slow
 def test_derivatives_quick_without_peers(tmp_path):
     out = tmp_path / "derivatives.json"
     code = RUN_WITHOUT_PEERS.format(peers=PEERS, script=str(SCRIPT), out=str(out))
@@ -82,6 +85,7 @@ def _load_arrays():
     return module
 
 
+@pytest.mark.slow
 def test_arrays_quick_without_peers(tmp_path):
     """benchmarks/arrays.py --quick as in CI: every program (the RNN and the heat stencil,
     which write into arrays, among them) is checked against finite differences and timed;

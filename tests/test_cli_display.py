@@ -98,6 +98,7 @@ def run(*args, cwd=None):
 
 
 # -- the command line -----------------------------------------------------------------------
+@pytest.mark.slow
 def test_help():
     result = run("--help")
     assert result.returncode == 0
@@ -108,12 +109,14 @@ def test_help():
         assert "TARGET" in result.stdout
 
 
+@pytest.mark.slow
 def test_no_command_is_a_usage_error():
     result = run()
     assert result.returncode == 2
     assert "usage" in result.stderr
 
 
+@pytest.mark.slow
 def test_show_decorated_and_plain(module_file):
     result = run("show", f"{module_file}:loss")
     assert result.returncode == 0, result.stderr
@@ -143,18 +146,21 @@ def test_show_with_original(module_file):
         result.stdout.index("def loss(_tape, w, b, xs, ys)")
 
 
+@pytest.mark.slow
 def test_show_relative_path_and_method(module_file):
     result = run("show", "model.py:Model.energy", cwd=module_file.parent)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("def energy(_tape, x):")
 
 
+@pytest.mark.slow
 def test_show_module_target(module_file):
     result = run("show", "model:plain", cwd=module_file.parent)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("def plain(_tape, x, y):")
 
 
+@pytest.mark.slow
 def test_show_unsupported_syntax(module_file):
     result = run("show", f"{module_file}:generator")
     assert result.returncode == 1
@@ -162,6 +168,7 @@ def test_show_unsupported_syntax(module_file):
     assert "model.py:" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, message", [
     ("{file}:nope", "has no attribute 'nope'"),
     ("{file}:NOT_A_FUNCTION", "not a Python function"),
@@ -183,6 +190,7 @@ def test_check_ok(module_file):
     assert "max relative error" in result.stdout
 
 
+@pytest.mark.slow
 def test_check_plain_function_with_kwarg_and_dataclass_argument(module_file):
     # a dataclass argument cannot be written as a literal; dicts and lists can
     result = run("check", f"{module_file}:plain", 1.0, -0.5)
@@ -195,6 +203,7 @@ def test_check_plain_function_with_kwarg_and_dataclass_argument(module_file):
     assert "1 gradient entry matches" in result.stdout
 
 
+@pytest.mark.slow
 def test_check_argnums_and_arrays(module_file):
     result = run("check", f"{module_file}:plain", 1.0, 2.0, "--argnums", "1")
     assert result.returncode == 0, result.stderr
@@ -204,6 +213,7 @@ def test_check_argnums_and_arrays(module_file):
     assert "3 gradient entries" in result.stdout
 
 
+@pytest.mark.slow
 def test_check_failure(module_file):
     result = run("check", f"{module_file}:uses_cube", 2.0, -1.0)
     assert result.returncode == 1
@@ -213,6 +223,7 @@ def test_check_failure(module_file):
     assert row.split()[1:3] == ["8", "12"]
 
 
+@pytest.mark.slow
 def test_check_astad_error_and_bad_literal(module_file):
     result = run("check", f"{module_file}:plain", 1, 2)
     assert result.returncode == 1
@@ -222,6 +233,7 @@ def test_check_astad_error_and_bad_literal(module_file):
     assert "not a Python literal" in result.stderr
 
 
+@pytest.mark.slow
 def test_check_negative_numbers(module_file):
     result = run("check", f"{module_file}:plain", "--", -1.5, "-2e-1")
     assert result.returncode == 0, result.stderr
@@ -486,6 +498,7 @@ def test_every_comment_in_generated_code_names_a_line_of_the_original(example, n
     assert set(comments) <= anchored  # each one found in the original, in order
 
 
+@pytest.mark.slow
 def test_output_into_a_closed_pipe_ends_quietly(module_file):
     # `python -m astad show ... | head -1`: the reader goes away after one line. The
     # pipe is made small (Linux) and the output is long, so the writes do fail.

@@ -28,6 +28,8 @@ import pytest
 import astad
 from astad import display
 
+pytestmark = pytest.mark.slow
+
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -36,7 +36,9 @@ def python_blocks(page: Path) -> list:
     return re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M)
 
 
-@pytest.mark.parametrize("name", RUNNABLE)
+@pytest.mark.parametrize("name", [  # scaling.md starts worker processes and a Dask cluster
+    pytest.param(name, marks=pytest.mark.slow) if name == "scaling.md" else name
+    for name in RUNNABLE])
 def test_page_code_runs(name, tmp_path):
     blocks = [b for b in python_blocks(DOCS / name) if not b.startswith(GENERATED)]
     assert blocks, f"{name} has no Python blocks"

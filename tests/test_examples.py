@@ -59,6 +59,7 @@ def test_quickstart_runs_and_checks_its_gradient():
     check_grads(quickstart.spring_lengths, [0.0, 1.1, 1.9], [0.0, -0.6, -0.9])
 
 
+@pytest.mark.slow
 def test_curve_fit_recovers_the_parameters():
     out = run("curve_fit.py")
     assert out.startswith("OK: loss: 4 gradient entries match")
@@ -73,6 +74,7 @@ def test_curve_fit_recovers_the_parameters():
     check_grads(module.loss, {"a": 1.3, "tau": 0.7, "omega": 5.0, "phase": -1.0}, ts, ys)
 
 
+@pytest.mark.slow
 def test_projectile_best_angle():
     out = run("projectile.py")
     assert out.startswith("OK: flight_range: 1 gradient entry matches")
@@ -90,6 +92,7 @@ def test_projectile_best_angle():
         check_grads(module.flight_range, angle, 25.0, drag, argnums=(0, 1, 2))
 
 
+@pytest.mark.slow
 def test_soft_tree_finds_the_splits():
     out = run("soft_tree.py")
     assert out.startswith("OK: loss: 5 gradient entries match")
@@ -109,6 +112,7 @@ def test_soft_tree_finds_the_splits():
     assert result.checked == 4 + 5 + 8  # thresholds, leaves, the inputs' coordinates
 
 
+@pytest.mark.slow
 def test_gmm_fit():
     out = run("gmm.py")
     assert out.startswith("OK: negative_log_likelihood: 9 gradient entries match")
@@ -133,6 +137,7 @@ def test_gmm_fit():
     assert sum(density) * (grid[1] - grid[0]) == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_scale_out_fits_every_batch_on_worker_processes():
     out = run("scale_out.py", "--batches", "6", "--workers", "2")
     assert out.startswith("OK: misfit: 2 gradient entries match")
@@ -148,6 +153,7 @@ def test_scale_out_fits_every_batch_on_worker_processes():
     check_grads(module.misfit, math.log(truth[0]) + 0.2, math.log(truth[1]) - 0.3, measured)
 
 
+@pytest.mark.slow
 def test_scale_out_on_a_scheduler_given_by_address():
     from dask.distributed import LocalCluster
 
@@ -155,6 +161,9 @@ def test_scale_out_on_a_scheduler_given_by_address():
                       dashboard_address=None) as cluster:
         out = run("scale_out.py", "--scheduler", cluster.scheduler_address, "--batches", "3")
     assert "3 batches fitted by 1 worker processes (1 workers)" in out
+
+
+@pytest.mark.slow
 def test_saddle_nested_optimisation():
     """Siskind and Pearlmutter's "saddle": the outer gradient differentiates an inner
     gradient-ascent loop; checked against finite differences and by hand."""
@@ -171,6 +180,7 @@ def test_saddle_nested_optimisation():
     assert max(abs(v) for v in point) < 1e-10
 
 
+@pytest.mark.slow
 def test_particle_nested_derivatives():
     """Siskind and Pearlmutter's "particle": derivatives through a simulation whose force
     is a gradient; first and second derivatives against finite differences, and the
@@ -190,6 +200,7 @@ def test_particle_nested_derivatives():
     assert particle.landing_slope(w) == pytest.approx(fd, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_newton_chain_with_the_hessian():
     """Newton's method with astad.hessian: the Hessian against finite differences of the
     gradient, quadratic convergence, and a rest shape that is a minimum and symmetric

@@ -132,7 +132,8 @@ def damped_orbit(x, y, n):
     return damped_orbit(math.sin(x) * y + 0.5 * x, math.cos(y) * x, n - 1) + 0.1 * x * x
 
 
-@pytest.mark.parametrize("depth", [0, 1, 7, 40])
+@pytest.mark.parametrize("depth", [0, pytest.param(1, marks=pytest.mark.slow), 7,
+                                   pytest.param(40, marks=pytest.mark.slow)])
 def test_a_recursive_hessian_vector_product_against_the_general_path_and_differences(depth):
     grad = astad.grad(damped_orbit, argnums=(0, 1))
     point, v = (0.7, -0.4, depth), (0.3, -1.1, None)

@@ -45,6 +45,7 @@ def _imports(name: str, path: Path):
                     yield a.name, []
 
 
+@pytest.mark.slow
 def test_every_import_points_down_the_layers():
     pytest.importorskip("importlinter", reason="import-linter is in the test extras")
     command = shutil.which("lint-imports", path=str(Path(sys.executable).parent))

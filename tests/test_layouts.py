@@ -50,7 +50,8 @@ def _results(f, args, direction):
     return value, gradient, plain, transform, forward
 
 
-@pytest.mark.parametrize("k", range(COUNT))
+@pytest.mark.parametrize("k", [k if k == 0 else pytest.param(k, marks=pytest.mark.slow)
+                               for k in range(COUNT)])  # the quick run: the first program
 def test_scalar_programs_in_every_layout(k, tmp_path):
     rng = random.Random(SEED * 7717 + k)
     source = Program(rng).source()
@@ -67,6 +68,7 @@ def test_scalar_programs_in_every_layout(k, tmp_path):
         assert _results(module.f, args, direction) == expected, f"{name}:\n{text}"
 
 
+@pytest.mark.slow
 @settings(max_examples=COUNT, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large])

@@ -86,7 +86,9 @@ def make_closure():
     return store_in_closure, seen
 
 
-@pytest.mark.parametrize("route", ["grad", "vjp", "unfused", "forward", "nested"])
+@pytest.mark.parametrize("route", ["grad", pytest.param("vjp", marks=pytest.mark.slow),
+                                   pytest.param("unfused", marks=pytest.mark.slow),
+                                   "forward", "nested"])
 def test_what_the_call_stores_ends_plain_everywhere(route):
     store_in_closure, seen = make_closure()
     d, s, obj, ns = {}, set(), Holder(), types.SimpleNamespace(v=0.0)

@@ -104,6 +104,7 @@ def every_nesting_of_two_levels(program):
 STATS: collections.Counter = collections.Counter()
 
 
+@pytest.mark.slow
 def test_every_nesting_of_two_levels_agrees_with_differences():
     STATS.clear()
     every_nesting_of_two_levels()

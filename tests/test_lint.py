@@ -7,6 +7,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+pytestmark = pytest.mark.slow
+
 
 def test_ruff_finds_nothing():
     pytest.importorskip("ruff", reason="ruff is in the test extras: pip install -e '.[test]'")

@@ -390,6 +390,7 @@ def _program_gradients():
     return out
 
 
+@pytest.mark.slow
 def test_gradients_of_programs_are_bit_identical_under_both_runtimes():
     here = _program_gradients()
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import test_native as t; "
@@ -402,6 +403,7 @@ def test_gradients_of_programs_are_bit_identical_under_both_runtimes():
     assert result.stdout.splitlines() == here
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value, expected", [("python", "python"), ("native", "native"),
                                              (" Python ", "python"), ("", None)])
 def test_astad_runtime_selects_the_runtime(value, expected):

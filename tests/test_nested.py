@@ -129,7 +129,8 @@ def confusion(x):
     return x * inner.grad(1.0)
 
 
-@pytest.mark.parametrize("x", [0.0, 1.0, -3.5])
+@pytest.mark.parametrize("x", [pytest.param(0.0, marks=pytest.mark.slow), 1.0,
+                               pytest.param(-3.5, marks=pytest.mark.slow)])
 def test_perturbation_confusion(x):
     assert astad.reverse_diff(confusion).grad(x) == 1.0
 

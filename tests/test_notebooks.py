@@ -27,6 +27,7 @@ def execute(path: Path):
     return notebook
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs_without_errors(path, python3_kernel_is_this_interpreter):
     notebook = execute(path)
@@ -46,6 +47,7 @@ def test_committed_notebook_has_no_outputs(path):
                 f"{path.name}: clear the outputs before committing"
 
 
+@pytest.mark.slow
 def test_performance_notebook_without_peers_or_matplotlib(tmp_path, monkeypatch,
                                                            python3_kernel_is_this_interpreter):
     # packages that fail to import, first on the kernel's path: as if not installed
@@ -69,6 +71,7 @@ def test_performance_notebook_without_peers_or_matplotlib(tmp_path, monkeypatch,
                    if cell.cell_type == "code" for output in cell.outputs)
 
 
+@pytest.mark.slow
 def test_display_in_a_kernel_names_cells_as_ipython_does(python3_kernel_is_this_interpreter):
     # a real kernel: cells are compiled from temporary files (ipykernel_<pid>/<hash>.py);
     # IPython's tracebacks call them "Cell In[2], line 1", and so must the display

@@ -370,7 +370,7 @@ def _unary_input(name, shape, dtype, seed=1):
     return rand(shape, seed, low, high, dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("name", list(UNARY))
 def test_unary_elementwise(name, shape, dtype):
@@ -602,7 +602,8 @@ def _random_broadcast_shapes(rng):
 SAFE_UNARY = [np.exp, np.sin, np.cos, np.tanh, np.arctan, np.square, np.sinh, np.negative]
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", [s if s < 10 else pytest.param(s, marks=pytest.mark.slow)
+                                  for s in range(40)])  # the quick run: the first ten
 def test_random_broadcasting_programs(seed):
     """Seeded random programs: a unary function, a broadcasting binary operation, a
     reduction over a random axis (or none), on random shapes with size-1 axes."""
@@ -877,8 +878,8 @@ def _reduction_input(red, shape, seed):
     return rand(shape, seed, -2.0, 2.0)  # distinct values: no ties for max/min
 
 
-@pytest.mark.parametrize("keepdims", [False, True])
-@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("keepdims", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("axis", AXES, ids=str)  # (keepdims=True, quick: the size-one axes)
 @pytest.mark.parametrize("red", REDUCTIONS, ids=lambda r: r.__name__)
 def test_reduction(red, axis, keepdims):
     if red is r_norm and axis == (0, 2):
@@ -894,7 +895,7 @@ def test_reduction(red, axis, keepdims):
     check_grad(ad(f), x)
 
 
-@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("keepdims", [pytest.param(False, marks=pytest.mark.slow), True])
 @pytest.mark.parametrize("axis", [None, 1, (0, 1), -1], ids=str)
 @pytest.mark.parametrize("red", REDUCTIONS, ids=lambda r: r.__name__)
 def test_reduction_with_size_one_axes(red, axis, keepdims):
@@ -2823,6 +2824,7 @@ def test_the_tape_keeps_references_not_copies():
 # ==========================================================================================
 # The example
 
+@pytest.mark.slow
 def test_fit_numpy_example_runs_and_the_loss_falls():
     path = ROOT / "examples" / "fit_numpy.py"
     result = subprocess.run([sys.executable, str(path)], cwd=ROOT, capture_output=True,

@@ -55,6 +55,7 @@ _SCIPY_ROUTES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("route", list(_SCIPY_ROUTES))
 def test_scipy_rules_are_registered_on_first_use(route, tmp_path):
     script = tmp_path / "first_use.py"

@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 import astad
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +33,7 @@ def _build_wheel(tmp_path, env=None):
     return wheel
 
 
+@pytest.mark.slow
 def test_wheel_has_py_typed_and_the_version(tmp_path):
     wheel = _build_wheel(tmp_path)
     assert wheel.name.startswith(f"astad-{astad.__version__}-")
@@ -52,6 +55,7 @@ def test_wheel_has_py_typed_and_the_version(tmp_path):
                    for n in names), names
 
 
+@pytest.mark.slow
 def test_without_a_compiler_the_wheel_builds_and_runs_the_python_sweep(tmp_path):
     # CC=false: every compile fails, as where no C compiler is installed; the extension
     # is optional, so the wheel still builds, without it, and astad runs pure Python

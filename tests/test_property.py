@@ -1044,6 +1044,7 @@ def time_limit(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
+@pytest.mark.slow
 def test_random_programs_match_forward_mode_and_finite_differences():
     stats: collections.Counter = collections.Counter()
 
@@ -1087,6 +1088,7 @@ CLAIMED = ["assign", "aug", "if", "early_return", "for", "for_else", "for_plain"
            "argument:np64"]
 
 
+@pytest.mark.slow
 def test_generator_covers_constructs():
     seen: set = set()
 

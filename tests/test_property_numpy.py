@@ -231,6 +231,7 @@ def time_limit(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
+@pytest.mark.slow
 def test_random_numpy_programs_match_numpy_forward_mode_and_finite_differences():
     stats: collections.Counter = collections.Counter()
 
@@ -268,6 +269,7 @@ CLAIMED = ["new_array", "copy", "copy:.copy", "copy:np.copy", "copy:np.array", "
            "method:fill", "copy:astype", "copy:flatten"]
 
 
+@pytest.mark.slow
 def test_generator_programs_run_and_cover_constructs():
     seen: set = set()
 

@@ -173,6 +173,7 @@ def test_a_users_rule_renews_the_record_and_code_follows_it():
     assert astad.grad(f)(2.0) == 1.0
 
 
+@pytest.mark.slow
 def test_the_ad_namespace_and_registry_survive_a_fresh_process():
     """No import order is load-bearing: every name of ad is published once, whatever
     module is imported first."""

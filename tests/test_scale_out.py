@@ -199,6 +199,7 @@ def test_function_transforms_pickle_by_reference_and_by_value():
 
 
 # -- process pools --------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_multiprocessing_pool(method):
     if method not in multiprocessing.get_all_start_methods():
@@ -212,6 +213,7 @@ def test_multiprocessing_pool(method):
         assert pool.apply(models.token_of, (loss.grad,)) == tokenize(loss.grad)
 
 
+@pytest.mark.slow
 def test_process_pool_executor():
     calls, expected = other_calls()
     with ProcessPoolExecutor(2) as executor:  # (the platform's start method; spawn: above)
@@ -220,6 +222,7 @@ def test_process_pool_executor():
         assert_same(list(executor.map(models.call, *zip(*calls))), expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["multiprocessing", "loky"])  # (loky keeps threads:
 def test_joblib(backend):                                            # fork before them)
     calls, expected = other_calls()
@@ -243,6 +246,7 @@ def client():
         yield client
 
 
+@pytest.mark.slow
 def test_dask_cluster_computes_the_same_gradients(client):
     pids = set(client.run(lambda: __import__("os").getpid()).values())
     assert len(pids) == 2 and not pids & {__import__("os").getpid()}  # other processes
@@ -256,6 +260,7 @@ def test_dask_cluster_computes_the_same_gradients(client):
     assert client.submit(models.token_of, loss.grad).result() == tokenize(loss.grad)
 
 
+@pytest.mark.slow
 def test_dask_runs_closures_and_notebook_cells_by_value(client):
     fit = models.make_loss([(0.2 * k, math.exp(-0.4 * k)) for k in range(10)])
     cases = [(1.0 + 0.05 * k, 0.3 + 0.02 * k) for k in range(40)]
@@ -306,6 +311,7 @@ with open(sys.argv[1], "wb") as out:
 '''
 
 
+@pytest.mark.slow
 def test_function_defined_in_main_travels_by_value(tmp_path):
     script = tmp_path / "model_script.py"
     script.write_text(SCRIPT)

@@ -316,6 +316,13 @@ CASES = [
 IDS = [f"{fn.__name__}-{k}" for k, (fn, _) in enumerate(CASES)]
 
 
+def quick_sample(every):
+    """CASES as parameters: every ``every``-th in the quick subset (``-m "not slow"``),
+    the others marked slow (the check of the tape and differences takes them all)."""
+    return [pytest.param(fn, args, id=name, marks=() if k % every == 0 else pytest.mark.slow)
+            for k, ((fn, args), name) in enumerate(zip(CASES, IDS))]
+
+
 def _leaves(value):
     if isinstance(value, (list, tuple)):
         return [y for x in value for y in _leaves(x)]
@@ -386,7 +393,7 @@ def test_specialised_code_agrees_with_the_tape_and_finite_differences(fn, args):
         assert _at(grads, k, path) == pytest.approx(fd, rel=1e-6, abs=1e-7)
 
 
-@pytest.mark.parametrize("fn, args", CASES, ids=IDS)
+@pytest.mark.parametrize("fn, args", quick_sample(3))
 def test_specialised_forward_mode_agrees_with_the_gradient(fn, args):
     entry = codegen.build(fn)
     paths = _float_paths(args)
@@ -417,7 +424,7 @@ def test_specialised_forward_mode_agrees_with_the_gradient(fn, args):
     assert tangent == pytest.approx(expected, rel=1e-12, abs=1e-14)
 
 
-@pytest.mark.parametrize("fn, args", CASES, ids=IDS)
+@pytest.mark.parametrize("fn, args", quick_sample(3))
 def test_a_pullback_of_the_specialised_code_agrees_with_the_tape(fn, args):
     """``.vjp`` of a float result the specialised code differentiates scales its gradient
     (api.ScaledPullback); a cotangent that is not a finite float or int sweeps a tape."""

@@ -20,6 +20,8 @@ from astad.compile import calls as codegen
 COUNT = int(os.environ.get("ASTAD_SPECIALISED_FUZZ", "40"))
 SEED = int(os.environ.get("ASTAD_SPECIALISED_SEED", "0"))
 
+pytestmark = pytest.mark.slow
+
 HELPERS = '''
 import math
 

@@ -52,6 +52,7 @@ def test_defaultdict_keeps_its_factory():
     assert type(g) is defaultdict and g.default_factory is float and g["a"] == 5.0
 
 
+@pytest.mark.slow
 def test_long_linked_list_needs_no_recursion_limit():
     head = None
     for k in range(20000):

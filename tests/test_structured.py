@@ -2162,6 +2162,7 @@ def test_recursive_result_vjp():
     assert list_values(g[0]) == [2.0, 0.0, 1.0] and g[1] == pytest.approx(1.0 + 1.5)
 
 
+@pytest.mark.slow
 def test_recursive_result_10000_cells_vjp():
     values = [float(k % 7) for k in range(N_CELLS)]
     cells = make_list(values)

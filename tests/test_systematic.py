@@ -118,8 +118,12 @@ def close(a, b, rtol, what, case):
     assert abs(a - b) <= rtol * scale, f"{case.id}: {what}: {a!r} != {b!r}"
 
 
-def case_params(select=None):
-    return [pytest.param(c, id=c.id) for c in CASES if select is None or select(c)]
+def case_params(select=None, quick_every=1):
+    """The cases ``select`` takes; with ``quick_every=n`` every n-th of them runs in the
+    quick subset (``-m "not slow"``), the others are marked slow."""
+    chosen = [c for c in CASES if select is None or select(c)]
+    return [pytest.param(c, id=c.id, marks=() if k % quick_every == 0 else pytest.mark.slow)
+            for k, c in enumerate(chosen)]
 
 
 # -- the registry is covered -----------------------------------------------------------------
@@ -418,7 +422,7 @@ if __name__ == "__main__":
 
 
 # -- forward mode and Hessians through astad's transforms (every rule, as programs call it) ----
-@pytest.mark.parametrize("case", case_params(lambda c: c.jvp))
+@pytest.mark.parametrize("case", case_params(lambda c: c.jvp, quick_every=4))
 def test_forward_mode(case):
     """astad.jvp of the function: numpy's dispatch at a forward level, the rule's jvp."""
     skip_overridden(case)
@@ -444,7 +448,7 @@ def _weighted(diff, call, args, kwargs, positions, weights):
     return total
 
 
-@pytest.mark.parametrize("case", case_params(lambda c: c.second and c.jvp))
+@pytest.mark.parametrize("case", case_params(lambda c: c.second and c.jvp, quick_every=4))
 def test_hessian_vector_product(case):
     """Forward mode over reverse mode (a Hessian's column): the rule's vjp run on forward
     duals, against finite differences of the gradient."""
@@ -470,7 +474,7 @@ def test_hessian_vector_product(case):
           "Hessian-vector product vs finite differences of the gradient", case)
 
 
-@pytest.mark.parametrize("case", case_params(lambda c: c.jvp))
+@pytest.mark.parametrize("case", case_params(lambda c: c.jvp, quick_every=4))
 def test_jacrev_takes_every_row_at_once(case, monkeypatch):
     """``jacrev``'s one sweep with a vector of adjoints runs each array entry on all the
     rows at once where its backward step can (runtime/tape.BATCHED_BACKWARDS: element-wise

@@ -457,6 +457,7 @@ def test_array_of_12_and_a_float():
 '''
 
 
+@pytest.mark.slow
 def test_pytest_shows_the_table_first_and_none_of_astads_source(tmp_path):
     import subprocess
     import sys

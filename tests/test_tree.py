@@ -105,6 +105,7 @@ def wrong_total_of_cubes(cell):
     return total
 
 
+@pytest.mark.slow
 def test_check_grads_on_a_linked_list_3000_deep():
     cells = _linked(3000)
     gradient = astad.grad(total_of_cubes)(cells)
@@ -195,6 +196,7 @@ def test_registered_container_in_check_grads():
         check_grads(lambda p: cube(p.first) + p.second, Pair(1.5, 0.7))
 
 
+@pytest.mark.slow
 def test_registered_container_pickles_and_runs_in_worker_processes():
     p = Pair(1.5, 0.7)
     again = pickle.loads(pickle.dumps(energy))

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 COMMON = """\
@@ -124,6 +126,7 @@ def run_mypy(tmp_path):
     return found
 
 
+@pytest.mark.slow
 def test_mypy_checks_calls_against_the_decorated_signature(tmp_path):
     found = run_mypy(tmp_path)
     assert found["correct.py"] == []
