@@ -1,5 +1,6 @@
-"""The command line: ``python -m astad show|check FILE.py:FUNCTION ...``.
+"""The command line: ``python -m astad show|check FILE.py:FUNCTION ...`` and ``info``.
 
+    python -m astad info                                  # versions, runtime, peers
     python -m astad show model.py:loss                    # the generated code
     python -m astad show --original model.py:loss         # with the original beside it
     python -m astad check model.py:loss 0.5 0.1 "[1.0, 2.0]" "[0.3, 0.8]"
@@ -31,6 +32,7 @@ decorated with @astad.reverse_diff is decorated here."""
 
 _EPILOG = """\
 examples:
+  python -m astad info
   python -m astad show model.py:loss
   python -m astad show --original model.py:loss
   python -m astad check model.py:loss 0.5 0.1 "[1.0, 2.0]" "[0.3, 0.8]"
@@ -94,7 +96,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
                        help="array elements checked one by one per array (default 20)")
     check.add_argument("--seed", type=int, default=0, help="seed of the random choices "
                        "(default 0)")
-    return parser, {"show": show, "check": check}
+    info = commands.add_parser(
+        "info", help="print versions, the runtime in use and why, and the peers installed",
+        description="Print astad's version and location, Python's, numpy's and gast's, the "
+                    "runtime in use (the compiled or the Python sweeps) and why, and the "
+                    "optional peers found. Paste it into a bug report.")
+    return parser, {"show": show, "check": check, "info": info}
 
 
 # -- loading the target ---------------------------------------------------------------------
@@ -242,6 +249,51 @@ def _check(options) -> int:
     return 0
 
 
+_PEERS = ("scipy", "jax", "jaxlib", "autograd", "torch", "numba")
+
+
+def _version(distribution: str) -> str | None:
+    """An installed distribution's version, read from its metadata (importing jax or torch
+    would take seconds), or None."""
+    import importlib.metadata
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _info(options) -> int:
+    import astad
+    from .runtime import build_record, tape
+    print(f"astad {astad.__version__}: {os.path.dirname(os.path.abspath(astad.__file__))}")
+    print(f"Python {sys.version.split()[0]}: {sys.executable}")
+    print(f"numpy {_version('numpy')}, gast {_version('gast')}")
+    choice = os.environ.get("ASTAD_RUNTIME", "").strip()
+    record = build_record.read()
+    if record is None:
+        built = "no build record (not installed by pip: a checkout on the path?)"
+    else:
+        built = f"{record.get('native')} (built for Python {record.get('python', '?')})"
+    if tape.RUNTIME == "native":
+        why = f"ASTAD_RUNTIME={choice}" if choice else "the default where it was built"
+        print(f"runtime: native, the compiled sweep ({why})")
+        print(f"  module: {tape.native.__file__}")
+    else:
+        why = (f"ASTAD_RUNTIME={choice}" if choice else
+               "the compiled sweep (astad.runtime._native) cannot be imported")
+        print(f"runtime: python, the pure-Python sweeps ({why})")
+    print(f"  build: {built}")
+    if build_record.failure(record) is not None:
+        print("  to build the compiled sweep: install a C compiler and Python's headers, "
+              "then reinstall astad; ASTAD_RUNTIME=python silences the warning")
+    versions = {name: _version(name) for name in _PEERS}
+    found = [f"{name} {version}" for name, version in versions.items() if version]
+    missing = [name for name, version in versions.items() if not version]
+    print(f"peers: {', '.join(found) or 'none'}"
+          + (f" (not installed: {', '.join(missing)})" if missing else ""))
+    return 0
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     """The options of ``argv``. A command's own parser reads everything after the command
     with ``parse_intermixed_args``, so options and positional arguments may come in any
@@ -262,7 +314,7 @@ _BROKEN_PIPE_STATUS = 128 + getattr(signal, "SIGPIPE", 13)
 def main(argv: list[str] | None = None) -> int:
     options = _parse(sys.argv[1:] if argv is None else list(argv))
     try:
-        status = _show(options) if options.command == "show" else _check(options)
+        status = {"show": _show, "check": _check, "info": _info}[options.command](options)
         sys.stdout.flush()  # now, so that a closed pipe is seen here and not at exit
         return status
     except UsageError as exc:

@@ -3,8 +3,8 @@
 A rope is modelled as a chain of point masses joined by springs. A spring pulls when
 it is stretched past its rest length and goes slack when compressed (a branch), and
 every mass has a gravitational energy. We differentiate the total energy with respect
-to every coordinate, check the gradient against finite differences, and look at the
-code astad generated.
+to every coordinate, check the gradient against finite differences, and say where to
+read the code astad generated.
 
 Run it with:  python examples/quickstart.py
 """
@@ -87,13 +87,13 @@ def main():
     print("d lengths[0] / d ys =", [round(v, 4) for v in d_ys])
     print(f"operations recorded on the tape: {pullback.tape_length}")
 
-    # 4. The generated code. Each original line is kept as a comment above its rewrite,
-    #    in which float operations became calls that compute the value and record it,
-    #    with its partial derivatives, on the tape `_tape`.
+    # 4. The generated code: astad rewrote rope_energy's source into Python you can read
+    #    (each original line kept as a comment above its rewrite). It is long, so it is
+    #    not printed here; one line prints it.
+    lines = rope_energy.source.count("\n")
     print()
-    print("generated source of rope_energy:")
-    print(rope_energy.source)
-
+    print(f"the generated code ({lines} lines): print(rope_energy.source), or from a shell:")
+    print("  python -m astad show --original examples/quickstart.py:rope_energy")
 
 if __name__ == "__main__":
     main()

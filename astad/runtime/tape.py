@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import build_record
 from .duals import DUAL_TYPES, Dual, PrimalView, new_dual  # noqa: F401  (where they were first)
 
 
@@ -311,6 +312,8 @@ def _select_runtime():
             raise ImportError("ASTAD_RUNTIME=native, but astad's compiled sweep "
                               "(astad.runtime._native) was not built; reinstall with a C "
                               "compiler available, or unset ASTAD_RUNTIME") from error
+        # the install tried and failed: say so, once (this module is imported once)
+        build_record.warn_if_failed(build_record.read())
         return "python", None
     return "native", _native
 
