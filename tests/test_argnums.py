@@ -118,6 +118,30 @@ def test_the_same_object_inside_two_structures_has_a_partial_at_each():
     assert astad.grad(rows)(matrix) == [[1.0, 0.0], [2.0, 1.0]]
 
 
+def test_forward_mode_gives_each_place_its_own_tangent():
+    """jvp and jacfwd (and hessian, forward over reverse) treat the places as reverse mode
+    does: along (t1, t2) the derivative is <d/da, t1> + <d/db, t2>, for an array, a list
+    and a row shared by two rows (a list's second place once took the first's tangent)."""
+    lists = lambda a, b: sum(x * y * y for x, y in zip(a, b))  # noqa: E731
+    same, t1, t2 = [1.0, 2.0], [0.5, -1.0], [2.0, 3.0]
+    ga, gb = astad.grad(lists, argnums=(0, 1))(same, same)  # ([1, 4], [2, 8])
+    want = sum(g * t for g, t in zip(ga + gb, t1 + t2))
+    assert astad.jvp(lists, (same, same), (t1, t2)) == (9.0, want)
+    v = np.array(same)
+    assert astad.jvp(weighted_square, (v, v), (np.array(t1), np.array(t2)))[1] == want
+    assert astad.jacfwd(lists, argnums=(0, 1))(same, same) == ([1.0, 4.0], [2.0, 8.0])
+    row = [1.0, 2.0]
+    matrix = [row, row]
+
+    def rows(m):
+        return m[0][0] * m[1][0] ** 2 + m[1][1]
+    assert astad.jacfwd(rows)(matrix) == [[1.0, 0.0], [2.0, 1.0]]
+    # d2/dm00 dm10 = 2 m10 = 2, d2/dm10^2 = 2 m00 = 2: each place a row and a column
+    hessian = astad.hessian(rows)(matrix)
+    assert hessian[0][0] == [[0.0, 0.0], [2.0, 0.0]]
+    assert hessian[1][0] == [[2.0, 0.0], [2.0, 0.0]]
+
+
 def test_a_write_into_an_object_given_twice_is_refused_naming_both_places():
     v = np.array([1.0, 2.0])
 
@@ -130,6 +154,11 @@ def test_a_write_into_an_object_given_twice_is_refused_naming_both_places():
         return sum(b)
     with pytest.raises(astad.InputError, match=r"args\[0\] and as args\[1\].*changes it"):
         astad.grad(scale_first, argnums=(0, 1))(v, v)
+    # forward mode too: the write is seen in the values or the tangent of the place
+    with pytest.raises(astad.InputError, match=r"primals\[0\] and as primals\[1\]"):
+        astad.jvp(scale_first, (v, v), (v, v))
+    with pytest.raises(astad.InputError, match="changes it"):
+        astad.jacfwd(scale_first, argnums=(0, 1))(v, v)
     same = [1.0, 2.0]
     with pytest.raises(astad.InputError, match="changes it"):
         astad.grad(append_to_first, argnums=(0, 1))(same, same)

@@ -480,3 +480,28 @@ def test_astads_own_custom_primitives_at_second_order(g, second):
     for got in (astad.grad(first)(v), astad.hessian(g)(v), astad.jvp(first, (v,), (1.0,))[1],
                 astad.jacfwd(astad.jacrev(g))(v)):
         assert got == pytest.approx(expected, rel=1e-7)
+
+
+def test_np_vectorize_is_refused_with_the_loop_to_write_instead():
+    def f(x):
+        square = np.vectorize(lambda t: t * t)
+        return np.sum(square(x))
+    with pytest.raises(astad.NotDifferentiableError,
+                       match=r"np\.vectorize\(\.\.\.\) calls its function element by element"
+                             r".*np\.array\(\[fn\(t\) for t in x\]\)"):
+        astad.grad(f)(np.ones(3))
+    assert f(np.ones(3)) == 3.0  # (on plain values it just runs)
+
+
+def test_a_library_function_without_a_rule_is_named_as_the_user_calls_it():
+    """Not numpy's short name of a ufunc: the module the user took it from, and the
+    register_vjp line that gives it a rule."""
+    special = pytest.importorskip("scipy.special")
+
+    def f(x):
+        return special.struve(1.5, x) * x
+    with pytest.raises(astad.NotDifferentiableError,
+                       match=r"no derivative for scipy\.special\.struve of a differentiated "
+                             r"value; give it one with astad\.register_vjp\("
+                             r"scipy\.special\.struve, vjp_0, vjp_1"):
+        astad.grad(f)(0.7)

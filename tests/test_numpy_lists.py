@@ -125,9 +125,9 @@ def test_list_arguments_given_to_numpy():
 def test_a_numpy_function_without_a_rule_is_refused_never_an_object_array():
     def f(a, b):
         return np.sum(np.convolve([a, b], [1.0, 3.0]))
-    with pytest.raises(astad.NotDifferentiableError, match="'convolve'"):
+    with pytest.raises(astad.NotDifferentiableError, match=r"numpy\.convolve of a differentiated"):
         astad.reverse_diff(f).grad(1.0, 2.0)
-    with pytest.raises(astad.NotDifferentiableError, match="'convolve'"):
+    with pytest.raises(astad.NotDifferentiableError, match=r"numpy\.convolve of a differentiated"):
         astad.jvp(f, (1.0, 2.0), (1.0, 0.0))
 
 

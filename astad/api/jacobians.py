@@ -112,6 +112,9 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
         def basis(state, plans):
             found = _Inputs(plans)
             inputs.append(found)
+            # one direction per leaf of the plans: an object at two places has a leaf at
+            # each (JAX's partials), which _count_inputs' walk of the values counts once
+            state.level.width = found.size
             eye = np.eye(found.size)
             for (slot, shape), offset in zip(found.leaves, found.offsets):
                 size = int(np.prod(shape))

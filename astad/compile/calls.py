@@ -106,6 +106,18 @@ def _guarded(f, reason: str = ""):
     return call
 
 
+def _vectorized(f):
+    def call(tape, *args, **kwargs):
+        if contains_dual(args) or contains_dual(kwargs):
+            raise NotDifferentiableError(
+                "np.vectorize(...) calls its function element by element from numpy's C "
+                "code, which astad cannot follow: write the loop instead, np.array([fn(t) "
+                "for t in x]), or the function with numpy's operations, which astad "
+                "differentiates as a whole", *user_location())
+        return f(*args, **kwargs)
+    return call
+
+
 _WRAPPERS: dict = {}
 # float, isinstance and type by any name (check = isinstance; check(x, float)): the rules
 # that see through a dual, as generated code calls them for the builtins' own names
@@ -276,6 +288,8 @@ def rev(f):
     if t is operator.methodcaller:  # obj.name(*args, **kwargs): the method, transformed
         name, args, kwargs = _methodcaller_parts(f)
         return lambda tape, obj: rev(getattr(obj, name))(tape, *args, **kwargs)
+    if t is np.vectorize:
+        return _vectorized(f)
     if is_numpy_callable(f):  # numpy's dispatch finds the array rules (lists made arrays)
         return lambda tape, *args, **kwargs: ad.numpy(f, *args, **kwargs)
     if t is functools.partial:  # D of a partial application: partial application of D

@@ -268,31 +268,29 @@ class Interleaving:
             if not active:
                 return value, None
             # the same array at two places: each place its own input, as in JAX (its
-            # partial derivative), over a copy of its own; a write through either is
-            # refused after the call (check_places). Forward mode: a tangent per place.
-            seen = self.copies.get(id(value)) if self.level is self.tape else None
+            # partial derivative; forward mode: its tangent), over a copy of its own; a
+            # write through either is refused after the call (check_places)
+            seen = self.copies.get(id(value))
             if seen is not None:
                 d = self._array_dual(np.array(value) if type(value) is np.ndarray else
                                      value.copy())
                 plan = ArrayPlan(len(self.tape) - 1, value.shape, value.dtype)
                 places = self.places.setdefault(id(value), [(
-                    self.first_paths[id(value)], seen[1], seen[2].slot)])
-                places.append((path, d, plan.slot))
+                    self.first_paths[id(value)], seen[1], self._version(seen[1]))])
+                places.append((path, d, self._version(d)))
                 return d, plan
             d = self._array_dual(value)
             plan = ArrayPlan(len(self.tape) - 1, value.shape, value.dtype)
-            if self.level is self.tape:
-                self._remember(value, d, plan)
-                self.first_paths[id(value)] = path
+            self._remember(value, d, plan)
+            self.first_paths[id(value)] = path
             return d, plan
         seen = self.copies.get(id(value))
         again = False
         if seen is not None:
-            # the same mutable object twice: in reverse mode, a container holding floats
-            # met again (not a cycle through it) is another input (JAX's partials), over
-            # a copy of its own; otherwise one copy, aliasing kept
-            if not active or self.level is not self.tape or id(value) in self.walking \
-                    or not contains_float(value):
+            # the same mutable object twice: a container holding floats met again (not a
+            # cycle through it) is another input (JAX's partials; in forward mode with a
+            # tangent of its own), over a copy of its own; otherwise one copy, aliasing kept
+            if not active or id(value) in self.walking or not contains_float(value):
                 return seen[1], seen[2]
             again = True
         node = node_of(t)
@@ -385,6 +383,16 @@ class Interleaving:
         lets write-back tell whether the function changed it."""
         self.copies[id(original)] = (original, copy, plan, snapshot)
 
+    @staticmethod
+    def _version(array_dual):
+        """What tells, after the call, whether an array dual was written into: its root's
+        slot (a write makes a new one)."""
+        root = array_dual.root if array_dual.root is not None else array_dual
+        return root.i
+
+    def _written(self, array_dual, before) -> bool:
+        return self._version(array_dual) != before
+
     def check_places(self) -> None:
         """An object given at two places has a partial derivative at each only if the
         function changes it through neither (it ran on a copy per place): an array's
@@ -393,8 +401,7 @@ class Interleaving:
         for places in self.places.values():
             for path, copy, before in places:
                 if type(copy) in ARRAY_DUALS:
-                    root = copy.root if copy.root is not None else copy
-                    written = root.i != before
+                    written = self._written(copy, before)
                 else:
                     after = _contents(copy)
                     written = len(after) != len(before) or not all(

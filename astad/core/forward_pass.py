@@ -61,6 +61,24 @@ class ForwardInterleaving(Interleaving):
         self.tape.append(d)
         return d
 
+    # -- an array at two places (Interleaving.check_places) -----------------------------
+    @staticmethod
+    def _version(array_dual):
+        return None  # (its values and tangent, once the tangents are given: snapshot_places)
+
+    def snapshot_places(self) -> None:
+        """What each place of an array given twice holds, values and tangent, once the
+        tangents are given: a write through either place changes one of them."""
+        for places in self.places.values():
+            for k, (path, copy, _) in enumerate(places):
+                if type(copy) is FArrayDual:
+                    places[k] = (path, copy, (copy.v.copy(), np.copy(copy.d)))
+
+    def _written(self, array_dual, before) -> bool:
+        values, tangent = before
+        return not (np.array_equal(array_dual.v, values, equal_nan=True)
+                    and np.array_equal(array_dual.d, tangent, equal_nan=True))
+
     # -- tangents ------------------------------------------------------------------------
     def set_tangent(self, slot: int, tangent, path: str) -> None:
         leaf = self.tape[slot]
@@ -168,6 +186,8 @@ def forward(rev, args: tuple, kwargs: dict, positions, tangents=None, width=None
         for k, plan, tangent in zip(positions, plans, tangents):
             state.set_tangents(plan, tangent, f"tangents[{k}]")
     state.zero_missing()
+    if state.places:
+        state.snapshot_places()
     for k in range(len(args)):
         if k not in positions:
             dual_args[k] = state.copy_constant(args[k])

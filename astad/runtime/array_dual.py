@@ -23,6 +23,8 @@ users add their own with ``astad.register_vjp`` or ``astad.register_elementwise`
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
@@ -357,6 +359,24 @@ def plain_array(value):
     return value
 
 
+_NAMED_BY = ("numpy", "numpy.linalg", "numpy.fft", "scipy.special", "scipy.linalg",
+             "scipy.stats", "scipy.integrate", "scipy.optimize")
+
+
+def qualified_name(func) -> str:
+    """``scipy.special.jv``, ``numpy.linalg.eig``: a function as the user's code names it
+    (a ufunc knows only its short name)."""
+    if isinstance(func, tuple):  # (a ufunc method: np.add.reduce)
+        return f"numpy.{func[0].__name__}.{func[1]}"
+    name = getattr(func, "__name__", None) or repr(func)
+    for module_name in _NAMED_BY:
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, name, None) is func:
+            return f"{module_name}.{name}"
+    module_name = getattr(func, "__module__", None)
+    return f"{module_name}.{name}" if module_name else name
+
+
 def dispatch(func, args, kwargs):
     """Run numpy ``func`` on arguments holding duals through its rule, at the innermost
     level among them: a reverse rule (its record's ``array``) or forward mode
@@ -396,12 +416,12 @@ def dispatch(func, args, kwargs):
         if result is not None:
             return result
     if rule is None:
-        name = getattr(func, "__name__", None) or repr(func)
-        if isinstance(func, tuple):
-            name = f"{func[0].__name__}.{func[1]}"
+        name = qualified_name(func)
         raise NotDifferentiableError(
-            f"astad has no derivative for numpy's {name!r} on differentiated arrays; "
-            "register one with astad.register_vjp", *user_location())
+            f"astad has no derivative for {name} of a differentiated value; give it one "
+            f"with astad.register_vjp({name}, vjp_0, vjp_1, ...): one vector-Jacobian "
+            "product per argument, vjp_k(g, result, *args), None for an argument that is "
+            "not differentiated (docs/custom-derivatives.md)", *user_location())
     if is_forward(level):
         result = ad.forward_array_rule(func, rule, level, args, kwargs)
     else:
