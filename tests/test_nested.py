@@ -290,3 +290,43 @@ def test_every_name_in_the_rules_text_has_a_general_form():
         for expression in (primal, *partials):
             for word in re.findall(r"(?<![.\w])[A-Za-z_]\w*(?=\()", expression):
                 assert word in namespace or word in ("abs", "float", "round"), (name, word)
+
+
+# -- a cotangent an enclosing level recorded is never written into ---------------------
+def scalar_times_array(a, b):  # a^2 b: d/da = 2ab, d2/dadb = 2a
+    s = np.array([a])
+    return (a * (s * b))[0]
+
+
+def scalar_times_array_twice(a, b):  # a (a b t + a b t) = 2 a^2 b: d2/dadb = 4a
+    t = np.array([1.0, 1.0])
+    return np.sum(a * (a * t * b + a * b * t)) / 2.0
+
+
+@pytest.mark.parametrize("f, factor", [(scalar_times_array, 2.0),
+                                       (scalar_times_array_twice, 4.0)])
+@pytest.mark.parametrize("a", [0.7, 2.0])
+def test_a_gradient_of_a_gradient_through_a_scalar_times_an_array(f, factor, a):
+    """The element-wise backward step reused the cotangent's buffer for its last operand
+    after using it with a partial of an enclosing level (``g * partial`` records ``g``
+    there), so the enclosing level differentiated the changed buffer: grad(grad) of
+    a * (s * b) gave 3a for 2a, silently."""
+    b = 1.3
+    got = astad.grad(lambda bb: astad.grad(lambda aa: f(aa, bb))(a))(b)
+    assert got == pytest.approx(factor * a, rel=1e-14)
+    got = astad.grad(lambda aa: astad.grad(lambda bb: f(aa, bb))(b))(a)
+    assert got == pytest.approx(factor * a, rel=1e-14)
+
+
+def test_four_levels_forward_inside_reverse_inside_reverse():
+    """grad(grad(H, 0), 1) with H(a, b) = jacfwd(u -> jvp(w -> (a w)^3)(u))(b) = 6 a^3 b:
+    d2H/da db = 18 a^2, by every route (jacfwd's tangents are arrays, jvp's floats)."""
+    def inner(a):
+        return lambda u: astad.jvp(lambda w: (a * w) ** 3, (u,), (1.0,))[1]
+    routes = {"jacfwd": lambda a, b: astad.jacfwd(inner(a))(b),
+              "jacrev": lambda a, b: astad.jacrev(inner(a))(b),
+              "jvp": lambda a, b: astad.jvp(inner(a), (b,), (1.0,))[1]}
+    x, y = 0.7, 1.3
+    for name, h in routes.items():
+        got = astad.grad(lambda bb, h=h: astad.grad(lambda aa: h(aa, bb))(x))(y)
+        assert got == pytest.approx(18.0 * x * x, rel=1e-13), name

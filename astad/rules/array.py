@@ -77,7 +77,12 @@ def recorder(result):
 
 def _elementwise_backward(adjoint, arrays, k, parents, partials):
     g = cotangent(adjoint, arrays, k)
-    owned = type(g) is np.ndarray  # popped from ``arrays``: nobody else holds it
+    # popped from ``arrays``: nobody else holds it, unless a partial is a dual of an
+    # enclosing level, whose tape then keeps g (g * partial records g as a constant):
+    # writing into g would change what that level differentiates
+    owned = type(g) is np.ndarray and not any(
+        type(p) in DUAL_TYPES or type(getattr(p, "partial", None)) in DUAL_TYPES
+        for p in partials)
     last = len(parents) - 1
     for position, (parent, partial) in enumerate(zip(parents, partials)):
         reuse = owned and position == last  # g is not needed after this: use its buffer
