@@ -27,6 +27,7 @@ import pytest
 
 import astad
 from astad import display
+from test_helper_source import norm_of, with_helpers  # (the model of a function with helpers)
 
 pytestmark = pytest.mark.slow
 
@@ -66,24 +67,6 @@ def loss(w, b, xs, ys):
 def long_lines(first_parameter_with_a_long_name, second_parameter_with_a_long_name):
     intermediate_value_with_a_long_name = math.exp(first_parameter_with_a_long_name) * math.sin(second_parameter_with_a_long_name) + math.cos(first_parameter_with_a_long_name * second_parameter_with_a_long_name)  # noqa: E501
     return intermediate_value_with_a_long_name * first_parameter_with_a_long_name
-
-
-def squared(a):
-    return a * a
-
-
-def norm_of(x, y):
-    return math.sqrt(squared(x) + squared(y))
-
-
-def scaled(v, k):
-    return k * v
-
-
-@astad.reverse_diff
-def with_helpers(x, y):
-    d = norm_of(x, y)
-    return scaled(d, 2.0) + squared(x)
 
 
 # -- the page ---------------------------------------------------------------------------

@@ -270,15 +270,11 @@ class Interleaving:
             # the same array at two places: each place its own input, as in JAX (its
             # partial derivative; forward mode: its tangent), over a copy of its own; a
             # write through either is refused after the call (check_places)
-            seen = self.copies.get(id(value))
-            if seen is not None:
+            if id(value) in self.copies:
                 d = self._array_dual(np.array(value) if type(value) is np.ndarray else
                                      value.copy())
-                plan = ArrayPlan(len(self.tape) - 1, value.shape, value.dtype)
-                places = self.places.setdefault(id(value), [(
-                    self.first_paths[id(value)], seen[1], self._version(seen[1]))])
-                places.append((path, d, self._version(d)))
-                return d, plan
+                self._place(value, path, d)
+                return d, ArrayPlan(len(self.tape) - 1, value.shape, value.dtype)
             d = self._array_dual(value)
             plan = ArrayPlan(len(self.tape) - 1, value.shape, value.dtype)
             self._remember(value, d, plan)
@@ -369,14 +365,14 @@ class Interleaving:
         return copy, plan
 
     def _place(self, original, path, copy) -> None:
-        """Note another place of a mutable object holding floats: its copy's contents,
-        checked after the call (``check_places``), and the first place's."""
+        """Note another place of an array or a mutable object holding floats: what its
+        copy holds, checked after the call (``check_places``), and the first place's."""
         places = self.places.get(id(original))
         if places is None:
             first = self.copies[id(original)][1]
             places = self.places[id(original)] = [
-                (self.first_paths.get(id(original), "an argument"), first, _contents(first))]
-        places.append((path, copy, _contents(copy)))
+                (self.first_paths.get(id(original), "an argument"), first, self._held(first))]
+        places.append((path, copy, self._held(copy)))
 
     def _remember(self, original, copy, plan, snapshot=None) -> None:
         """Note the copy of a mutable argument; ``snapshot`` (its contents as copied)
@@ -384,29 +380,27 @@ class Interleaving:
         self.copies[id(original)] = (original, copy, plan, snapshot)
 
     @staticmethod
-    def _version(array_dual):
-        """What tells, after the call, whether an array dual was written into: its root's
-        slot (a write makes a new one)."""
-        root = array_dual.root if array_dual.root is not None else array_dual
-        return root.i
+    def _held(copy):
+        """What tells, after the call, whether the function changed ``copy``: an array
+        dual's root's slot (a write makes a new one), a container's contents."""
+        if type(copy) in ARRAY_DUALS:
+            root = copy.root if copy.root is not None else copy
+            return root.i
+        return _contents(copy)
 
-    def _written(self, array_dual, before) -> bool:
-        return self._version(array_dual) != before
+    def _written(self, copy, before) -> bool:
+        after = self._held(copy)
+        if type(copy) in ARRAY_DUALS:
+            return after != before
+        return len(after) != len(before) or not all(map(operator.is_, after, before))
 
     def check_places(self) -> None:
         """An object given at two places has a partial derivative at each only if the
-        function changes it through neither (it ran on a copy per place): an array's
-        version is still its slot, a container holds what it held; else an error naming
-        both places."""
+        function changes it through neither (it ran on a copy per place); else an error
+        naming both places."""
         for places in self.places.values():
             for path, copy, before in places:
-                if type(copy) in ARRAY_DUALS:
-                    written = self._written(copy, before)
-                else:
-                    after = _contents(copy)
-                    written = len(after) != len(before) or not all(
-                        map(operator.is_, after, before))
-                if written:
+                if self._written(copy, before):
                     first, second = places[0][0], places[1][0]
                     raise InputError(
                         f"the same object is given as {_text(first)} and as "

@@ -62,22 +62,27 @@ class ForwardInterleaving(Interleaving):
         return d
 
     # -- an array at two places (Interleaving.check_places) -----------------------------
+    # A forward array dual has no slot that a write moves: what tells is its values and
+    # tangent, taken once the tangents are given (snapshot_places).
     @staticmethod
-    def _version(array_dual):
-        return None  # (its values and tangent, once the tangents are given: snapshot_places)
+    def _held(copy):
+        if type(copy) is FArrayDual:
+            return None if copy.d is None else (copy.v.copy(), np.copy(copy.d))
+        return Interleaving._held(copy)
 
     def snapshot_places(self) -> None:
-        """What each place of an array given twice holds, values and tangent, once the
-        tangents are given: a write through either place changes one of them."""
+        """What each place of an array given twice holds, once the tangents are given."""
         for places in self.places.values():
             for k, (path, copy, _) in enumerate(places):
                 if type(copy) is FArrayDual:
-                    places[k] = (path, copy, (copy.v.copy(), np.copy(copy.d)))
+                    places[k] = (path, copy, self._held(copy))
 
-    def _written(self, array_dual, before) -> bool:
+    def _written(self, copy, before) -> bool:
+        if type(copy) is not FArrayDual:
+            return super()._written(copy, before)
         values, tangent = before
-        return not (np.array_equal(array_dual.v, values, equal_nan=True)
-                    and np.array_equal(array_dual.d, tangent, equal_nan=True))
+        return not (np.array_equal(copy.v, values, equal_nan=True)
+                    and np.array_equal(copy.d, tangent, equal_nan=True))
 
     # -- tangents ------------------------------------------------------------------------
     def set_tangent(self, slot: int, tangent, path: str) -> None:

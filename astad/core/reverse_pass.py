@@ -225,16 +225,16 @@ def reverse_pass(rev, args, kwargs, positions, others, single, no_float_error) -
                     running_level.writes)
 
 
-def float_result_gradient(forward: ReversePass, out, name: str, call: str | None = None):
+def float_result_gradient(forward: ReversePass, out, name: str, call: str):
     """``(value, gradient)`` for a float result ``out`` of the pass ``forward`` (its
     result, or the first part of it): seed 1.0, sweep, rebuild. ``call`` is how the user
-    asked (``astad.grad``; by default ``name.grad``), for the error a result that is not
-    a float gets."""
+    asked (``astad.grad``, ``f.value_and_grad``), for the error a result that is not a
+    float gets."""
     tape = forward.tape
     if type(out) not in SCALAR_DUALS and not _zero_dimensional(out) and (
             isinstance(out, bool) or not isinstance(out, float)):
         value = forward.primal_of(out)  # (what the user's function returns, not a dual)
-        raise not_a_float_result(value, name, call or f"{name}.grad")
+        raise not_a_float_result(value, name, call)
     adjoint, arrays = [0.0] * len(tape), {}
     if type(out) is Dual and out.t is tape:
         adjoint[out.i] = 1.0
@@ -253,7 +253,6 @@ def float_result_gradient(forward: ReversePass, out, name: str, call: str | None
 def not_a_float_result(value, name: str, call: str) -> InputError:
     """The error for a result ``call`` (``f.grad``, ``astad.value_and_grad``) cannot take,
     with the advice that fits the value, in the terms of the API the user called."""
-    transform = call.startswith("astad.")
     ref = name if name.isidentifier() else "f"  # (a lambda: <lambda> is no name to write)
     if isinstance(value, (int, np.integer, np.bool_)):  # (bool is an int)
         advice = ("an int or a bool has no derivative (round, len, a comparison, int() "
@@ -261,14 +260,12 @@ def not_a_float_result(value, name: str, call: str) -> InputError:
     elif _one_number(value):
         advice = (f"it holds a single number: return that number ({_the_number(value)}) "
                   "for a float result")
-    elif transform:
-        advice = (f"for a result that is not a float, astad.vjp({ref}, *args) gives a "
-                  "pullback to call with a cotangent shaped like the result, and "
-                  f"astad.jacrev({ref}) the Jacobian")
-    else:
-        advice = (f"for a result that is not a float, {ref}.vjp(*args) gives a pullback to "
-                  "call with a cotangent shaped like the result, and "
-                  f"astad.jacrev({ref}) the Jacobian")
+    else:  # (the pullback of the API called: the transforms', or the decorated function's)
+        pullback = f"astad.vjp({ref}, *args)" if call.startswith("astad.") else \
+            f"{ref}.vjp(*args)"
+        advice = (f"for a result that is not a float, {pullback} gives a pullback to call "
+                  f"with a cotangent shaped like the result, and astad.jacrev({ref}) the "
+                  "Jacobian")
     return InputError(f"{name} returned {type(value).__name__} {short(value)}; {call} needs "
                       f"a float result: {advice}")
 

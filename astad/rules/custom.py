@@ -462,6 +462,11 @@ def _frexp_bwd(exponent, g):
     return (g[0] * 2.0 ** -exponent if g[0] is not None else 0.0,)  # m = x 2**-e
 
 
+def _frexp_fwd(x):
+    out = _frexp(x)
+    return out, out[1]
+
+
 def _frexp_jvp(primals, tangents):
     mantissa, exponent = _frexp(primals[0])
     return (mantissa, exponent), (2.0 ** -exponent * tangents[0], exponent)
@@ -469,5 +474,4 @@ def _frexp_jvp(primals, tangents):
 
 custom_vjp(math.modf).defvjp(lambda x: (_modf(x), None), _modf_bwd).defjvp(
     lambda primals, tangents: (_modf(primals[0]), (tangents[0], 0.0)))
-custom_vjp(math.frexp).defvjp(lambda x: (_frexp(x), _frexp(x)[1]), _frexp_bwd).defjvp(
-    _frexp_jvp)
+custom_vjp(math.frexp).defvjp(_frexp_fwd, _frexp_bwd).defjvp(_frexp_jvp)

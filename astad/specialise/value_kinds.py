@@ -494,7 +494,7 @@ def _gradient(adjoint, plan):
         return adjoint[start:start + n]
     original = plan[2]
     if n == -5:  # a float argument given an int (a constant), or a numpy.float64
-        return None if type(original) in _INTEGERS else _like(original, adjoint[start])
+        return number_gradient(original, adjoint[start])
     if type(n) is tuple:  # a dataclass
         return record_gradient(original, n, adjoint[start:start + len(n)])
     if n is None:
