@@ -215,14 +215,14 @@ class Gen:
 
     # -- statements -------------------------------------------------------------------------
     WRITES = ["item_write", "slice_write", "row_col_write", "fancy_write", "mask_write",
-              "inplace", "inplace", "add_at", "out", "method"]
+              "inplace", "inplace", "add_at", "out", "method", "numpy_write"]
 
     def block(self, scope, n_stmts, out, pad, depth):
         for _ in range(n_stmts):
             kinds = ["new_array", "new_scalar", "copy", "zeros", "empty", "view", "view",
                      "alias", "rebind"] + self.WRITES * 2
             if depth > 0:
-                kinds += ["recurrence", "stencil", "loop", "loop"]
+                kinds += ["recurrence", "stencil", "loop", "loop", "scratch"]
             kind = self.pick(kinds)
             self.used.add(kind)
             getattr(self, "stmt_" + kind)(scope, out, pad, depth)
@@ -474,6 +474,43 @@ class Gen:
             args = self.aexpr(scope, shape, 1)
         out.append(f"{pad}{fn}({args}, out={name})")
 
+    @_write
+    def stmt_numpy_write(self, scope, out, pad, depth, target=None):
+        """numpy functions writing into an argument: np.copyto, np.put (flat indices)."""
+        name = target or self.target(scope)
+        shape = scope.arrays[name]
+        if self.chance(2):
+            self.used.add("np.copyto")
+            out.append(f"{pad}np.copyto({name}, {self._value(scope, shape)})")
+        else:
+            self.used.add("np.put")
+            size = int(np.prod(shape))
+            idx = sorted(set(self._fancy(size, self.integer(1, 3))))
+            out.append(f"{pad}np.put({name}, {idx}, {self._value(scope, (len(idx),))})")
+
+    @_write
+    def stmt_scratch(self, scope, out, pad, depth):
+        """A scratch buffer reused in a loop with out=, each iteration's values read by a
+        scalar accumulated across iterations (an entry keeps the buffer by reference)."""
+        shape = self.pick(self.shapes())
+        buf, acc, k = self.fresh("buf"), self.fresh("s"), self.fresh("k")
+        self.used.add("scratch")
+        out.append(f"{pad}{buf} = np.empty({shape})")
+        out.append(f"{pad}{acc} = 0.0")
+        out.append(f"{pad}for {k} in range({self.integer(2, 3)}):")
+        if self.chance(2):
+            fn = self.pick(["np.multiply", "np.add"])
+            first = self.aexpr(scope, shape, 1)
+            out.append(f"{pad}    {fn}({first}, {self.bounded(scope, shape)} + {k}, out={buf})")
+        else:
+            fn = self.pick(["np.sin", "np.tanh"])
+            out.append(f"{pad}    {fn}({self.aexpr(scope, shape, 1)} * ({k} + 1.0), "
+                       f"out={buf})")
+        reader = self.pick(SMOOTH[:4]).format(buf)
+        out.append(f"{pad}    {acc} = {acc} + 0.5 * np.sum({reader})")
+        scope.arrays[buf] = shape
+        scope.scalars.append(acc)
+
     def stmt_view(self, scope, out, pad, depth):
         """A view that aliases: later writes through it or its base are seen by both."""
         name = self.pick(scope.arrays)
@@ -486,7 +523,10 @@ class Gen:
                         (f"{name}[:-1]", (length - 1,)), (f"np.flip({name})", shape),
                         (f"np.asarray({name})", shape), (f"{name}.view()", shape),
                         (f"np.split({name}, [1])[1]", (length - 1,)),
-                        (f"np.atleast_2d({name})[0]", shape)]
+                        (f"np.atleast_2d({name})[0]", shape), (f"{name}.real", shape),
+                        (f"np.real({name})", shape), (f"np.ascontiguousarray({name})", shape),
+                        (f"np.require({name})", shape), (f"np.array({name}, copy=None)", shape),
+                        (f"np.squeeze(np.expand_dims({name}, 0))", shape)]
             if length % 2 == 0:
                 options.append((f"{name}.reshape(2, {length // 2})", (2, length // 2)))
             if length > 2:
@@ -497,7 +537,10 @@ class Gen:
                         (f"{name}[:, {self.integer(0, q - 1)}]", (p,)),
                         (f"{name}.reshape({p * q})", (p * q,)), (f"{name}[1:]", (p - 1, q)),
                         (f"np.fliplr({name})", shape), (f"np.rot90({name})", (q, p)),
-                        (f"np.ravel({name})", (p * q,)), (f"np.flipud({name})[1:]", (p - 1, q))]
+                        (f"np.ravel({name})", (p * q,)), (f"np.flipud({name})[1:]", (p - 1, q)),
+                        (f"np.swapaxes({name}, 0, 1)", (q, p)),
+                        (f"np.moveaxis({name}, 0, -1)", (q, p)), (f"{name}[::-1, ::2]",
+                                                                  (p, (q + 1) // 2))]
         text, vshape = self.pick(options)
         if 0 in vshape:
             return

@@ -18,7 +18,7 @@ FILES = {p.name for p in ROOT.rglob("*") if p.is_file() and ".git" not in p.part
 PATH = re.compile(r"(?<![\w./-])((?:[A-Za-z_][\w-]*/)+[A-Za-z_]\w*\.(?:py|c|h|md|json))\b")
 BARE = re.compile(r"(?<![\w./-])([A-Za-z_]\w*\.(?:py|c|h))\b")
 # names of files that are not astad's: C headers, and the user's files of the examples
-NOT_OURS = {"Python.h", "math.h", "stddef.h", "structmember.h", "FILE.py", "model.py"}
+NOT_OURS = {"Python.h", "math.h", "fenv.h", "stddef.h", "structmember.h", "FILE.py", "model.py"}
 DOTTED = re.compile(r"\bastad(?:\.[A-Za-z_]\w*)+")
 MODULE_NAME = re.compile(r"`((?:[a-z_]+/)+[a-z_]+)\.([A-Za-z_]\w*)`")
 ELSEWHERE = ("jax/", "autograd/", "tangent/", "numpy/", "gast/", "dask/", "torch/",

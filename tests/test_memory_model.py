@@ -48,6 +48,12 @@ VIEWS = {
     "np.squeeze": lambda a: np.squeeze(a[None]),
     "np.moveaxis": lambda a: np.moveaxis(a, 0, 1),
     "a.ravel()": lambda a: a.ravel(),
+    "np.swapaxes": lambda a: np.swapaxes(a, 0, 1),
+    "np.expand_dims": lambda a: np.expand_dims(a, 1),
+    "np.real_if_close": lambda a: np.real_if_close(a),
+    "np.vsplit": lambda a: np.vsplit(a, 3)[1],
+    "np.array_split": lambda a: np.array_split(a, 2, axis=1)[0],
+    **({"np.unstack": lambda a: np.unstack(a, axis=1)[2]} if hasattr(np, "unstack") else {}),
 }
 # numpy's view is read-only: writes go into the array after it, which the view shows
 READ_ONLY = {
@@ -272,3 +278,99 @@ def test_resize_in_place_is_refused():
 
     with pytest.raises(astad.NotDifferentiableError, match="resize"):
         astad.grad(f)(np.ones(3), C.copy())
+
+
+# -- a plain array and numpy's answer about it ------------------------------------------
+@pytest.mark.parametrize("name", ["np.asarray", "np.asanyarray", "np.ascontiguousarray",
+                                  "np.asfortranarray", "np.require", "np.array copy=None"])
+def test_numpys_answer_about_a_plain_argument_is_that_argument(name):
+    """np.asarray(c) of an argument not differentiated is c: a write of a differentiated
+    value through it is refused (it was made into a copy, so c and the value kept the old
+    entries: a wrong value and gradient), and a plain write reaches the caller's c."""
+    as_array = {**VIEWS, "np.asfortranarray": lambda a: np.asfortranarray(a)}[name]
+
+    def writes_x(x, c):
+        b = as_array(c)
+        b[0] = x
+        return np.sum(c * x)
+
+    with pytest.raises(astad.NotDifferentiableError, match="written into a plain array"):
+        astad.grad(writes_x)(0.5, np.ones(2))
+
+    def writes_a_number(x, c):
+        b = as_array(c)
+        b[0] = 3.0
+        return np.sum(c * x)
+
+    c, expected = np.ones(2), np.ones(2)
+    assert astad.value_and_grad(writes_a_number)(0.5, c) == (2.0, 4.0)
+    writes_a_number(0.5, expected)
+    np.testing.assert_array_equal(c, expected)
+
+
+def test_a_constant_made_inside_may_be_written_into_a_plain_array():
+    """A value computed only from arrays made inside (c.copy(), np.zeros) is a constant of
+    every level: its value is written, with derivative 0, where a differentiated value is
+    refused."""
+    def f(x, c):
+        d = c.copy()
+        c[:] = d * 2.0 + np.zeros(2)
+        return x * np.sum(c)
+
+    c, expected = np.array([1.0, 2.0]), np.array([1.0, 2.0])
+    assert astad.value_and_grad(f)(0.5, c) == (f(0.5, expected), 6.0)
+    np.testing.assert_array_equal(c, expected)
+    assert astad.jvp(f, (0.5, np.array([1.0, 2.0])), (1.0, None))[1] == 6.0
+    assert astad.grad(astad.grad(lambda x: f(x, np.array([1.0, 2.0])) * x))(0.5) == 12.0
+
+
+@pytest.mark.parametrize("dtype, kind", [(int, "integers"), (np.int32, "integers"),
+                                         (bool, "bools"), (np.uint8, "integers")])
+def test_a_differentiated_value_into_an_integer_array_is_refused_by_its_name(dtype, kind):
+    def f(x):
+        a = np.zeros(2, dtype=dtype)
+        a[0] = x
+        return x * a[0]
+
+    for run in (lambda: astad.grad(f)(1.5), lambda: astad.jvp(f, (1.5,), (1.0,))):
+        with pytest.raises(astad.NotDifferentiableError,
+                           match=f"into an array of {kind} .*Make the array a float array"):
+            run()
+
+
+@pytest.mark.parametrize("runtime_size", [4, 100_000])  # the compiled path, numpy's
+def test_the_users_error_state_holds_on_every_path(runtime_size):
+    def f(x):
+        with np.errstate(under="raise"):
+            return np.sum(x * 1e-300 * 1e-300)
+
+    x = np.ones(runtime_size)
+    with pytest.raises(FloatingPointError):
+        f(x)
+    for run in (lambda: astad.grad(f)(x), lambda: astad.jvp(f, (x,), (x,)),
+                lambda: astad.reverse_diff(f).grad(x)):
+        with pytest.raises(FloatingPointError, match="underflow"):
+            run()
+    with np.errstate(under="ignore"):
+        np.testing.assert_array_equal(astad.grad(lambda v: np.sum(v * 1e-300 * 1e-300))(x),
+                                      np.full(runtime_size, 0.0))
+
+
+@pytest.mark.parametrize("name, fn, at", [("sqrt", np.sqrt, 0.0), ("cbrt", np.cbrt, 0.0),
+                                          ("arcsin", np.arcsin, 1.0),
+                                          ("power", lambda v: v ** 0.5, 0.0)])
+@pytest.mark.parametrize("size", [2, 40_000])
+def test_a_derivative_raises_nowhere_the_original_does_not(name, fn, at, size):
+    """Under the user's np.errstate(all="raise"), the primal is finite at the edge of the
+    domain and does not raise: neither do its first and second derivatives (inf, or nan
+    for an undefined second derivative, as numpy computes them)."""
+    def f(x):
+        with np.errstate(all="raise"):
+            return np.sum(fn(x))
+
+    x, t = np.full(size, at), np.ones(size)
+    assert np.isfinite(f(x))
+    assert np.all(np.isinf(astad.grad(f)(x)))
+    assert np.isinf(astad.jvp(f, (x,), (t,))[1])
+    astad.jvp(astad.grad(f), (x,), (t,))
+    astad.grad(lambda v: astad.grad(f)(v)[0])(x)

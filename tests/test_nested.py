@@ -330,3 +330,30 @@ def test_four_levels_forward_inside_reverse_inside_reverse():
     for name, h in routes.items():
         got = astad.grad(lambda bb, h=h: astad.grad(lambda aa: h(aa, bb))(x))(y)
         assert got == pytest.approx(18.0 * x * x, rel=1e-13), name
+
+
+# F(x, y) = d2/du2 g(x, u) at u = y, by astad.hessian; its mixed partial d2F/dxdy by hand
+HESSIANS_INSIDE = {
+    "sin(x u)": (lambda x, u: math.sin(x * u),
+                 lambda x, y: -3 * x * x * math.cos(x * y) + x ** 3 * y * math.sin(x * y)),
+    "x / (1 + u^2)": (lambda x, u: x / (1 + u * u),
+                      lambda x, y: (24 * y - 24 * y ** 3) / (1 + y * y) ** 4),
+}
+
+
+@pytest.mark.parametrize("name", list(HESSIANS_INSIDE))
+def test_a_hessian_inside_a_gradient_of_a_gradient(name):
+    """Four levels: forward over reverse inside two reverse levels, in both orders of
+    the outer gradients, and by forward mode outside."""
+    g, mixed = HESSIANS_INSIDE[name]
+
+    def F(x, y):
+        return astad.hessian(lambda u: g(x, u))(y)
+
+    x, y = 0.7, 1.3
+    expected = mixed(x, y)
+    assert astad.grad(astad.grad(F, 0), 1)(x, y) == pytest.approx(expected, rel=1e-10)
+    assert astad.grad(astad.grad(F, 1), 0)(x, y) == pytest.approx(expected, rel=1e-10)
+    assert astad.jvp(lambda b: astad.grad(F, 0)(x, b), (y,), (1.0,))[1] == \
+        pytest.approx(expected, rel=1e-10)
+    assert astad.hessian(F, argnums=(0, 1))(x, y)[0][1] == pytest.approx(expected, rel=1e-10)

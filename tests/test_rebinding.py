@@ -125,3 +125,23 @@ def test_a_module_attribute_replaced_between_calls_rebuilds_the_code(monkeypatch
     assert g.grad(0.5) == pytest.approx(2 * math.cos(0.5))
     assert g.vjp(0.5)[1](1.0) == pytest.approx(2 * math.cos(0.5))
     assert astad.jvp(f, (0.5,), (1.0,))[1] == pytest.approx(2 * math.cos(0.5))
+
+
+@pytest.mark.parametrize("size", [3, 40_000])  # the compiled element-wise path, numpy's
+def test_a_rule_uses_the_functions_it_was_registered_with(size, monkeypatch):
+    """np.cos's partial is -sin: the sin numpy had when the rule was registered, not
+    np.sin looked up when the rule runs (a program rebinding np.sin never touched np.cos,
+    and its derivative must not change)."""
+    import numpy as np
+
+    def f(x):
+        return np.sum(np.cos(x))
+
+    x = np.linspace(0.1, 1.0, size)
+    sin = np.sin
+    monkeypatch.setattr(np, "sin", lambda v, *args, **kwargs: sin(v) * 0.0 + 7.0)
+    expected = -sin(x)
+    np.testing.assert_allclose(astad.grad(f)(x), expected, rtol=1e-14)
+    assert astad.jvp(f, (x,), (np.ones(size),))[1] == pytest.approx(np.sum(expected))
+    np.testing.assert_allclose(astad.jvp(astad.grad(f), (x,), (np.ones(size),))[1],
+                               -np.cos(x), rtol=1e-14)

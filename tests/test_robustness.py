@@ -465,6 +465,37 @@ def test_gradients_from_8_threads_at_once_are_all_correct():
         assert_grad_close(serial[1], expected, rtol=1e-6, atol=1e-8)
 
 
+def test_a_value_read_by_another_thread_during_its_call_is_named_so():
+    """A differentiated value shared with another thread while its call runs: that thread's
+    use is refused saying so (it was called 'used after the call has returned')."""
+    shared, seen, used = [], threading.Event(), threading.Event()
+    found: list = []
+
+    def keeps_a_value(x):
+        y = x * x
+        shared.append(y)
+        seen.set()
+        used.wait(10)
+        return y
+
+    def reader():
+        seen.wait(10)
+        try:
+            found.append(shared[0] + 1.0)
+        except astad.StaleDualError as error:
+            found.append(error)
+        used.set()
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    value, pullback = ad(keeps_a_value).vjp(3.0)  # (the tape: the value is a dual)
+    thread.join()
+    assert (value, pullback(1.0)) == (9.0, 6.0)
+    assert isinstance(found[0], astad.StaleDualError)
+    assert "running in another thread" in str(found[0])
+    assert type(shared[0]) is float and shared[0] == 9.0  # (no dual left behind)
+
+
 def inner_objective(w, c):
     return (w - c) ** 2 + 0.1 * w ** 4
 

@@ -46,6 +46,9 @@ from ..transform.reverse import CALL_AS_IS, Names
 # Builtin types whose methods only store, move or compare values (never compute on them).
 _CONTAINER_TYPES = (list, dict, set, frozenset, tuple, str, bytes, range, collections.deque)
 # Builtins that only store, move, compare or format values: safe with duals inside.
+# Python functions called as they are, not transformed: a dual's __copy__ and
+# __deepcopy__ copy it (runtime/duals.py, runtime/array_dual.py)
+_AS_THEY_ARE = frozenset({copy.copy, copy.deepcopy})
 _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.reversed, builtins.list, builtins.tuple, builtins.dict, builtins.set,
                builtins.frozenset, builtins.sorted, builtins.iter, builtins.next,
@@ -85,6 +88,7 @@ def resolvable_function(f) -> bool:
     """Is ``f`` a user's plain Python function, whose D is its transformed version
     taking the tape first (as ``rev`` would find it)? Decorated functions count."""
     return (type(f) is types.FunctionType and f.__code__ not in GENERATED_CODE
+            and f not in _AS_THEY_ARE
             and not (getattr(f, "__module__", None) or "").startswith("astad.")
             and not _uses_zero_argument_super(f.__code__))
 
@@ -245,7 +249,7 @@ def rev(f):
         # scipy.special's rules, on first use
         if scipy_loader.pending and scipy_loader.load_rules_for(f):
             return rev(f)
-        if f.__code__ in GENERATED_CODE:
+        if f.__code__ in GENERATED_CODE or f in _AS_THEY_ARE:
             return _with_tape(f)
         try:
             if _uses_zero_argument_super(f.__code__):  # Base.__init__(self, ...) and the like

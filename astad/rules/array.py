@@ -20,7 +20,7 @@ from . import scalar  # noqa: F401  (the scalar rules, whose text SAME_AS_MATH r
 from ..registry import RECORDS, publish, record, renew, unique_name
 from ..registry import named as registry_named
 from .from_scalar import partials_of
-from ..runtime.array_dual import (PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, constant,
+from ..runtime.array_dual import (PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, made_array,
                                   accumulate, accumulate_rows, add_check, cotangent, dispatch,
                                   index_of, is_active, new_array, new_scalar, parent_of,
                                   primal_of, rows_accept, rows_cotangent, unbroadcast,
@@ -38,6 +38,17 @@ def require(fn, derivatives, k) -> None:
         raise NotDifferentiableError(
             f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument {k}",
             *user_location())
+
+
+def quietly(op, *args):
+    """``op(*args)`` as numpy computes it under its default error state, whatever the
+    user's ``np.errstate``: a derivative's own arithmetic (a partial's inf * 0 where the
+    primal is finite) raises nowhere the original does not. Free unless it raises."""
+    try:
+        return op(*args)
+    except FloatingPointError:
+        with np.errstate(all="ignore"):
+            return op(*args)
 
 
 class NonFinite:
@@ -166,7 +177,10 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
                 result = fn(x)
                 if type(result) is np.ndarray and result.ndim:
                     parent = (index_of(a), x.shape, x.dtype)
-                    partial = checked(first(x, result))
+                    try:  # (quietly, without its call where nothing raises)
+                        partial = checked(first(x, result))
+                    except FloatingPointError:
+                        partial = checked(quietly(first, x, result))
                     d = ArrayDual(result, len(tape), tape)
                     tape.append((_elementwise_backward, (parent,), (partial,)))
                     return d
@@ -181,12 +195,18 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
                 result = fn(x, y)
                 if type(result) is np.ndarray and result.ndim:
                     parents, local = (), ()
+                    try:  # (quietly, without its call where nothing raises)
+                        if active_a:
+                            local += (checked(first(x, y, result)),)
+                        if active_b:
+                            local += (checked(second(x, y, result)),)
+                    except FloatingPointError:
+                        local = tuple(checked(quietly(p, x, y, result)) for p, active in
+                                      ((first, active_a), (second, active_b)) if active)
                     if active_a:
                         parents += ((index_of(a), x.shape, x.dtype),)
-                        local += (checked(first(x, y, result)),)
                     if active_b:
                         parents += ((index_of(b), y.shape, y.dtype),)
-                        local += (checked(second(x, y, result)),)
                     d = ArrayDual(result, len(tape), tape)
                     tape.append((_elementwise_backward, parents, local))
                     return d
@@ -204,7 +224,7 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
                     parents.append((index_of(a), a.v.shape, a.v.dtype))
                 else:
                     parents.append((a.i, None, None))
-                local.append(checked(partials[k](*values, result)))
+                local.append(checked(quietly(partials[k], *values, result)))
         if scalars_only and type(result) in PLAIN_SCALARS and all(
                 type(p) in PLAIN_SCALARS for p in local):
             # scalars only: an ordinary scalar entry (fast sweep path)
@@ -543,7 +563,7 @@ def constant_array_method(method):
     fn = _CONSTANT_ARRAY_METHODS.get(method.__name__)
     array = method.__self__
     if method.__name__ == "copy":  # a new array, differentiated so it may be written into
-        return lambda tape, *args, **kwargs: constant(tape, method(*args, **kwargs))
+        return lambda tape, *args, **kwargs: made_array(method(*args, **kwargs))
     if method.__name__ in IN_PLACE_METHODS:  # (logged: rules/array_writes.plain_change)
         return lambda tape, *args, **kwargs: _ad.plain_change(array, method, *args, **kwargs)
     if method.__name__ == "resize":

@@ -15,11 +15,13 @@ written for it are called once per direction.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, publish, record
-from .array import NonFinite, all_finite
+from .array import NonFinite, all_finite, quietly
 from .array_shapes import take_index
 from ..runtime.array_dual import FArrayDual, dispatch, plain_array
 from ..runtime.duals import DUAL_TYPES, forward_dual
@@ -118,10 +120,10 @@ def _elementwise(func, found, handle, args, values, result, kwargs):
             raise NotDifferentiableError(
                 f"{getattr(func, '__name__', func)!r} is not differentiable in argument {k}",
                 *user_location())
-        partial = partials[k](*values, result)
+        partial = quietly(partials[k], *values, result)
         tangent = _lift(a.d, np.ndim(values[k]), result_ndim, width)
-        term = _selected(partial, tangent) if found.selects else \
-            partial * tangent if found.finite else _times(partial, tangent)
+        term = quietly(_selected if found.selects else operator.mul if found.finite
+                       else _times, partial, tangent)
         total = term if total is None else total + term
     return total
 

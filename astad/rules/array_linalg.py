@@ -97,6 +97,8 @@ def _dot_subscripts(a, b):
     sa = "".join(next(letters) for _ in range(na - 1))
     sb = "".join(next(letters) for _ in range(nb))
     shared = "z"
+    if nb == 1:  # (a 1-d b: its only axis is the one summed)
+        return [sa + shared, shared], sa
     b_in = sb[:nb - 2] + shared + sb[nb - 1:]
     return [sa + shared, b_in], sa + sb[:nb - 2] + sb[nb - 1:]
 

@@ -13,7 +13,7 @@ from .array import (batched_vjps, NEW_ARRAYS, register_jvp, register_vjp, result
                     shapes_only, VIEWS_OF_G)
 from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negative_axes,
     negative_axis, sum_to_shape)
-from ..runtime.array_dual import (accumulate, add_check, constant, cotangent, dispatch,
+from ..runtime.array_dual import (accumulate, add_check, made_array, cotangent, dispatch,
                                   is_active, new_array, new_scalar, parent_of, plain_array,
                                   primal_of, rows_accept, rows_cotangent, take_index)
 from ..errors import NotDifferentiableError, user_location
@@ -243,6 +243,16 @@ def _reshape(tape, x, shape):
     return RECORDS[np.reshape].array(tape, x, shape)
 
 
+def new_or_same(obj, result):
+    """numpy's ``result`` of making an array of the plain ``obj``: a new array may be
+    written into (a differentiated constant), memory shared with ``obj`` stays as plain as
+    ``obj``, so that a write through it is refused (``obj`` may be an argument not
+    differentiated, a global...)."""
+    if type(obj) is np.ndarray and np.may_share_memory(result, obj):
+        return result
+    return made_array(result)
+
+
 def array_from(tape, obj, dtype=None, **kwargs):
     """np.array / np.asarray of (nested lists of) scalar and array duals: one entry that
     scatters the cotangent back to each piece (np.stack of the pieces, at their level)."""
@@ -252,8 +262,7 @@ def array_from(tape, obj, dtype=None, **kwargs):
         copies = kwargs.get("copy", True) is True and result is obj
         return dispatch(np.copy, (result,), {}) if copies else result
     if not isinstance(obj, (list, tuple)) or not _holds_dual(obj):
-        value = np.array(obj, dtype=dtype, **kwargs)
-        return constant(tape, value) if kwargs.get("copy", True) else value
+        return new_or_same(obj, np.array(obj, dtype=dtype, **kwargs))
     if dtype is not None and np.dtype(dtype).kind != "f":
         raise NotDifferentiableError("np.array of differentiated values needs a float dtype",
                                      *user_location())

@@ -368,10 +368,21 @@ for _fn, _view in ((take_index, _index_view), (np.transpose, _transpose_view),
                    (np.moveaxis, _axes_view(np.moveaxis))):
     record(_fn).view = _view
 for _fn in (np.flip, np.flipud, np.fliplr, np.rot90, np.diagonal, np.broadcast_to, np.real,
-            np.atleast_1d, np.atleast_2d, np.atleast_3d, np.trim_zeros,
+            np.real_if_close, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.trim_zeros,
             np.lib.stride_tricks.sliding_window_view, np.lib.stride_tricks.as_strided,
             *[getattr(np, name) for name in ("matrix_transpose", "permute_dims")
               if hasattr(np, name)]):  # (numpy 2)
     record(_fn).view = _memory_view(_fn)
 for _fn in (np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.require):
     record(_fn).view = _as_array(_fn)
+
+
+def _unstack_view(args, kwargs):
+    """np.unstack (numpy 2.1): the array's slices along an axis, each a view."""
+    x = args[0]
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else 0) % np.ndim(x.v)
+    return tuple(x[(slice(None),) * axis + (k,)] for k in range(np.shape(x.v)[axis]))
+
+
+if hasattr(np, "unstack"):
+    record(np.unstack).view = _unstack_view

@@ -40,9 +40,9 @@ import operator
 import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.array_dual import (ARRAY_DUALS, constant,
-                                  FArrayDual, accumulate, dispatch,
-                                  parent_of, plain_array, unbroadcast)
+from ..runtime.array_dual import (ARRAY_DUALS, FArrayDual, accumulate, constant, dispatch,
+                                  made_array, parent_of, plain_array, unbroadcast)
+from ..runtime.dependence import carries_derivative
 from ..runtime.duals import (DUAL_TYPES, innermost, running)
 from .array import (register_jvp, register_vjp)
 from .array_shapes import index_scatter
@@ -309,15 +309,11 @@ def setitem(tape, value, obj, index) -> None:
         write(obj, index, value)
         return
     if t is np.ndarray:
-        level = innermost([value] if type(value) not in (list, tuple) else list(_flat(value)))
-        if level is not None:
-            raise NotDifferentiableError(
-                "a differentiated value is written into a plain array: one no differentiated "
-                "value has reached (an argument not differentiated, a global, or an array "
-                "computed only from such values, like x * 2.0 of a constant x); other names "
-                "may share it and would not see the derivative. Write into a copy made "
-                "inside: a = a.copy() (or np.array(a), np.zeros, np.empty, np.zeros_like...)",
-                *user_location())
+        values = [value] if type(value) not in (list, tuple) else list(_flat(value))
+        if innermost(values) is not None:
+            if any(carries_derivative(v) for v in values):
+                _refuse_plain_target(obj)
+            value = _plain_values(value)  # (constants of the levels: derivative 0)
         if type(tape) is list and id(tape) in running.writes:  # (a reverse pass running)
             record = log_plain_write(tape, obj, index)
             obj[index] = value
@@ -325,6 +321,31 @@ def setitem(tape, value, obj, index) -> None:
             _log(tape, record, ())
             return
     obj[index] = value
+
+
+def _refuse_plain_target(target):
+    if target.dtype.kind != "f":
+        kind = {"b": "bool", "i": "integer", "u": "integer", "c": "complex"}.get(
+            target.dtype.kind, str(target.dtype))
+        raise NotDifferentiableError(
+            f"a differentiated value is written into an array of {kind}s ({target.dtype}), "
+            f"which numpy converts it to: its derivative would be lost. Make the array a "
+            f"float array (np.zeros(n), or dtype=float), or convert on purpose "
+            f"({'bool' if kind == 'bool' else 'int'}(value), whose derivative is 0)",
+            *user_location())
+    raise NotDifferentiableError(
+        "a differentiated value is written into a plain array: one no differentiated "
+        "value has reached (an argument not differentiated, a global, or an array "
+        "computed only from such values, like x * 2.0 of a constant x); other names "
+        "may share it and would not see the derivative. Write into a copy made "
+        "inside: a = a.copy() (or np.array(a), np.zeros, np.empty, np.zeros_like...)",
+        *user_location())
+
+
+def _plain_values(value):
+    if type(value) in (list, tuple):
+        return type(value)(_plain_values(v) for v in value)
+    return plain_array(value)
 
 
 publish("setitem", setitem)
@@ -341,12 +362,13 @@ def _add_at(a, index, b=None):
     """np.add.at(a, index, b): b added at index, repeated indices adding each time."""
     index = index if type(index) is tuple else (index,)
     total = a + index_scatter(b, index, np.shape(a), _dtype(a))
-    if type(total) in ARRAY_DUALS and type(total.v) is np.ndarray:
+    primal = plain_array(total)  # (under every level: total is new)
+    if type(total) in ARRAY_DUALS and type(primal) is np.ndarray:
         # numpy adds a repeated index's values one at a time, rounding after each: the
         # primal as numpy computes it (the derivative is the same linear map)
-        exact = np.array(plain_array(a), dtype=total.v.dtype)
+        exact = np.array(plain_array(a), dtype=primal.dtype)
         np.add.at(exact, index, plain_array(b))
-        total.v[...] = exact
+        primal[...] = exact
     setitem(None, total, a, Ellipsis)
 
 
@@ -416,7 +438,7 @@ def _creation(fn):
     """The rule of a function making a new array: a differentiated constant."""
     def rule(tape, *args, **kwargs):
         plain = [plain_array(a) for a in args]  # (zeros_like(x) of a differentiated x: x's shape)
-        return constant(tape, fn(*plain, **{k: plain_array(v) for k, v in kwargs.items()}))
+        return made_array(fn(*plain, **{k: plain_array(v) for k, v in kwargs.items()}))
     rule.__name__ = f"np_{fn.__name__}"
     return rule
 
@@ -431,7 +453,7 @@ def _made(rule):
     a plain fill, a differentiated constant."""
     def made(tape, *args, **kwargs):
         value = rule(tape, *args, **kwargs)
-        return value if type(value) in DUAL_TYPES else constant(tape, value)
+        return value if type(value) in DUAL_TYPES else made_array(value)
     return made
 
 
@@ -444,7 +466,7 @@ def _copy(tape, a, *args, **kwargs):
     plain one, a new differentiated constant."""
     if type(a) in DUAL_TYPES:
         return dispatch(np.copy, (a,) + args, kwargs)
-    return constant(tape, np.copy(a, *args, **kwargs))
+    return made_array(np.copy(a, *args, **kwargs))
 
 
 define("np_copy", _copy, np.copy)

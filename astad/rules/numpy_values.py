@@ -27,13 +27,17 @@ from ..runtime.array_dual import (ARRAY_DUALS, accumulate, cotangent, dispatch,
                                   compiled_elementwise)
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, forward_dual,
                              full_primal, reverse_dual, running)
-from .array_shapes import array_from
+from .array_shapes import array_from, new_or_same
 from .array_writes import plain_change
 
 
 # -- a scalar dual as a 0-d array --------------------------------------------------------
 def as_array(x):
-    """``np.asarray(x)`` of a scalar: a 0-d array (numpy's own conversion)."""
+    """``np.asarray(x)`` of a scalar: a 0-d array (numpy's own conversion); of a dual of
+    an enclosing level (forward mode's linear rule calls it on the primal), through its
+    rule at that level."""
+    if type(x) in SCALAR_DUALS:
+        return dispatch(as_array, (x,), {})
     return np.asarray(x)
 
 
@@ -165,6 +169,8 @@ def asarray_of(tape, obj, dtype=None, **kwargs):
     it, or a copy: rules/array_views.numpy_memory); else as ``np.array``."""
     if type(obj) in ARRAY_DUALS:
         return dispatch(np.asarray, (obj,) if dtype is None else (obj, dtype), kwargs)
+    if isinstance(obj, np.ndarray):  # numpy's answer: the array itself (writes reach it)
+        return new_or_same(obj, np.asarray(obj, dtype, **kwargs))
     return array_of(tape, obj, dtype, **kwargs)
 
 
@@ -194,7 +200,7 @@ def _numpy_answer(fn):
             a = to_array(a)  # (a 0-d differentiated array, as numpy makes of a scalar)
         if type(a) in ARRAY_DUALS:
             return dispatch(fn, (a,) + args, kwargs)
-        return fn(a, *args, **kwargs)
+        return new_or_same(a, fn(a, *args, **kwargs))
     return call
 
 

@@ -30,6 +30,7 @@
 #include "_native.h"
 #include <structmember.h>
 #include <math.h>
+#include <fenv.h>
 
 
 typedef struct { /* numpy's PyArrayObject_fields, as far as it is read here */
@@ -303,6 +304,7 @@ compute(int op, PyObject *func, PyObject *helper, int checked, Operand *x, Opera
         *result = new_like(model, &r);
         if (*result == NULL)
             return -1;
+        feclearexcept(FE_UNDERFLOW);
         for (Py_ssize_t j = 0; j < n; j++) {
             double a = AT(*x, j);
             switch (op) {
@@ -314,7 +316,9 @@ compute(int op, PyObject *func, PyObject *helper, int checked, Operand *x, Opera
             default: r[j] = a * a; break;
             }
         }
-        if (!all_finite(r, n)) /* numpy computes it, and warns as the user asked */
+        /* not finite, or underflowed: numpy computes it, and warns or raises as the
+           user's errstate asks (np.errstate(under="raise")) */
+        if (fetestexcept(FE_UNDERFLOW) || !all_finite(r, n))
             goto not_here;
     }
     else { /* numpy's own function for the primal (power: x a dual, y a number) */

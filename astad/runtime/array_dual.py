@@ -121,6 +121,12 @@ class ArrayDualBase(PrimalView):
     def __bool__(self):
         return bool(self.v)
 
+    def __copy__(self):  # copy.copy and copy.deepcopy of an array: numpy's copy
+        return dispatch(np.copy, (self,), {})
+
+    def __deepcopy__(self, memo):
+        return dispatch(np.copy, (self,), {})
+
     def __iter__(self):
         for k in range(len(self.v)):
             yield self[k]
@@ -647,12 +653,20 @@ def is_float_array(value) -> bool:
 
 
 # -- arrays made inside differentiated code ---------------------------------------------
+def made_array(value):
+    """A new float array made by differentiated code (``np.zeros``, ``x.copy()`` of a
+    constant): a constant of the innermost level running, not of the tape the code names,
+    which is the enclosing one when a closure of differentiated code is differentiated
+    again by an inner transform."""
+    return constant(None, value)
+
+
 def constant(tape, value):
     """``value`` (a new float array) as a differentiated constant of the level ``tape``
-    (the level the code runs on; else the innermost running one), so that what is written
-    into it is differentiated. Inside nested differentiations it is a constant of every
-    level up to that one (its primal a constant of the enclosing level, and so on), so a
-    value of any of them may be written into it."""
+    (else the innermost running one), so that what is written into it is differentiated.
+    Inside nested differentiations it is a constant of every level up to that one (its
+    primal a constant of the enclosing level, and so on), so a value of any of them may be
+    written into it."""
     if type(value) is not np.ndarray or value.dtype.kind != "f":
         return value
     stack = running.stack
@@ -672,7 +686,7 @@ def _constant_of(handle, value):
         return FArrayDual(value, np.zeros(shape if width is None else (width,) + shape,
                                           plain_array(value).dtype), handle)
     d = ArrayDual(value, len(handle), handle)
-    handle.append(_CONSTANT)  # an entry of its own: what reaches it is dropped
+    handle.append(CONSTANT_ENTRY)  # an entry of its own: what reaches it is dropped
     return d
 
 
@@ -680,7 +694,7 @@ def _drop(adjoint, arrays, k, parents, context):
     arrays.pop(k, None)
 
 
-_CONSTANT = (_drop, (), None)
+CONSTANT_ENTRY = (_drop, (), None)  # a constant's slot (an input's is ())
 
 
 def is_numpy_callable(f) -> bool:

@@ -169,6 +169,12 @@ class ScalarDual(PrimalView):
     def __bool__(self):
         return bool(self.v != 0.0)
 
+    def __copy__(self):  # copy.copy, copy.deepcopy: immutable, as a float
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
     # Not differentiable: these give ints, exactly as for the primal float.
     def __int__(self):
         return int(self.v)
@@ -395,6 +401,7 @@ class level:
         state.depth[key] = len(state.stack) + 1
         state.stack.append(self.handle)
         state.writes[key] = self.writes
+        _IN_SOME_THREAD[key] = self.handle
         self.mark = len(state.refusals)
         return self.handle
 
@@ -404,6 +411,7 @@ class level:
         key = id(self.handle)
         del state.depth[key]
         del state.writes[key]
+        _IN_SOME_THREAD.pop(key, None)
         refusals = state.refusals
         if len(refusals) > self.mark:
             refusal = refusals[self.mark]
@@ -423,7 +431,19 @@ def is_nested() -> bool:
     return bool(running.stack)
 
 
+# id(handle) -> handle of every differentiation running in any thread: only to say, of a
+# value that is not of this thread's levels, that its call has not returned
+_IN_SOME_THREAD: dict = {}
+
+
 def stale(value):
+    if _IN_SOME_THREAD.get(id(value.t)) is value.t:
+        return StaleDualError(
+            f"a differentiated value ({value!r}) of a gradient or derivative call running in "
+            "another thread is used in this one (shared through a global, an object or a "
+            "queue?): a call records only what its own thread computes. Pass plain values "
+            "between threads (astad.stop_gradient(value), or float(value) of a float)",
+            *user_location())
     return StaleDualError(
         f"a differentiated value ({value!r}) is used after the gradient or derivative call "
         "it belongs to has returned (kept in a global, a default argument, an object or a "
