@@ -11,6 +11,7 @@ import math
 import pickle
 import traceback
 
+import numpy as np
 import pytest
 
 import astad
@@ -205,12 +206,13 @@ def test_the_compiled_case_runs_and_leaves_the_rest_to_the_reference():
     jvp = runtime.native.CompiledJvp(general, entry.CACHE, transforms.grad,
                                      duals.running, bindings.MISSING, HvpKnown)
     g = astad.grad(cubic, argnums=(0, 1))
-    for fn, args, tangents in [(mult, (1.5, 2.0), (1.0, 0.5)), (g, (1.0, 2.0), (1.0, 0.0))]:
+    for fn, args, tangents in [(mult, (1.5, 2.0), (1.0, 0.5)), (g, (1.0, 2.0), (1.0, 0.0)),
+                               (mult, (1.5, 2.0), (1.0, None))]:  # (None: a zero tangent)
         want = REFERENCE(fn, args, tangents)  # (builds the entry, finds the HVP code)
         calls.clear()
         assert jvp(fn, args, tangents) == want and calls == []
     for args, tangents in [((1.5, 2), (1.0, 0.0)), ([1.5, 2.0], [1.0, 0.0]),
-                           ((1.5, 2.0), (1.0, None))]:
+                           ((1.5, 2.0), (1.0, np.float64(0.5)))]:
         calls.clear()
         assert jvp(mult, args, tangents) == REFERENCE(mult, args, tangents)
         assert len(calls) == 1
@@ -225,3 +227,18 @@ def test_the_compiled_case_runs_and_leaves_the_rest_to_the_reference():
     calls.clear()
     assert jvp(f, (3.0,), (1.0,)) == (27.0, 27.0) and len(calls) == 1  # (rebuilt there)
     assert jvp(f, (3.0,), (1.0,)) == (27.0, 27.0) and len(calls) == 1  # (the new entry)
+
+
+def test_a_none_tangent_of_a_float_is_zero_on_the_compiled_path():
+    """astad.jvp(f, (a, x), (None, t)): None is a zero tangent, as 0.0 is, and takes the
+    float code (it ran every dual before, about 70 times slower)."""
+    import math
+
+    def f(a, x):
+        return a * math.sin(x) + x * x
+
+    expected = astad.jvp(f, (0.3, 0.7), (0.0, 1.0))
+    assert astad.jvp(f, (0.3, 0.7), (None, 1.0)) == expected
+    assert astad.jvp(f, (0.3, 0.7), (1.0, None)) == astad.jvp(f, (0.3, 0.7), (1.0, 0.0))
+    g = astad.grad(f, 1)
+    assert astad.jvp(g, (0.3, 0.7), (None, 1.0)) == astad.jvp(g, (0.3, 0.7), (0.0, 1.0))

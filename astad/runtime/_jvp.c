@@ -2,8 +2,8 @@
  *
  * transforms.jvp (``general``) is the reference: it serves the pure-Python runtime and every
  * call not taken here. Two cases run here, each only when no keyword is passed, the primals
- * and the tangents are tuples of floats (exactly) of one length, and no differentiation runs
- * in this thread (an outermost jvp):
+ * and the tangents are tuples of floats (exactly; a None tangent is 0.0) of one length,
+ * and no differentiation runs in this thread (an outermost jvp):
  *  - ``f`` a Python function of floats whose cached entry (codegen._cache) has forward mode's
  *    code for them (specialise/forward.py; ``jvp_unchecked``: its checks of the arguments are
  *    made here), with ``f.__code__`` and every binding that code was written for unchanged:
@@ -275,10 +275,15 @@ jvp_call(CompiledJvp *self, PyObject *const *args, size_t nargsf, PyObject *kwna
     Py_ssize_t n = PyTuple_GET_SIZE(primals);
     if (n == 0 || n > MAX_ARGUMENTS || PyTuple_GET_SIZE(tangents) != n)
         goto general;
+    static PyObject *zero = NULL; /* a float's None tangent: 0.0 (kept for good) */
+    if (zero == NULL && (zero = PyFloat_FromDouble(0.0)) == NULL)
+        return NULL;
     PyObject *stack[2 * MAX_ARGUMENTS];
     for (Py_ssize_t i = 0; i < n; i++) {
         stack[i] = PyTuple_GET_ITEM(primals, i);
         stack[n + i] = PyTuple_GET_ITEM(tangents, i);
+        if (stack[n + i] == Py_None)
+            stack[n + i] = zero;
         if (!PyFloat_CheckExact(stack[i]) || !PyFloat_CheckExact(stack[n + i]))
             goto general;
     }
