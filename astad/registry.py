@@ -43,6 +43,8 @@ class Record:
         "finite",        # element-wise partials finite wherever the arguments are
         "vjps",          # vjps[k](g, result, *args, **kwargs), None where not differentiable
         "jvps",          # jvps[k](t, result, *args, **kwargs)
+        "refusals",      # (name or None, {k: (what, why)}): how errors name an argument
+                         # with no derivative ("its order v") and the function
         "batched_vjps",  # the vjps take cotangents with leading axes (a Jacobian's rows)
         "batched_jvps",  # the jvps take tangents with leading axes (its columns)
         "result_kind",   # what the vjps return: rules.array.NEW_ARRAYS, VIEWS_OF_G or None
@@ -65,7 +67,7 @@ class Record:
         self.call = self.formula = self.general = self.array = self.partials = None
         self.vjps = self.jvps = self.result_kind = self.outputs = self.linear = None
         self.multilinear = self.check = self.writer = self.view = None
-        self.primitive = None
+        self.primitive = self.refusals = None
         self.total = self.finite = self.batched_vjps = self.batched_jvps = False
         self.shapes_only = self.primal_only = self.selects = False
 

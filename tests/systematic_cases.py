@@ -108,6 +108,8 @@ def C(key, *args, call=None, tag="", **options):
 
 POS = dict(lo=0.5, hi=2.0)
 INSIDE = dict(lo=-0.8, hi=0.8)
+WIDE = dict(lo=-5.0, hi=5.0)
+BESSEL_POS = dict(lo=0.5, hi=5.0)
 
 
 # -- element-wise ----------------------------------------------------------------------------------
@@ -487,6 +489,32 @@ if sc is not None:
     C(sc.betaln, F(3, 4, **POS), F(4, **POS))
     C(scipy_special._zeta, K(3.0), F(3, 4, **POS))
     C(sc.polygamma, K(1), F(3, 4, **POS))
+    for _fn, _domain in ((sc.rgamma, dict(lo=-2.5, hi=3.0)), (sc.erfcinv, dict(lo=0.2, hi=1.8)),
+                         (sc.j0, WIDE), (sc.j1, WIDE), (sc.y0, BESSEL_POS),
+                         (sc.y1, BESSEL_POS), (sc.i0, dict(lo=-2.0, hi=2.0)),
+                         (sc.i0e, dict(lo=-2.0, hi=2.0)), (sc.i1, dict(lo=-2.0, hi=2.0)),
+                         (sc.i1e, dict(lo=-2.0, hi=2.0)), (sc.k0, BESSEL_POS),
+                         (sc.k0e, BESSEL_POS), (sc.k1, BESSEL_POS), (sc.k1e, BESSEL_POS)):
+        C(_fn, F(3, 4, **_domain))
+    C(sc.rgamma, F(make=lambda rng: np.array([0.0, -1.0, -2.0, -3.0])), tag="poles")
+    C(sc.jv, K(1.5), F(3, 4, **BESSEL_POS))
+    C(sc.jv, K(np.array([0.0, 1.0, 2.5, -0.5])), F(3, 4, **BESSEL_POS), tag="orders")
+    C(sc.jv, K(3), F(3, 4, **WIDE), tag="jn")
+    C(sc.yv, K(0.7), F(3, 4, **BESSEL_POS))
+    C(sc.yn, K(2), F(3, 4, **BESSEL_POS))
+    C(sc.iv, K(1.5), F(3, 4, lo=0.2, hi=3.0))
+    C(sc.ive, K(1.0), F(3, 4, lo=-3.0, hi=3.0))
+    C(sc.ive, K(2.5), F(3, 4, lo=0.2, hi=3.0), tag="fraction")
+    C(sc.kv, K(1.3), F(3, 4, **BESSEL_POS))
+    C(sc.kve, K(0.5), F(3, 4, **BESSEL_POS))
+    C(sc.kn, K(np.array([0, 1, 2, 3])), F(3, 4, **BESSEL_POS))
+    C(sc.gammainc, K(2.5), F(3, 4, lo=0.2, hi=4.0))
+    C(sc.gammaincc, K(np.array([0.5, 1.0, 2.5, 7.0])), F(3, 4, lo=0.2, hi=4.0))
+    C(sc.betainc, K(2.0), K(3.5), F(3, 4, lo=0.1, hi=0.9))
+    C(sc.beta, F(3, 4, **POS), F(4, **POS))
+    C(sc.multigammaln, F(3, 4, lo=2.0, hi=4.0), K(3))
+    C(sc.polygamma, K(np.array([[0], [1], [2]])), F(3, 4, **POS), tag="orders")
+    C(sc.polygamma, K(np.array([[0], [3]])), F(4, **POS), tag="broadcast")
     C(sc.logsumexp, F(3, 4))
     C(sc.logsumexp, F(3, 4), K(1), F(4, **POS), kw=dict(keepdims=True), tag="b")
     C(sc.softmax, F(3, 4), kw=dict(axis=1))
@@ -513,3 +541,5 @@ PLAIN_CASES.update({fn: (_X, _INTEGERS) for fn in (np.gcd, np.lcm, np.bitwise_an
                                                     np.bitwise_or, np.bitwise_xor,
                                                     np.left_shift, np.right_shift)})
 PLAIN_CASES[np.invert] = (_X,)
+if sc is not None:
+    PLAIN_CASES[sc.gammasgn] = (F(3, 4, lo=-2.5, hi=2.5),)

@@ -10,6 +10,7 @@ call (``register_elementwise`` and ``register_vjp`` in the style of autograd's d
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from math import isfinite
 from typing import Any, TypeVar
@@ -23,8 +24,8 @@ from .from_scalar import partials_of
 from ..runtime.array_dual import (PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, made_array,
                                   accumulate, accumulate_rows, add_check, cotangent, dispatch,
                                   index_of, is_active, new_array, new_scalar, parent_of,
-                                  primal_of, rows_accept, rows_cotangent, unbroadcast,
-                                  unbroadcast_rows)
+                                  primal_of, qualified_name, rows_accept, rows_cotangent,
+                                  unbroadcast, unbroadcast_rows)
 from ..runtime.duals import DUAL_TYPES, reverse_dual, running
 from ..runtime.tape import BATCHED_BACKWARDS, native
 from ..errors import NotDifferentiableError, api_boundary, user_location
@@ -35,9 +36,56 @@ from ..registry import ad as _ad
 def require(fn, derivatives, k) -> None:
     """A differentiated value reached argument ``k``: its derivative must be given."""
     if k >= len(derivatives) or derivatives[k] is None:
-        raise NotDifferentiableError(
-            f"{getattr(fn, '__name__', fn)!r} is not differentiable in argument {k}",
-            *user_location())
+        raise not_differentiable(fn, k)
+
+
+def refuse_arguments(fn, refusals: dict, name: str | None = None) -> None:
+    """How the error for a differentiated value reaching an argument of ``fn`` with no
+    derivative names it, and why: ``{k: (what, why)}`` (``(0, ("its order v", "..."))``
+    says "scipy.special.jv is not differentiable in its order v (argument 0): ...");
+    ``name``: the function as users call it, when its own name is private."""
+    record(fn).refusals = (name, dict(refusals))
+
+
+def not_differentiable(fn, k) -> NotDifferentiableError:
+    """The error for a differentiated value reaching argument ``k`` of ``fn``, which has
+    no derivative: the function as the user's code names it (scipy.special.jv), the
+    argument by what ``refuse_arguments`` calls it or else by the name its rule's
+    derivatives give it."""
+    found = RECORDS.get(fn)
+    name, refusals = found.refusals if found is not None and found.refusals else (None, {})
+    what, why = refusals.get(k, (_argument_name(found, k), None))
+    name = name or _called_name(fn)
+    where = f"{what} (argument {k})" if what else f"argument {k}"
+    return NotDifferentiableError(f"{name} is not differentiable in {where}" +
+                                  (f": {why}" if why else ""), *user_location())
+
+
+def _called_name(fn) -> str:
+    inner = getattr(fn, "__wrapped__", fn)  # (scipy's Python functions, as primitives)
+    module = getattr(inner, "__module__", None) or ""
+    if isinstance(inner, (np.ufunc, tuple)) or module.split(".")[0] in ("numpy", "scipy"):
+        return qualified_name(inner)
+    return getattr(inner, "__name__", None) or repr(inner)
+
+
+def _argument_name(found, k) -> str | None:
+    """"its argument c": argument ``k`` by the name the rule's derivatives give it."""
+    if found is None:
+        return None
+    offset, derivatives = (0, found.partials) if found.partials is not None else (
+        2, found.vjps or found.jvps or ())
+    for derivative in derivatives:
+        if derivative is None:
+            continue
+        try:
+            parameters = [p for p in inspect.signature(derivative).parameters.values()
+                          if p.kind is p.POSITIONAL_OR_KEYWORD]
+        except (TypeError, ValueError):
+            return None
+        last = len(parameters) - (1 if offset == 0 else 0)  # (a partial's last: result)
+        return f"its argument {parameters[offset + k].name}" if offset + k < last else None
+    return None
 
 
 def quietly(op, *args):
@@ -157,6 +205,7 @@ def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
     arrays or floats). Broadcasting between arguments is handled.
     """
     found = renew(fn)
+    found.refusals = None  # (what astad said of its arguments: a new rule says its own)
     n_partials = len(partials)
     check_finite = not found.finite
     first = partials[0] if partials else None
@@ -313,20 +362,21 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     found = renew(fn)
     found.result_kind = None  # (astad's own rules say what their vjps return and need)
     found.shapes_only = False
+    found.refusals = None
     found.vjps = tuple(vjps)  # (the catalogue, and vjps differentiated again)
 
     def rule(tape, *args, **kwargs):
         values = [primal_of(a, tape) for a in args]
-        result = fn(*values, **kwargs)
         parents = []
         for k, a in enumerate(args):
             if is_active(a, tape):
-                require(fn, vjps, k)
+                require(fn, vjps, k)  # (before the call: refused, whatever fn says of it)
                 parents.append((k, parent_of(a)))
             elif isinstance(a, (list, tuple)) and any(is_active(x, tape) for x in a):
                 raise NotDifferentiableError(
                     f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
                     "arrays, not inside a list", *user_location())
+        result = fn(*values, **kwargs)
         record = recorder(result)
         kind = getattr(getattr(result, "dtype", None), "kind", "f")
         if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)

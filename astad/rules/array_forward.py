@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, publish, record
-from .array import NonFinite, all_finite, quietly
+from .array import NonFinite, all_finite, not_differentiable, quietly
 from .array_shapes import take_index
 from ..runtime.array_dual import FArrayDual, dispatch, plain_array
 from ..runtime.duals import DUAL_TYPES, forward_dual
@@ -117,9 +117,7 @@ def _elementwise(func, found, handle, args, values, result, kwargs):
         if not _is_ours(a, handle):
             continue
         if k >= len(partials) or partials[k] is None:
-            raise NotDifferentiableError(
-                f"{getattr(func, '__name__', func)!r} is not differentiable in argument {k}",
-                *user_location())
+            raise not_differentiable(func, k)
         partial = quietly(partials[k], *values, result)
         tangent = _lift(a.d, np.ndim(values[k]), result_ndim, width)
         term = quietly(_selected if found.selects else operator.mul if found.finite
@@ -136,9 +134,7 @@ def _by_jvps(func, found, handle, args, values, result, kwargs):
         if not _holds_ours(a, handle):
             continue
         if k >= len(jvps) or jvps[k] is None:
-            raise NotDifferentiableError(
-                f"{getattr(func, '__name__', func)!r} is not differentiable in argument {k}",
-                *user_location())
+            raise not_differentiable(func, k)
         if handle.width is None or batched:
             term = jvps[k](_tangent_or_zero(a, values[k], handle, None), result, *values,
                            **kwargs)
@@ -202,6 +198,8 @@ def apply(func, rule, handle, args, kwargs):
         raise NotDifferentiableError(
             f"astad differentiates {getattr(func, '__name__', func)!r} in its positional "
             "arguments only; pass the differentiated value positionally", *user_location())
+    if found is not None and (found.jvps is not None or found.partials is not None):
+        _refuse_arguments_with_no_derivative(func, found, handle, args)
     call = getattr(func[0], func[1]) if type(func) is tuple else func  # (np.add.reduce)
     result = call(*values, **kw)
     kind = getattr(getattr(result, "dtype", None), "kind", "f")
@@ -221,6 +219,15 @@ def apply(func, rule, handle, args, kwargs):
             f"astad has no forward-mode rule for numpy's {name!r}; register one with "
             "astad.register_jvp", *user_location())
     return _result(result, _not_aliased(tangent, args, handle), handle)
+
+
+def _refuse_arguments_with_no_derivative(func, found, handle, args):
+    """A tangent reaching an argument with no derivative is refused before the call (as
+    in reverse mode: the error names the argument, whatever the function says of it)."""
+    derivatives = found.jvps if found.jvps is not None else found.partials
+    for k, a in enumerate(args):
+        if (k >= len(derivatives) or derivatives[k] is None) and _holds_ours(a, handle):
+            raise not_differentiable(func, k)
 
 
 def _not_aliased(tangent, args, handle):

@@ -56,7 +56,8 @@ def record_scipy_rules() -> None:
     from . import scipy_special
     record_own_rules(list(scipy_special.ELEMENTWISE) + [
         fn for fn in scipy_special.PYTHON_FUNCTIONS
-        if scipy_special.primitive_of(fn) is not None])  # (not the user's own)
+        if scipy_special.primitive_of(fn) is not None] + [  # (not the user's own)
+        fn for fn in scipy_special.NO_DERIVATIVE if RECORDS[fn].primal_only])
     for fn in scipy_special.ELEMENTWISE:  # a rule the user gave it first is not astad's
         if RECORDS[fn].call is not None:
             _OWN_RECORDS[fn] = None
@@ -252,6 +253,10 @@ def catalogue_rows() -> dict:
             continue
         names = names_of(fn)
         limits = LIMITS.get(names[0], "")
+        refusals = RECORDS[fn].refusals if fn in RECORDS else None
+        if refusals:  # (arguments with no derivative: rules/array.refuse_arguments)
+            limits = "; ".join(x for x in (limits, "not differentiable in " + ", ".join(
+                what for what, _ in refusals[1].values())) if x)
         refused = REFUSED_KEYWORDS.get(names[0])
         if refused:
             limits = "; ".join(x for x in (limits, ", ".join(f"{k}=" for k in refused) +
