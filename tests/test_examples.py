@@ -18,7 +18,8 @@ from astad.testing import check_grads
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-TESTED_ELSEWHERE = {"fit_numpy.py"}  # tests/test_numpy.py::test_fit_numpy_example_runs...
+TESTED_ELSEWHERE = {"fit_numpy.py",  # tests/test_numpy.py::test_fit_numpy_example_runs...
+                    "variational_gaussian.py"}  # tests/test_scipy_stats.py
 
 
 def run(name: str, *args: str) -> str:

@@ -19,6 +19,7 @@ import copy
 import functools
 import itertools
 import operator
+import sys
 import dataclasses
 import inspect
 import types
@@ -36,7 +37,8 @@ from . import pipeline, render
 from .entry import CACHE, GENERATED_CODE, LOCK, Entry, cached, store
 from .helpers import helper_source
 from ..rules.array import constant_array_method
-from ..runtime.array_dual import ARRAY_DUALS, compiled_elementwise, is_numpy_callable
+from ..runtime.array_dual import ARRAY_DUALS, compiled_elementwise, is_numpy_callable, \
+    no_rule_message
 from ..runtime.tape import native
 from ..core.boundary import contains_dual
 from ..transform.bindings import MISSING
@@ -108,6 +110,27 @@ def _guarded(f, reason: str = ""):
                 *user_location())
         return f(*args, **kwargs)
     return call
+
+
+def _stats_distribution(f):
+    """D of a distribution of scipy.stats or a method of one without a rule of its own
+    (rules/scipy_stats.py has the rules, registered on first use): astad's function for
+    a frozen distribution of scipy's, else a guard naming it as the user calls it
+    (``scipy.stats.weibull_min.logpdf``), not scipy's code inside it."""
+    if scipy_loader.stats_pending and scipy_loader.load_rules_for(f):
+        found = RECORDS.get(f)
+        if found is not None and found.call is not None:
+            return found.call
+    call = scipy_loader.stats_call(f)
+    if call is not None:
+        return call
+    name = scipy_loader.stats_name(f)
+
+    def guard(tape, *args, **kwargs):
+        if contains_dual(args) or contains_dual(kwargs):
+            raise NotDifferentiableError(no_rule_message(name), *user_location())
+        return f(*args, **kwargs)
+    return guard
 
 
 def _vectorized(f):
@@ -257,6 +280,8 @@ def rev(f):
             return _transformed_or_raise(f)
         except AstadError as exc:
             return _guarded(f, _reason(exc))
+    if "scipy.stats" in sys.modules and scipy_loader.is_stats_distribution(f):
+        return _stats_distribution(f)  # (scipy.stats.norm.logpdf, scipy.stats.norm(...))
     if t is types.MethodType and type(f.__func__) is types.FunctionType:
         method = f.__func__.__dict__.get("_astad_method")  # obj.f of a decorated method
         if method is not None:                                # (api/methods.py)

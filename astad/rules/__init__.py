@@ -10,7 +10,8 @@
   element-wise functions, shapes, building arrays, einsum, products, decompositions,
   writes into arrays; numpy_values.py: lists and numpy scalars meeting numpy;
 - custom.py: ``custom_vjp``, ``custom_jvp``, ``stop_gradient`` and astad's own rules
-  given that way; scipy_special.py: scipy.special's, registered on first use (scipy_loader.py);
+  given that way; scipy_special.py: scipy.special's, scipy_stats.py: scipy.stats'
+  distributions', registered on first use (scipy_loader.py);
 - catalogue.py: what is registered, as docs/numpy.md lists it.
 """
 from . import scalar  # noqa: F401
@@ -32,5 +33,5 @@ from . import array_views  # noqa: F401  (arrays sharing memory: numpy's answer)
 from . import array_writes  # noqa: F401  (writes into arrays)
 from . import numpy_values  # noqa: F401  (lists and floats to numpy)
 from . import custom  # noqa: F401
-from . import scipy_loader  # noqa: F401  (scipy.special's rules, on first use)
+from . import scipy_loader  # noqa: F401  (scipy.special's, scipy.stats' rules, on first use)
 from . import catalogue  # noqa: F401

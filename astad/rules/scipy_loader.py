@@ -1,21 +1,27 @@
-"""Rules registered on first use: scipy.special's (rules/scipy_special.py), so that
-``import astad`` neither needs scipy nor pays for importing it.
+"""Rules registered on first use: scipy.special's (rules/scipy_special.py) and
+scipy.stats' distributions' (rules/scipy_stats.py), so that ``import astad`` neither
+needs scipy nor pays for importing it.
 
-The registry asks ``load_rules_for`` when a callable has no record (``on_missing``).
+The registry asks ``load_rules_for`` when a callable has no record (``on_missing``);
+``ad.rev`` asks it too for a method of a scipy.stats distribution (``stats_call``).
 """
 from __future__ import annotations
 
 import sys
+import types
 
 from ..registry import on_missing
 
 pending = True  # scipy.special's rules not registered yet
+stats_pending = True  # scipy.stats' rules not registered yet
 
 
 def load_rules_for(f) -> bool:
     """Register scipy.special's rules if ``f`` may be one of its callables (a ufunc or a
-    function of scipy.special) and they are not registered yet. True if it registered
-    them now."""
+    function of scipy.special), scipy.stats' if ``f`` is one of its distributions or a
+    method of one, when they are not registered yet. True if it registered them now."""
+    if stats_pending and "scipy.stats" in sys.modules and is_stats_distribution(f):
+        return _load_stats()
     global pending
     if not pending or "scipy.special" not in sys.modules:
         return False
@@ -28,6 +34,46 @@ def load_rules_for(f) -> bool:
     from . import catalogue
     catalogue.record_scipy_rules()
     return True
+
+
+def _load_stats() -> bool:
+    global stats_pending
+    stats_pending = False
+    import scipy.special
+    load_rules_for(scipy.special.gammaln)  # (the functions the distributions are made of)
+    from . import scipy_stats
+    scipy_stats.register_all()
+    return True
+
+
+def _is_stats_object(obj) -> bool:
+    return (getattr(type(obj), "__module__", None) or "").startswith("scipy.stats")
+
+
+def is_stats_distribution(f) -> bool:
+    """Is ``f`` a distribution of scipy.stats (``scipy.stats.norm``, frozen or not) or a
+    method of one (``scipy.stats.norm.logpdf``)?"""
+    owner = f.__self__ if type(f) is types.MethodType else f
+    return _is_stats_object(owner) and (hasattr(owner, "logpdf") or hasattr(owner, "logpmf"))
+
+
+def stats_call(f):
+    """D of a method of a scipy.stats distribution (``f``) that has no rule of its own:
+    astad's function for a frozen distribution of scipy's whose family astad knows,
+    otherwise None (the caller refuses it, naming it as the user calls it)."""
+    if stats_pending:
+        _load_stats()
+    from . import scipy_stats
+    return scipy_stats.frozen_method(f) if type(f) is types.MethodType else None
+
+
+def stats_name(f) -> str:
+    """``scipy.stats.weibull_min.logpdf``: a distribution's method as the user names it."""
+    from . import scipy_stats
+    if type(f) is types.MethodType:
+        owner = scipy_stats.stats_name(f.__self__)
+        return f"{owner}.{f.__name__}" if owner else repr(f)
+    return scipy_stats.stats_name(f) or repr(f)
 
 
 on_missing(load_rules_for)

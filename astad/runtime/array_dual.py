@@ -383,6 +383,15 @@ def qualified_name(func) -> str:
     return f"{module_name}.{name}" if module_name else name
 
 
+def no_rule_message(name: str) -> str:
+    """What astad says of a library function ``name`` (as the user's code names it) that
+    has no rule, when a differentiated value reaches it."""
+    return (f"astad has no derivative for {name} of a differentiated value; give it one "
+            f"with astad.register_vjp({name}, vjp_0, vjp_1, ...): one vector-Jacobian "
+            "product per argument, vjp_k(g, result, *args), None for an argument that is "
+            "not differentiated (docs/custom-derivatives.md)")
+
+
 def dispatch(func, args, kwargs):
     """Run numpy ``func`` on arguments holding duals through its rule, at the innermost
     level among them: a reverse rule (its record's ``array``) or forward mode
@@ -422,12 +431,8 @@ def dispatch(func, args, kwargs):
         if result is not None:
             return result
     if rule is None:
-        name = qualified_name(func)
-        raise NotDifferentiableError(
-            f"astad has no derivative for {name} of a differentiated value; give it one "
-            f"with astad.register_vjp({name}, vjp_0, vjp_1, ...): one vector-Jacobian "
-            "product per argument, vjp_k(g, result, *args), None for an argument that is "
-            "not differentiated (docs/custom-derivatives.md)", *user_location())
+        raise NotDifferentiableError(no_rule_message(qualified_name(func)),
+                                     *user_location())
     if is_forward(level):
         result = ad.forward_array_rule(func, rule, level, args, kwargs)
     else:
