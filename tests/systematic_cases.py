@@ -510,7 +510,9 @@ if sc is not None:
     C(sc.kn, K(np.array([0, 1, 2, 3])), F(3, 4, **BESSEL_POS))
     C(sc.gammainc, K(2.5), F(3, 4, lo=0.2, hi=4.0))
     C(sc.gammaincc, K(np.array([0.5, 1.0, 2.5, 7.0])), F(3, 4, lo=0.2, hi=4.0))
-    C(sc.betainc, K(2.0), K(3.5), F(3, 4, lo=0.1, hi=0.9))
+    C(sc.betainc, K(2.0), K(3.5), F(3, 4, lo=0.1, hi=0.9)),
+    C(sc.betaincc, K(0.7), K(2.5), F(3, 4, lo=0.1, hi=0.9)),
+    C(sc.stdtr, K(np.array([1.5, 3.0, 4.0, 9.0])), F(3, 4, lo=-2.0, hi=2.0))
     C(sc.beta, F(3, 4, **POS), F(4, **POS))
     C(sc.multigammaln, F(3, 4, lo=2.0, hi=4.0), K(3))
     C(sc.polygamma, K(np.array([[0], [1], [2]])), F(3, 4, **POS), tag="orders")

@@ -104,6 +104,9 @@ SPECS = [
          ((2.5, 1.1), (0.5, 0.2)), jax="gammaincc"),
     Spec("betainc", sc.betainc, (a(0.5, 2.0, 3.5, 1.0), a(1.5, 0.7, 2.0, 1.0), UNIT), (2,),
          ((2.0, 3.0, 0.4),), jax="betainc"),
+    Spec("betaincc", sc.betaincc, (a(0.5, 2.0, 3.5, 1.0), a(1.5, 0.7, 2.0, 1.0), UNIT),
+         (2,), ((2.0, 3.0, 0.4),)),
+    Spec("stdtr", sc.stdtr, (a(1.5, 3.0, 9.0, 30.0), MID), (1,), ((4.0, 0.7), (1.0, -1.5))),
     Spec("multigammaln", sc.multigammaln, (a(2.1, 3.0, 4.5), 3), (0,), ((2.5, 2),),
          jax="multigammaln"),
     Spec("zeta", sc.zeta, (3.0, GAMMA), (1,), ((2.0, 1.5),), jax="zeta"),
@@ -338,6 +341,10 @@ REFUSED = [  # (id, call in (p, x) differentiated in p, the message)
      "differentiable in its parameter a (argument 0)"),
     ("betainc-b", lambda p, x: sc.betainc(2.0, p, x / 4.0), "scipy.special.betainc is not "
      "differentiable in its parameter b (argument 1)"),
+    ("betaincc-b", lambda p, x: sc.betaincc(2.0, p, x / 4.0), "scipy.special.betaincc is "
+     "not differentiable in its parameter b (argument 1)"),
+    ("stdtr", lambda p, x: sc.stdtr(p, x), "scipy.special.stdtr is not differentiable in "
+     "its degrees of freedom df (argument 0)"),
     ("polygamma", lambda p, x: sc.polygamma(p, x), "scipy.special.polygamma is not "
      "differentiable in its order n (argument 0)"),
     ("multigammaln", lambda p, x: sc.multigammaln(x + 2.0, p if np.ndim(p) == 0 else p[1]),

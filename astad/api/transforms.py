@@ -265,7 +265,7 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
         if out is not None:
             return out
     if outermost and type(fun) is types.FunctionType:
-        if None in tangents:  # a float's None tangent is 0.0: the float code takes it
+        if any(t is None for t in tangents):  # (a float's None is 0.0: the float code)
             tangents = tuple(0.0 if t is None and type(p) is float else t
                              for p, t in zip(primals, tangents))
         entry = cached(fun) or (compiled.transformed(fun) if resolvable_function(fun)

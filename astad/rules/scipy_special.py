@@ -1,7 +1,8 @@
 """scipy.special's rules, one table of partial derivatives:
 
 - gamma and beta functions: gamma, gammaln, rgamma, digamma (psi), polygamma,
-  multigammaln, beta, betaln, gammainc and gammaincc (in x), betainc (in x), zeta (in q);
+  multigammaln, beta, betaln, gammainc and gammaincc (in x), betainc and betaincc (in
+  x), Student's t distribution stdtr (in x), zeta (in q);
 - error functions and friends: erf, erfc, erfcx, erfinv, erfcinv, ndtr, log_ndtr, expit,
   logit, log_expit, xlogy, xlog1py, entr;
 - Bessel functions (in x): j0, j1, jv (jn), y0, y1, yn, yv, i0, i0e, i1, i1e, iv, ive, k0,
@@ -67,6 +68,12 @@ def _gammainc_partial(a, x, r):
     return np.exp(_ufuncs.xlogy(a - 1.0, x) - x - _ufuncs.gammaln(a))
 
 
+def _stdtr_partial(df, x, r):
+    """d/dx stdtr(df, x): Student's t density, in log space."""
+    return np.exp(_ufuncs.gammaln(0.5 * (df + 1.0)) - _ufuncs.gammaln(0.5 * df)
+                  - 0.5 * np.log(df * math.pi) - 0.5 * (df + 1.0) * np.log1p(x * x / df))
+
+
 def _betainc_partial(a, b, x, r):
     """d/dx betainc(a, b, x) = x^(a-1) (1-x)^(b-1) / beta(a, b), in log space."""
     return np.exp(_ufuncs.xlogy(a - 1.0, x) + _ufuncs.xlog1py(b - 1.0, -x)
@@ -89,6 +96,8 @@ GAMMA_AND_ERROR = {  # function: its partials, partials[k](*args, result)
     sc.gammainc: (None, _gammainc_partial),
     sc.gammaincc: (None, lambda a, x, r: -_gammainc_partial(a, x, r)),
     sc.betainc: (None, None, _betainc_partial),
+    sc.betaincc: (None, None, lambda a, b, x, r: -_betainc_partial(a, b, x, r)),
+    sc.stdtr: (None, _stdtr_partial),
     sc.erf: (lambda x, r: _TWO_OVER_ROOT_PI * np.exp(-x * x),),
     sc.erfc: (lambda x, r: -_TWO_OVER_ROOT_PI * np.exp(-x * x),),
     sc.erfcx: (lambda x, r: 2.0 * x * r - _TWO_OVER_ROOT_PI,),
@@ -143,6 +152,9 @@ REFUSALS = {
     sc.gammaincc: {0: ("its shape a", _SHAPE.format("a"))},
     sc.betainc: {0: ("its parameter a", _SHAPE.format("a")),
                  1: ("its parameter b", _SHAPE.format("b"))},
+    sc.betaincc: {0: ("its parameter a", _SHAPE.format("a")),
+                  1: ("its parameter b", _SHAPE.format("b"))},
+    sc.stdtr: {0: ("its degrees of freedom df", _SHAPE.format("df"))},
     sc.multigammaln: {1: ("its dimension d", "an integer; astad differentiates it in a")},
     _zeta: {0: ("its exponent x", "the derivative in the exponent has no closed form; "
                 "astad differentiates it in q")},

@@ -32,9 +32,8 @@ import scipy.stats as st
 
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, ad, define
-from ..runtime.array_dual import ARRAY_DUALS, dispatch, plain_array
+from ..runtime.array_dual import ARRAY_DUALS, plain_array
 from ..runtime.duals import DUAL_TYPES
-from .array import register_elementwise
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _LOG_2 = math.log(2.0)
@@ -80,38 +79,9 @@ def _scalar(value):
     return value
 
 
-# -- functions differentiated in their last argument only ------------------------------
-def _dispatching(fn):
-    def primitive(*args):
-        if any(type(a) in DUAL_TYPES for a in args):
-            return dispatch(primitive, args, {})
-        return fn(*args)
-    primitive.__name__ = primitive.__qualname__ = fn.__name__
-    return primitive
-
-
-def _gamma_density(a, x):  # d/dx gammainc(a, x)
-    return np.exp(sc.xlogy(a - 1.0, x) - x - sc.gammaln(a))
-
-
-def _beta_density(a, b, x):  # d/dx betainc(a, b, x)
-    return np.exp(sc.xlogy(a - 1.0, x) + sc.xlog1py(b - 1.0, -x) - sc.betaln(a, b))
-
-
-def _t_density(df, x):  # d/dx stdtr(df, x)
-    return np.exp(_t_logpdf(x, df))
-
-
-gammainc = _dispatching(sc.gammainc)
-gammaincc = _dispatching(sc.gammaincc)
-betainc = _dispatching(sc.betainc)
-betaincc = _dispatching(sc.betaincc)
-stdtr = _dispatching(sc.stdtr)
-register_elementwise(gammainc, None, lambda a, x, r: _gamma_density(a, x))
-register_elementwise(gammaincc, None, lambda a, x, r: -_gamma_density(a, x))
-register_elementwise(betainc, None, None, lambda a, b, x, r: _beta_density(a, b, x))
-register_elementwise(betaincc, None, None, lambda a, b, x, r: -_beta_density(a, b, x))
-register_elementwise(stdtr, None, lambda df, x, r: _t_density(df, x))
+# -- functions differentiated in their last argument only: scipy.special's rules -----------
+gammainc, gammaincc, betainc, betaincc, stdtr = (sc.gammainc, sc.gammaincc, sc.betainc,
+                                                  sc.betaincc, sc.stdtr)
 
 
 # -- the continuous distributions, standardised: z = (x - loc) / scale -----------------
