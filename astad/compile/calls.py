@@ -34,7 +34,7 @@ from ..rules import scipy_loader
 import numpy as np
 
 from . import pipeline, render
-from .entry import CACHE, GENERATED_CODE, LOCK, Entry, cached, store
+from .entry import BY_CODE, CACHE, GENERATED_CODE, LOCK, Entry, cached, rebound, store
 from .helpers import helper_source
 from ..rules.array import constant_array_method
 from ..runtime.array_dual import ARRAY_DUALS, compiled_elementwise, is_numpy_callable, \
@@ -480,7 +480,14 @@ def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Entr
     with LOCK:
         entry = CACHE.get((id(fn), preaccumulate, as_method))
         if entry is None or entry.function() is not fn or not entry.is_current(fn):
-            entry = build(fn, preaccumulate, as_method)
+            key = (fn.__code__, preaccumulate, as_method)
+            template = BY_CODE.get(key)  # (a lambda made again: its code written once)
+            entry = rebound(template, fn) if template is not None else None
+            if entry is None:
+                entry = build(fn, preaccumulate, as_method)
+                if len(BY_CODE) > 4096:  # (code made at run time without end: exec)
+                    BY_CODE.clear()
+                BY_CODE[key] = entry
             store(fn, entry, preaccumulate, as_method)
     return entry
 

@@ -35,8 +35,8 @@ class Entry:
 
     __slots__ = ("function", "code", "dependencies", "taped", "tapeless", "tapes", "arity",
                  "forward", "forward_unchecked", "hvp", "transformed_source",
-                 "specialised_source", "forward_source", "source", "helpers",
-                 "__weakref__")
+                 "specialised_source", "forward_source", "source", "helpers", "recipe",
+                 "own", "__weakref__")
 
     def __init__(self, fn, taped, dependencies: list, source: str, tapeless=None,
                  specialised: str = ""):
@@ -54,12 +54,82 @@ class Entry:
         self.forward_source = None
         self.source = source + ("\n\n" + specialised if specialised else "")
         self.helpers: tuple = ()  # (weakref to callee, its preaccumulate, line of the call)
+        # how ``taped`` is made again for another function of the same code (rebound):
+        # (its code, each free variable's cell: ("cell", cell), ("user", k) the function's
+        # k-th closure cell, or ("itself", None)); and the dependencies on the function's
+        # own attributes (its __defaults__), by their weak references
+        self.recipe = None
+        self.own: tuple = ()
 
     def is_current(self, fn) -> bool:
         """Was this written from ``fn``'s code, and does every binding it was written for
         still hold?"""
         return self.code is fn.__code__ and (not self.dependencies or
                                              unchanged(self.dependencies, MISSING))
+
+
+def rebound(template: Entry, fn) -> Entry | None:
+    """``template``, written for another function of ``fn``'s code (a lambda or nested
+    ``def`` made again: a new function object, the same code), bound to ``fn``: its
+    closure cells, its own attributes; None where it does not apply to ``fn`` (other
+    globals or defaults, or a binding the code was written for has changed)."""
+    taped0 = template.taped
+    if template.recipe is None or fn.__globals__ is not taped0.__globals__ or \
+            not _same(fn.__defaults__, taped0.__defaults__) or \
+            not _same_mapping(fn.__kwdefaults__, taped0.__kwdefaults__) or \
+            any(isinstance(_contents(cell), type) for cell in fn.__closure__ or ()):
+        return None  # (a class in the closure: its properties shape the code written)
+    own = weakref.ref(fn)
+    dependencies = [(own, name, getattr(fn, name)) if any(namespace is r for r in template.own)
+                    else (namespace, name, value)
+                    for namespace, name, value in template.dependencies]
+    if not unchanged(dependencies, MISSING):
+        return None
+    code, cells = template.recipe
+    closure, itself = [], None
+    for kind, cell in cells:
+        if kind == "itself":
+            itself = types.CellType()
+            closure.append(itself)
+        else:
+            closure.append(cell if kind == "cell" else fn.__closure__[cell])
+    taped = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                               tuple(closure) or None)
+    taped.__kwdefaults__ = fn.__kwdefaults__
+    taped.__qualname__, taped.__doc__ = fn.__qualname__, taped0.__doc__
+    taped._astad_origin = own  # (core/escape.py)
+    if itself is not None:
+        itself.cell_contents = taped
+    entry = Entry(fn, taped, dependencies, template.transformed_source)
+    for slot in ("tapeless", "tapes", "forward", "forward_unchecked", "specialised_source",
+                 "forward_source", "source", "helpers", "recipe"):
+        setattr(entry, slot, getattr(template, slot))  # (written for values, not the function)
+    entry.own = tuple(namespace for namespace, name, value in dependencies
+                      if namespace is own)
+    return entry
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # (an empty cell)
+        return None
+
+
+def _same(a, b) -> bool:
+    return a is b or (a is not None and b is not None and len(a) == len(b) and
+                      all(x is y for x, y in zip(a, b)))
+
+
+def _same_mapping(a, b) -> bool:
+    return a is b or (a is not None and b is not None and a.keys() == b.keys() and
+                      all(a[k] is b[k] for k in a))
+
+
+# (code, preaccumulate, as_method) -> the entry last written for a function of that code,
+# which later functions of the same code are bound from (rebound). Code objects compare
+# by value: a lambda made again has the same one.
+BY_CODE: dict = {}
 
 
 # Code objects astad generated: their functions already take part in the transform.

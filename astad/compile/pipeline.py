@@ -53,16 +53,18 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
         node, fn, local_names, names, preaccumulate, as_method, resolve, dependencies)
     # ``taped`` copies the defaults now: a new __defaults__ tuple must rebuild it (and its
     # callers, which include these dependencies), as a call of ``fn`` would use it
-    dependencies += [(weakref.ref(fn), name, getattr(fn, name))
+    own = weakref.ref(fn)
+    dependencies += [(own, name, getattr(fn, name))
                      for name in ("__defaults__", "__kwdefaults__")
                      if getattr(fn, name) is not None]
     function_ast = gast.gast_to_ast(node)                                # compile
     ast.fix_missing_locations(function_ast)
     functions = {**compile_rules(rules, parsed.filename), **guards,     # (preaccumulated)
                  **(resolve.functions if resolve is not None else {})}
-    taped = _compile(function_ast, fn, parsed.filename, names, functions)
+    taped, recipe = _compile(function_ast, fn, parsed.filename, names, functions)
     entry = Entry(fn, taped, distinct(dependencies),                     # entry
                   render(function_ast, parsed.filename) + _rules_text(rules, parsed.filename))
+    entry.recipe, entry.own = recipe, (own,)
     if resolve is not None:
         entry.helpers = tuple(resolve.helpers)
     if tapeless is not None:
@@ -167,17 +169,19 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
     if hasattr(inner, "co_qualname"):
         inner = inner.replace(co_qualname=fn.__qualname__)
     remember(inner)
-    cells, itself = [], None
+    cells, itself, recipe = [], None, []
     for name in inner.co_freevars:
         if name == names.factory_def:  # a recursion: the function calls itself directly
             itself = types.CellType()
             cells.append(itself)
-        elif name == names.ad:
-            cells.append(types.CellType(ad))
-        elif name in rules:
-            cells.append(types.CellType(rules[name]))
+            recipe.append(("itself", None))
+        elif name == names.ad or name in rules:
+            cells.append(types.CellType(ad if name == names.ad else rules[name]))
+            recipe.append(("cell", cells[-1]))
         else:
-            cells.append(fn.__closure__[user_freevars.index(name)])
+            k = user_freevars.index(name)
+            cells.append(fn.__closure__[k])
+            recipe.append(("user", k))
     rev = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__,
                              tuple(cells) or None)
     rev.__kwdefaults__ = fn.__kwdefaults__
@@ -186,7 +190,7 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
     rev._astad_origin = weakref.ref(fn)  # (what it may reach after a call: core/escape.py)
     if itself is not None:
         itself.cell_contents = rev
-    return rev
+    return rev, (inner, tuple(recipe))
 
 
 def _locate(factory: ast.AST, lineno: int) -> None:

@@ -1,0 +1,89 @@
+"""A function made again (a lambda or nested ``def`` evaluated anew: a new function
+object of the same code) is not transformed again: the code astad wrote for the first is
+bound to the new one's closure cells and defaults (compile/entry.rebound), when its
+globals and defaults are the same objects and every binding the code was written for
+holds; otherwise it is written anew. Each function's derivative is its own."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import astad
+from astad.compile import calls, entry
+
+
+def scale_of(k):
+    return 0.5 + k
+
+
+def test_a_lambda_made_in_a_loop_is_transformed_once_and_sees_its_own_closure():
+    builds = []
+    original = calls.build
+
+    def counting(fn, *args):
+        builds.append(fn)
+        return original(fn, *args)
+
+    calls.build = counting
+    try:
+        for k in range(5):
+            a = scale_of(k)
+            g = astad.grad(lambda x: a * math.sin(x) * x)(0.7)
+            assert g == pytest.approx(a * (math.cos(0.7) * 0.7 + math.sin(0.7)), rel=1e-14)
+    finally:
+        calls.build = original
+    assert len(builds) == 1
+
+
+def test_nested_defs_recursion_and_arrays_made_again():
+    def model(w):
+        def energy(x, depth):  # recursion through its own closure cell
+            if depth == 0:
+                return np.sum(w * x * x)
+            return energy(x * 0.5, depth - 1) + np.sum(np.sin(w * x))
+        return energy
+
+    x = np.array([0.3, -0.2, 0.9])
+    for w in (np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.5, 0.25])):
+        f = model(w)
+        got = astad.grad(f)(x, 2)
+        h = 1e-6
+        expected = [(f(x + h * e, 2) - f(x - h * e, 2)) / (2 * h) for e in np.eye(3)]
+        np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
+        assert astad.jvp(lambda v: f(v, 2), (x,), (np.ones(3),))[1] == \
+            pytest.approx(np.sum(got), rel=1e-10)
+
+
+def test_other_defaults_or_a_rebound_global_write_it_anew():
+    def make(c):
+        return lambda x, c=c: c * x * x
+
+    assert astad.grad(make(2.0))(1.5) == 6.0
+    assert astad.grad(make(3.0))(1.5) == 9.0  # (other defaults: the code is written anew)
+    global scale_of
+    saved = scale_of
+    try:
+        f = lambda x: scale_of(x) * x  # noqa: E731
+        assert astad.grad(f)(1.0) == 2.5  # d/dx (0.5 + x) x
+        scale_of = lambda k: 3.0 * k  # noqa: E731
+        g = lambda x: scale_of(x) * x  # noqa: E731
+        assert astad.grad(g)(1.0) == 6.0  # the global it was written for changed
+    finally:
+        scale_of = saved
+
+
+def test_a_rebound_entry_is_the_functions_own():
+    def make(a):
+        return lambda x: a * x
+
+    f, g = make(2.0), make(5.0)
+    assert astad.grad(f)(1.0) == 2.0 and astad.grad(g)(1.0) == 5.0
+    ef, eg = calls.transformed(f), calls.transformed(g)
+    assert ef is not eg and ef.function() is f and eg.function() is g
+    assert ef.taped.__code__ is eg.taped.__code__  # (written once)
+    assert eg.is_current(g)
+    del f
+    assert astad.grad(g)(2.0) == 5.0
+    assert any(key[0] is g.__code__ or key[0] == g.__code__ for key in entry.BY_CODE)
