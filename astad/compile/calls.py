@@ -269,8 +269,9 @@ def rev(f):
     if t in _API_CALLABLES and (getattr(f, "__module__", None) or "").startswith("astad."):
         return _with_tape(f)  # astad's own API (a gradient inside differentiated code)
     if t is types.FunctionType:
-        # scipy.special's rules, on first use
-        if scipy_loader.pending and scipy_loader.load_rules_for(f):
+        # scipy.special's and scipy.linalg's rules, on first use
+        if (scipy_loader.pending or scipy_loader.linalg_pending) and \
+                scipy_loader.load_rules_for(f):
             return rev(f)
         if f.__code__ in GENERATED_CODE or f in _AS_THEY_ARE:
             return _with_tape(f)

@@ -1,5 +1,6 @@
-"""Rules registered on first use: scipy.special's (rules/scipy_special.py) and
-scipy.stats' distributions' (rules/scipy_stats.py), so that ``import astad`` neither
+"""Rules registered on first use: scipy.special's (rules/scipy_special.py),
+scipy.stats' distributions' (rules/scipy_stats.py) and scipy.linalg's
+(rules/scipy_linalg.py), so that ``import astad`` neither
 needs scipy nor pays for importing it.
 
 The registry asks ``load_rules_for`` when a callable has no record (``on_missing``);
@@ -14,14 +15,19 @@ from ..registry import on_missing
 
 pending = True  # scipy.special's rules not registered yet
 stats_pending = True  # scipy.stats' rules not registered yet
+linalg_pending = True  # scipy.linalg's rules not registered yet
 
 
 def load_rules_for(f) -> bool:
     """Register scipy.special's rules if ``f`` may be one of its callables (a ufunc or a
     function of scipy.special), scipy.stats' if ``f`` is one of its distributions or a
-    method of one, when they are not registered yet. True if it registered them now."""
+    method of one, scipy.linalg's if ``f`` is a function of scipy.linalg, when they are
+    not registered yet. True if it registered them now."""
     if stats_pending and "scipy.stats" in sys.modules and is_stats_distribution(f):
         return _load_stats()
+    if linalg_pending and "scipy.linalg" in sys.modules and \
+            (getattr(f, "__module__", None) or "").startswith("scipy.linalg"):
+        return _load_linalg()
     global pending
     if not pending or "scipy.special" not in sys.modules:
         return False
@@ -43,6 +49,14 @@ def _load_stats() -> bool:
     load_rules_for(scipy.special.gammaln)  # (the functions the distributions are made of)
     from . import scipy_stats
     scipy_stats.register_all()
+    return True
+
+
+def _load_linalg() -> bool:
+    global linalg_pending
+    linalg_pending = False
+    from . import scipy_linalg
+    scipy_linalg.register_all()
     return True
 
 
