@@ -30,7 +30,7 @@ def test_a_lambda_made_in_a_loop_is_transformed_once_and_sees_its_own_closure():
     try:
         for k in range(5):
             a = scale_of(k)
-            g = astad.grad(lambda x: a * math.sin(x) * x)(0.7)
+            g = astad.grad(lambda x: a * math.sin(x) * x)(0.7)  # noqa: B023 (called now)
             assert g == pytest.approx(a * (math.cos(0.7) * 0.7 + math.sin(0.7)), rel=1e-14)
     finally:
         calls.build = original
@@ -52,8 +52,8 @@ def test_nested_defs_recursion_and_arrays_made_again():
         h = 1e-6
         expected = [(f(x + h * e, 2) - f(x - h * e, 2)) / (2 * h) for e in np.eye(3)]
         np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
-        assert astad.jvp(lambda v: f(v, 2), (x,), (np.ones(3),))[1] == \
-            pytest.approx(np.sum(got), rel=1e-10)
+        tangent = astad.jvp(lambda v: f(v, 2), (x,), (np.ones(3),))[1]  # noqa: B023
+        assert tangent == pytest.approx(np.sum(got), rel=1e-10)
 
 
 def test_other_defaults_or_a_rebound_global_write_it_anew():

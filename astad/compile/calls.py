@@ -34,7 +34,8 @@ from ..rules import scipy_loader
 import numpy as np
 
 from . import pipeline, render
-from .entry import BY_CODE, CACHE, GENERATED_CODE, LOCK, Entry, cached, rebound, store
+from .entry import (BY_CODE, CACHE, GENERATED_CODE, LOCK, Entry, cached, rebound, store,
+                    template_of)
 from .helpers import helper_source
 from ..rules.array import constant_array_method
 from ..runtime.array_dual import ARRAY_DUALS, compiled_elementwise, is_numpy_callable, \
@@ -488,7 +489,7 @@ def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Entr
                 entry = build(fn, preaccumulate, as_method)
                 if len(BY_CODE) > 4096:  # (code made at run time without end: exec)
                     BY_CODE.clear()
-                BY_CODE[key] = entry
+                BY_CODE[key] = template_of(entry, fn)
             store(fn, entry, preaccumulate, as_method)
     return entry
 

@@ -36,7 +36,7 @@ class Entry:
     __slots__ = ("function", "code", "dependencies", "taped", "tapeless", "tapes", "arity",
                  "forward", "forward_unchecked", "hvp", "transformed_source",
                  "specialised_source", "forward_source", "source", "helpers", "recipe",
-                 "own", "__weakref__")
+                 "__weakref__")
 
     def __init__(self, fn, taped, dependencies: list, source: str, tapeless=None,
                  specialised: str = ""):
@@ -56,10 +56,8 @@ class Entry:
         self.helpers: tuple = ()  # (weakref to callee, its preaccumulate, line of the call)
         # how ``taped`` is made again for another function of the same code (rebound):
         # (its code, each free variable's cell: ("cell", cell), ("user", k) the function's
-        # k-th closure cell, or ("itself", None)); and the dependencies on the function's
-        # own attributes (its __defaults__), by their weak references
+        # k-th closure cell, or ("itself", None))
         self.recipe = None
-        self.own: tuple = ()
 
     def is_current(self, fn) -> bool:
         """Was this written from ``fn``'s code, and does every binding it was written for
@@ -68,23 +66,41 @@ class Entry:
                                              unchanged(self.dependencies, MISSING))
 
 
-def rebound(template: Entry, fn) -> Entry | None:
-    """``template``, written for another function of ``fn``'s code (a lambda or nested
-    ``def`` made again: a new function object, the same code), bound to ``fn``: its
-    closure cells, its own attributes; None where it does not apply to ``fn`` (other
-    globals or defaults, or a binding the code was written for has changed)."""
-    taped0 = template.taped
-    if template.recipe is None or fn.__globals__ is not taped0.__globals__ or \
-            not _same(fn.__defaults__, taped0.__defaults__) or \
-            not _same_mapping(fn.__kwdefaults__, taped0.__kwdefaults__) or \
-            any(isinstance(_contents(cell), type) for cell in fn.__closure__ or ()):
-        return None  # (a class in the closure: its properties shape the code written)
-    own = weakref.ref(fn)
-    dependencies = [(own, name, getattr(fn, name)) if any(namespace is r for r in template.own)
-                    else (namespace, name, value)
-                    for namespace, name, value in template.dependencies]
-    if not unchanged(dependencies, MISSING):
+class Template:
+    """What an entry shares with every function of its code: the taped code and how its
+    free variables are filled (``recipe``), the artifacts written for argument kinds, the
+    bindings it depends on. Nothing of the function's own: no closure cell, no default
+    (only functions without defaults make one), so a function made at run time over a
+    large array is not kept alive by it."""
+
+    __slots__ = ("recipe", "globals", "dependencies", "artifacts", "doc")
+    SHARED = ("tapeless", "tapes", "forward", "forward_unchecked", "specialised_source",
+              "forward_source", "source", "helpers", "transformed_source")
+
+    def __init__(self, entry: Entry):
+        taped = entry.taped
+        self.recipe, self.globals, self.doc = entry.recipe, taped.__globals__, taped.__doc__
+        self.dependencies = entry.dependencies  # (no weak reference to the function: it
+        self.artifacts = {slot: getattr(entry, slot) for slot in self.SHARED}  # has no
+        # defaults)
+
+
+def template_of(entry: Entry, fn) -> Template | None:
+    if entry.recipe is None or fn.__defaults__ is not None or fn.__kwdefaults__ is not None:
         return None
+    return Template(entry)
+
+
+def rebound(template: Template, fn) -> Entry | None:
+    """The code of ``template``, written for another function of ``fn``'s code (a lambda
+    or nested ``def`` made again: a new function object, the same code), bound to ``fn``'s
+    closure cells; None where it does not apply to ``fn`` (other globals, defaults, a
+    class in its closure, or a binding the code was written for has changed)."""
+    if fn.__globals__ is not template.globals or fn.__defaults__ is not None or \
+            fn.__kwdefaults__ is not None or \
+            any(isinstance(_contents(cell), type) for cell in fn.__closure__ or ()) or \
+            not unchanged(template.dependencies, MISSING):
+        return None  # (a class in the closure: its properties shape the code written)
     code, cells = template.recipe
     closure, itself = [], None
     for kind, cell in cells:
@@ -93,19 +109,16 @@ def rebound(template: Entry, fn) -> Entry | None:
             closure.append(itself)
         else:
             closure.append(cell if kind == "cell" else fn.__closure__[cell])
-    taped = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
-                               tuple(closure) or None)
-    taped.__kwdefaults__ = fn.__kwdefaults__
-    taped.__qualname__, taped.__doc__ = fn.__qualname__, taped0.__doc__
-    taped._astad_origin = own  # (core/escape.py)
+    taped = types.FunctionType(code, fn.__globals__, fn.__name__, None, tuple(closure) or None)
+    taped.__qualname__, taped.__doc__ = fn.__qualname__, template.doc
+    taped._astad_origin = weakref.ref(fn)  # (core/escape.py)
     if itself is not None:
         itself.cell_contents = taped
-    entry = Entry(fn, taped, dependencies, template.transformed_source)
-    for slot in ("tapeless", "tapes", "forward", "forward_unchecked", "specialised_source",
-                 "forward_source", "source", "helpers", "recipe"):
-        setattr(entry, slot, getattr(template, slot))  # (written for values, not the function)
-    entry.own = tuple(namespace for namespace, name, value in dependencies
-                      if namespace is own)
+    entry = Entry(fn, taped, list(template.dependencies),
+                  template.artifacts["transformed_source"])
+    for slot, value in template.artifacts.items():
+        setattr(entry, slot, value)  # (written for kinds of values, not for the function)
+    entry.recipe = template.recipe
     return entry
 
 
@@ -116,19 +129,9 @@ def _contents(cell):
         return None
 
 
-def _same(a, b) -> bool:
-    return a is b or (a is not None and b is not None and len(a) == len(b) and
-                      all(x is y for x, y in zip(a, b)))
-
-
-def _same_mapping(a, b) -> bool:
-    return a is b or (a is not None and b is not None and a.keys() == b.keys() and
-                      all(a[k] is b[k] for k in a))
-
-
-# (code, preaccumulate, as_method) -> the entry last written for a function of that code,
-# which later functions of the same code are bound from (rebound). Code objects compare
-# by value: a lambda made again has the same one.
+# (code, preaccumulate, as_method) -> the Template of the entry last written for a
+# function of that code, which later functions of the same code are bound from
+# (rebound). Code objects compare by value: a lambda made again has an equal one.
 BY_CODE: dict = {}
 
 

@@ -53,8 +53,7 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
         node, fn, local_names, names, preaccumulate, as_method, resolve, dependencies)
     # ``taped`` copies the defaults now: a new __defaults__ tuple must rebuild it (and its
     # callers, which include these dependencies), as a call of ``fn`` would use it
-    own = weakref.ref(fn)
-    dependencies += [(own, name, getattr(fn, name))
+    dependencies += [(weakref.ref(fn), name, getattr(fn, name))
                      for name in ("__defaults__", "__kwdefaults__")
                      if getattr(fn, name) is not None]
     function_ast = gast.gast_to_ast(node)                                # compile
@@ -64,7 +63,7 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
     taped, recipe = _compile(function_ast, fn, parsed.filename, names, functions)
     entry = Entry(fn, taped, distinct(dependencies),                     # entry
                   render(function_ast, parsed.filename) + _rules_text(rules, parsed.filename))
-    entry.recipe, entry.own = recipe, (own,)
+    entry.recipe = recipe
     if resolve is not None:
         entry.helpers = tuple(resolve.helpers)
     if tapeless is not None:
