@@ -6,6 +6,7 @@ against JAX's where jax.scipy.linalg has the function, and the refusals.
 """
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,14 @@ CASES = {
 }
 LU, PIV = sl.lu_factor(RNG.normal(size=(N, N)))
 CASES["lu_solve_lu"] = (CASES["lu_solve_lu"][0], (LU, B))
+# the scipy installed takes every case's keywords (inv's assume_a: scipy 1.15)
+if "assume_a" not in inspect.signature(sl.inv).parameters:
+    del CASES["inv_pos"]
+for _name, (_fn, _args) in list(CASES.items()):
+    try:
+        _fn(*_args)
+    except (TypeError, ValueError):  # (an assume_a this scipy does not know)
+        del CASES[_name]
 
 
 def _objective(name):
@@ -160,7 +169,7 @@ def test_exact_values_without_derivatives():
     assert scipy_linalg.holds_dual((lu, piv)) is False
 
 
-@pytest.mark.parametrize("name,zero", [
+@pytest.mark.parametrize("name,zero", [(name, zero) for name, zero in [
     ("solve_pos", np.tril(np.ones((N, N)), -1)),
     ("solve_sym_lower", np.triu(np.ones((N, N)), 1)),
     ("solve_diagonal", 1 - np.eye(N)),
@@ -172,7 +181,7 @@ def test_exact_values_without_derivatives():
     ("cho_solve", np.tril(np.ones((N, N)), -1)),
     ("cho_solve_c", np.triu(np.ones((N, N)), 1)),
     ("inv_pos", np.tril(np.ones((N, N)), -1)),
-])
+] if name in CASES])
 def test_ignored_entries_get_zero_gradient(name, zero):
     f, args = _objective(name), CASES[name][1]
     gradient = astad.grad(f)(*args)
@@ -200,7 +209,7 @@ JAX_CASES = {  # name: the same function in jax.scipy.linalg
 FOLDED = {"solve_pos", "cholesky", "cho_solve"}
 
 
-@pytest.mark.parametrize("name", list(JAX_CASES))
+@pytest.mark.parametrize("name", [name for name in JAX_CASES if name in CASES])
 def test_against_jax(name):
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)

@@ -137,12 +137,16 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     a = _array(a)
     factor = cholesky(a, lower)
-    # scipy leaves the other triangle of ``a`` as it was
+    # the other triangle as scipy leaves it: a's own entries (older scipy), or what
+    # its version puts there (zeros, a constant of a's values)
     n = np.shape(a)[-1]
     other = np.tri(n, k=-1, dtype=bool)
     if lower:
         other = other.T
-    return factor + np.where(other, a, 0.0), lower
+    plain = np.array(plain_array(a), dtype=float)
+    theirs = sl.cho_factor(plain, lower)[0]
+    kept = np.array_equal(theirs[other], plain[other])
+    return factor + np.where(other, a if kept else theirs, 0.0), lower
 
 
 def _pair(name, pair):

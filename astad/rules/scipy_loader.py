@@ -25,13 +25,13 @@ def load_rules_for(f) -> bool:
     not registered yet. True if it registered them now."""
     if stats_pending and "scipy.stats" in sys.modules and is_stats_distribution(f):
         return _load_stats()
-    if linalg_pending and "scipy.linalg" in sys.modules and \
-            (getattr(f, "__module__", None) or "").startswith("scipy.linalg"):
+    module = getattr(f, "__module__", None)
+    module = module if type(module) is str else ""  # (a class's __module__ slot: not str)
+    if linalg_pending and "scipy.linalg" in sys.modules and module.startswith("scipy.linalg"):
         return _load_linalg()
     global pending
     if not pending or "scipy.special" not in sys.modules:
         return False
-    module = getattr(f, "__module__", None) or ""
     if not (module.startswith("scipy.special") or type(f).__name__ == "ufunc"):
         return False
     pending = False
@@ -61,7 +61,8 @@ def _load_linalg() -> bool:
 
 
 def _is_stats_object(obj) -> bool:
-    return (getattr(type(obj), "__module__", None) or "").startswith("scipy.stats")
+    module = getattr(type(obj), "__module__", None)
+    return type(module) is str and module.startswith("scipy.stats")
 
 
 def is_stats_distribution(f) -> bool:
