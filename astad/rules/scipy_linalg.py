@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sl
 
+from ..core.boundary import contains_dual
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, ad, define
 from ..runtime.array_dual import plain_array
@@ -31,23 +32,11 @@ from ..runtime.duals import DUAL_TYPES
 
 
 # -- values ---------------------------------------------------------------------------------
-def holds_dual(value) -> bool:
-    """Is a differentiated value among ``value`` (a dual, or a list or tuple holding one)?"""
-    kind = type(value)
-    if kind in DUAL_TYPES:
-        return True
-    if kind is list or kind is tuple:
-        return any(holds_dual(v) for v in value)
-    if kind is dict:
-        return any(holds_dual(v) for v in value.values())
-    return False
-
-
 def _array(value):
     """An array (dual or plain) of ``value``: lists holding duals become array duals."""
     if type(value) in DUAL_TYPES:
         return value
-    if holds_dual(value):
+    if contains_dual(value):
         return ad.np_asarray(None, value)
     return np.asarray(value, dtype=float)
 
@@ -240,7 +229,7 @@ def _rule(name, function):
     scipy_function = getattr(sl, name)
 
     def rule(tape, *args, **kwargs):
-        if not holds_dual(args) and not holds_dual(kwargs):
+        if not contains_dual(args) and not contains_dual(kwargs):
             return scipy_function(*args, **kwargs)  # (scipy's own values)
         return function(*args, **kwargs)
     rule.__name__ = name
@@ -251,7 +240,7 @@ def _refusal(name):
     scipy_function = getattr(sl, name)
 
     def rule(tape, *args, **kwargs):
-        if not holds_dual(args) and not holds_dual(kwargs):
+        if not contains_dual(args) and not contains_dual(kwargs):
             return scipy_function(*args, **kwargs)
         raise NotDifferentiableError(
             f"a differentiated value is passed to scipy.linalg.{name}, which astad does "

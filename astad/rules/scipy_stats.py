@@ -30,10 +30,10 @@ import numpy as np
 import scipy.special as sc
 import scipy.stats as st
 
+from ..core.boundary import contains_dual
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, ad, define
 from ..runtime.array_dual import ARRAY_DUALS, plain_array
-from ..runtime.duals import DUAL_TYPES
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _LOG_2 = math.log(2.0)
@@ -42,22 +42,10 @@ _INF = math.inf
 
 
 # -- values ---------------------------------------------------------------------------------
-def holds_dual(value) -> bool:
-    """Is a differentiated value among ``value`` (a dual, or a list or tuple holding one)?"""
-    kind = type(value)
-    if kind in DUAL_TYPES:
-        return True
-    if kind is list or kind is tuple:
-        return any(holds_dual(v) for v in value)
-    if kind is dict:
-        return any(holds_dual(v) for v in value.values())
-    return False
-
-
 def _array(value):
     """A float array (or number) of ``value``: lists holding duals become array duals."""
     if type(value) is list or type(value) is tuple:
-        return ad.np_asarray(None, value) if holds_dual(value) else np.asarray(value, float)
+        return ad.np_asarray(None, value) if contains_dual(value) else np.asarray(value, float)
     return value
 
 
@@ -176,7 +164,7 @@ _BELOW_ABOVE = {"cdf": (0.0, 1.0), "logcdf": (-_INF, 0.0), "sf": (1.0, 0.0),
 
 def _refuse_shapes(family, method, values, names):
     for name, value in zip(names, values):
-        if holds_dual(value):
+        if contains_dual(value):
             raise NotDifferentiableError(
                 f"scipy.stats.{family.name}.{method} is differentiated in "
                 f"{family.differentiable_note}, not in {name}: its derivative in {name} has "
@@ -254,7 +242,7 @@ class Discrete:
 
     def evaluate(self, method, k, loc, *shapes):
         for name, value in (("k", k), ("loc", loc)):
-            if holds_dual(value):
+            if contains_dual(value):
                 raise NotDifferentiableError(
                     f"scipy.stats.{self.name}.{method} is not differentiable in {name}: "
                     f"{name} is a count (an integer); differentiate in the parameters "
@@ -369,7 +357,7 @@ def _dirichlet_logpdf(x, alpha):
 
 
 def _multinomial_logpmf(x, n, p):
-    if holds_dual(x):
+    if contains_dual(x):
         raise NotDifferentiableError(
             "scipy.stats.multinomial.logpmf is not differentiable in x: x holds counts "
             "(integers); differentiate in p (or n) instead", *user_location())
@@ -463,7 +451,7 @@ def _method_rule(family, method):
     scipy_method = getattr(getattr(st, family.name), method)
 
     def rule(tape, *args, **kwargs):
-        if not holds_dual(args) and not holds_dual(kwargs):
+        if not contains_dual(args) and not contains_dual(kwargs):
             return scipy_method(*args, **kwargs)  # (scipy's own values)
         return evaluate(family, method, *args, **kwargs)
     rule.__name__ = f"{family.name}_{method}"
@@ -550,7 +538,7 @@ def _frozen_rule(family):
     dist = getattr(st, family.name)
 
     def rule(tape, *args, **kwargs):
-        if not holds_dual(args) and not holds_dual(kwargs):
+        if not contains_dual(args) and not contains_dual(kwargs):
             return dist(*args, **kwargs)  # (scipy's own frozen distribution)
         return Frozen(family, args, kwargs)
     rule.__name__ = family.name
@@ -580,7 +568,7 @@ def frozen_method(method):
         args, kwargs = d.args, d.kwds
 
     def call(tape, x):
-        if not holds_dual(x):
+        if not contains_dual(x):
             return method(x)
         return evaluate(family, name, x, *args, **kwargs)
     return call
