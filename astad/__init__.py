@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # the transforms typed by the function they transform (api/si
 else:
     from .api.transforms import grad, jvp, value_and_grad, vjp
     from .api.jacobians import hessian, jacfwd, jacobian, jacrev
+from .api.implicit import fixed_point
+from .api import integrate as _integrate  # noqa: F401  (scipy.integrate.odeint's rules)
 from .runtime.duals import StaleDualError
 
 from .rules import catalogue as _catalogue
@@ -42,7 +44,7 @@ __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian",
            "hessian", "StaleDualError", "reverse_diff", "DiffFunction", "Pullback",
            "register_scalar", "register_vjp", "register_elementwise", "register_jvp",
-           "custom_vjp", "custom_jvp", "stop_gradient", "AstadError",
+           "custom_vjp", "custom_jvp", "stop_gradient", "fixed_point", "AstadError",
            "InputError", "NotDifferentiableError", "SourceUnavailableError",
            "UnsupportedSyntaxError", "show", "testing", "tree_util", "register_pytree_node",
            "register_pytree_node_class", "__version__"]

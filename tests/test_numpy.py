@@ -252,8 +252,13 @@ def check_grad(f, *args, argnums=None, rtol=1e-5, atol=1e-7, eps=1e-6, seed=0):
     value, grads = f.value_and_grad(*args)
     expected_value = _scalar(f(*args))
     assert isinstance(value, float) or np.ndim(value) == 0, value
-    assert math.isclose(float(value), expected_value, rel_tol=1e-6, abs_tol=1e-9), \
-        (value, expected_value)
+    if not math.isclose(float(value), expected_value, rel_tol=1e-6, abs_tol=1e-9):
+        # (seen once in CI and never reproduced: what a second call gives tells a wrong
+        # transform from a transient one)
+        again = f.value_and_grad(*args)[0]
+        raise AssertionError(f"value_and_grad gave {value!r}, the function "
+                             f"{expected_value!r}; a second call {again!r}; arguments "
+                             f"{args!r}; runtime {astad.runtime.tape.RUNTIME}")
     _compare_all((grads,) if single else grads, f, args, nums, rtol, atol, eps, seed, "grad")
     return grads
 

@@ -60,10 +60,18 @@ _STRUCTURAL = {builtins.len, builtins.range, builtins.enumerate, builtins.zip,
                builtins.format, builtins.hash, builtins.id, builtins.int, builtins.round,
                builtins.getattr, builtins.setattr, builtins.hasattr, builtins.callable,
                builtins.issubclass, dataclasses.replace,
-               dataclasses.astuple, dataclasses.asdict, copy.copy, copy.deepcopy,
+               dataclasses.astuple, dataclasses.asdict,
                object.__setattr__, object.__delattr__, object.__getattribute__, builtins.vars,
                builtins.isinstance, builtins.type, builtins.iter, types.SimpleNamespace,
                collections.deque}
+
+
+def transformed_as_users(fn):
+    """Mark ``fn``, a function of astad's own modules, to be transformed as the user's
+    code is where differentiated code calls it (any other is taken for one of astad's
+    API functions, which run as they are on duals)."""
+    fn.transformed_as_users = True
+    return fn
 
 
 def _with_tape(f):
@@ -267,11 +275,12 @@ def rev(f):
     if transformed is not None and type(f) is not types.MethodType:
         return transformed()
     t = type(f)
-    if t in _API_CALLABLES and (getattr(f, "__module__", None) or "").startswith("astad."):
+    if t in _API_CALLABLES and (getattr(f, "__module__", None) or "").startswith("astad.") \
+            and not getattr(f, "transformed_as_users", False):
         return _with_tape(f)  # astad's own API (a gradient inside differentiated code)
     if t is types.FunctionType:
         # scipy.special's and scipy.linalg's rules, on first use
-        if (scipy_loader.pending or scipy_loader.linalg_pending) and \
+        if (scipy_loader.pending or scipy_loader.linalg_pending or scipy_loader.ABOVE) and \
                 scipy_loader.load_rules_for(f):
             return rev(f)
         if f.__code__ in GENERATED_CODE or f in _AS_THEY_ARE:
@@ -489,7 +498,9 @@ def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Entr
                 entry = build(fn, preaccumulate, as_method)
                 if len(BY_CODE) > 4096:  # (code made at run time without end: exec)
                     BY_CODE.clear()
-                BY_CODE[key] = template_of(entry, fn)
+                made = template_of(entry, fn)
+                if made is not None:  # (a function with defaults makes none: the
+                    BY_CODE[key] = made  # template of another of its code is kept)
             store(fn, entry, preaccumulate, as_method)
     return entry
 

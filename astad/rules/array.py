@@ -364,6 +364,9 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
     found.shapes_only = False
     found.refusals = None
     found.vjps = tuple(vjps)  # (the catalogue, and vjps differentiated again)
+    # numpy dispatches values of enclosing levels itself; a Python function is called
+    # through its rule at their level (the value of a derivative's derivative)
+    through_rule = not is_numpy(fn)
 
     def rule(tape, *args, **kwargs):
         values = [primal_of(a, tape) for a in args]
@@ -376,11 +379,13 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
                 raise NotDifferentiableError(
                     f"{getattr(fn, '__name__', fn)!r}: pass differentiated values to it as "
                     "arrays, not inside a list", *user_location())
-        result = fn(*values, **kwargs)
+        result = call_at_enclosing_levels(fn, values, kwargs, through_rule)
         record = recorder(result)
         kind = getattr(getattr(result, "dtype", None), "kind", "f")
         if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)
             return result
+        if kind == "c":  # (scipy.linalg.sqrtm of a matrix with a negative eigenvalue)
+            raise complex_result(fn)
         now = RECORDS.get(fn) or found  # (what astad said of its vjps after this)
         backward = _batched_vjp_backward if now.batched_vjps else vjp_backward
         if now.shapes_only:
@@ -390,7 +395,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
         return record(tape, result, backward, tuple(parents),
                       (vjps, result, values, kwargs, now.result_kind))
     found.array = rule
-    if not _is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev),
+    if not is_numpy(fn):  # a Python function: calls reach it as a primitive (calls.rev),
         # at the level of its arguments, as numpy's dispatch would take it
         name = unique_name("vjp_", fn)
         publish(name, lambda tape, *args, **kwargs: dispatch(fn, args, kwargs))
@@ -457,7 +462,22 @@ def set_rule(fn, rule) -> None:
     record(fn).array = rule
 
 
-def _is_numpy(fn) -> bool:
+def call_at_enclosing_levels(fn, values, kwargs, through_rule: bool):
+    """``fn(*values, **kwargs)``, where ``values`` may hold duals of enclosing levels:
+    numpy dispatches them itself; a Python function (``through_rule``, one registered with
+    register_vjp: scipy.linalg.expm, the user's own) is called through its rule at their
+    level, not with them."""
+    if through_rule and any(type(v) in DUAL_TYPES for v in values):
+        return dispatch(fn, values, kwargs)
+    return fn(*values, **kwargs)
+
+
+def complex_result(fn) -> NotDifferentiableError:
+    return NotDifferentiableError(f"{_called_name(fn)} returns a complex value here: astad "
+                                  "differentiates real values only", *user_location())
+
+
+def is_numpy(fn) -> bool:
     return type(fn) is np.ufunc or isinstance(fn, tuple) or (  # (a tuple: a ufunc method)
         getattr(fn, "__module__", None) or "").startswith("numpy")
 

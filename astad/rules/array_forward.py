@@ -21,7 +21,8 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, publish, record
-from .array import NonFinite, all_finite, not_differentiable, quietly
+from .array import (NonFinite, all_finite, call_at_enclosing_levels, complex_result, is_numpy,
+                    not_differentiable, quietly)
 from .array_shapes import take_index
 from ..runtime.array_dual import FArrayDual, dispatch, plain_array
 from ..runtime.duals import DUAL_TYPES, forward_dual
@@ -201,10 +202,12 @@ def apply(func, rule, handle, args, kwargs):
     if found is not None and (found.jvps is not None or found.partials is not None):
         _refuse_arguments_with_no_derivative(func, found, handle, args)
     call = getattr(func[0], func[1]) if type(func) is tuple else func  # (np.add.reduce)
-    result = call(*values, **kw)
+    result = call_at_enclosing_levels(call, values, kw, not is_numpy(call))
     kind = getattr(getattr(result, "dtype", None), "kind", "f")
     if kind in "biu":  # integers and truth values carry no derivative
         return result
+    if kind == "c":
+        raise complex_result(func)
     if found is not None and found.jvps is not None:
         tangent = _by_jvps(func, found, handle, args, values, result, kw)
     elif found is not None and found.partials is not None:

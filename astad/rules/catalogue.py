@@ -314,7 +314,7 @@ def _linalg_section() -> list:
     """scipy.linalg's solvers astad differentiates (rules/scipy_linalg.py: each a function
     of numpy's, registered for scipy's function)."""
     try:
-        from . import scipy_linalg
+        from . import scipy_linalg, scipy_matrix_functions
     except ImportError:  # scipy is optional
         return []
     intro = textwrap.wrap(
@@ -323,14 +323,25 @@ def _linalg_section() -> list:
         "which astad differentiates in both modes and to any order. The triangle scipy "
         "reads is the one differentiated: the entries it ignores get a zero gradient. "
         "With no differentiated argument scipy's own function runs. `overwrite_a`, "
-        "`overwrite_b` and `check_finite` are accepted and ignored. These functions of "
+        "`overwrite_b` and `check_finite` are accepted and ignored. `expm`, `sqrtm` "
+        "and the Sylvester and Lyapunov equations are primitives whose derivatives are "
+        "calls of the same functions (`astad/rules/scipy_matrix_functions.py`), so "
+        "they too differentiate to any order. These functions of "
         "scipy.linalg are refused by name when a differentiated value reaches them: "
         + ", ".join(f"`{name}`" for name in scipy_linalg.REFUSED) + ".", width=88)
     lines = ["## scipy.linalg", "", *intro, "",
              "| function | differentiable in | limits |", "|---|---|---|"]
-    for name, (_, differentiable, limits) in scipy_linalg.FUNCTIONS.items():
+    rows = {**{name: (differentiable, limits) for name, (_, differentiable, limits)
+               in scipy_linalg.FUNCTIONS.items()}, **scipy_matrix_functions.TABLE}
+    for name, (differentiable, limits) in rows.items():
         lines.append(f"| `scipy.linalg.{name}` | {differentiable} | {limits} |")
-    lines.append("")
+    lines += ["", "## scipy.integrate", "", *textwrap.wrap(
+        "`scipy.integrate.odeint` is differentiable in `y0`, `t` and `args`: reverse "
+        "mode by the adjoint method, forward mode by sensitivities, each integrated with "
+        "the call's tolerances (`astad/api/integrate.py`); once, not to second order; "
+        "`full_output=True` is refused. `astad.fixed_point` gives a fixed point's "
+        "derivative by the implicit function theorem (`astad/api/implicit.py`).",
+        width=88), ""]
     return lines
 
 

@@ -36,7 +36,7 @@ from ..registry import define, unique_name
 from .scalar import ad, full_primal, register_scalar
 from ..core.forward_pass import ForwardInterleaving, tangent_of
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, is_forward, is_nested, level as
-                             running_level, reverse_dual)
+                             running_level, outside_levels, reverse_dual)
 from ..runtime.tape import sweep, sweep_general
 from ..core.boundary import (Interleaving, build_gradient, contains_dual, duals_in, level_in,
                          primal, seed)
@@ -60,10 +60,15 @@ def _holds_level(value, level) -> bool:
 
 def call_user(fn, *args, **kwargs):
     """``fn(*args)`` for a function the user gave (fwd, bwd): transformed when a dual is
-    among the arguments (a derivative of a derivative), so that it is differentiated."""
+    among the arguments (a derivative of a derivative), so that it is differentiated;
+    on plain arguments, outside the levels running (a differentiation it starts itself,
+    an ``astad.vjp`` in it, is then an outermost one, with plain results)."""
     if contains_dual(args) or contains_dual(kwargs):
         return ad.rev(fn)(None, *args, **kwargs)
-    return fn(*args, **kwargs)
+    if not is_nested():
+        return fn(*args, **kwargs)
+    with outside_levels():
+        return fn(*args, **kwargs)
 
 
 class _CustomRule:

@@ -15,9 +15,10 @@ does not read get a zero gradient. ``lu_factor``'s pivots are LAPACK's row swaps
 from scipy's own factorisation of the values: the derivative holds where they do not
 change. ``overwrite_a``, ``overwrite_b`` and ``check_finite`` are accepted and ignored.
 
-Other functions of scipy.linalg that call LAPACK (``expm``, ``qr``, ``svd``, ...) are
-refused by name when a differentiated value reaches them. Registered on first use
-(rules/scipy_loader.py): ``import astad`` does not import scipy.
+expm, sqrtm and the Sylvester and Lyapunov equations are primitives with rules of their
+own (rules/scipy_matrix_functions.py). Other functions of scipy.linalg that call LAPACK
+(``logm``, ``qr``, ``svd``, ...) are refused by name when a differentiated value reaches
+them. Registered on first use (rules/scipy_loader.py): ``import astad`` does not import scipy.
 """
 from __future__ import annotations
 
@@ -217,11 +218,10 @@ FUNCTIONS = {
 }
 
 # functions of scipy.linalg that call LAPACK with no rule here: refused by name
-REFUSED = ("expm", "sqrtm", "logm", "funm", "expm_frechet", "lu", "qr", "rq", "svd",
+REFUSED = ("logm", "funm", "expm_frechet", "lu", "qr", "rq", "svd",
            "svdvals", "eig", "eigh", "eigvals", "eigvalsh", "schur", "hessenberg", "pinv",
            "pinvh", "lstsq", "polar", "ldl", "solve_banded", "solveh_banded",
-           "cholesky_banded", "cho_solve_banded", "solve_sylvester",
-           "solve_continuous_lyapunov", "solve_discrete_lyapunov", "solve_toeplitz",
+           "cholesky_banded", "cho_solve_banded", "solve_discrete_lyapunov", "solve_toeplitz",
            "solve_circulant")
 
 

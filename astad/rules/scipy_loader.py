@@ -16,6 +16,9 @@ from ..registry import on_missing
 pending = True  # scipy.special's rules not registered yet
 stats_pending = True  # scipy.stats' rules not registered yet
 linalg_pending = True  # scipy.linalg's rules not registered yet
+# module -> the loader of its rules, for rules that live in a layer above this one (they
+# differentiate the user's function inside them: astad/api/integrate.py registers its own)
+ABOVE: dict = {}
 
 
 def load_rules_for(f) -> bool:
@@ -29,6 +32,10 @@ def load_rules_for(f) -> bool:
     module = module if type(module) is str else ""  # (a class's __module__ slot: not str)
     if linalg_pending and "scipy.linalg" in sys.modules and module.startswith("scipy.linalg"):
         return _load_linalg()
+    for name in list(ABOVE):
+        if module.startswith(name) and name in sys.modules:
+            ABOVE.pop(name)()
+            return True
     global pending
     if not pending or "scipy.special" not in sys.modules:
         return False
@@ -55,7 +62,8 @@ def _load_stats() -> bool:
 def _load_linalg() -> bool:
     global linalg_pending
     linalg_pending = False
-    from . import scipy_linalg
+    from . import scipy_linalg, scipy_matrix_functions
+    scipy_matrix_functions.register_all(scipy_linalg.REGISTERED)
     scipy_linalg.register_all()
     return True
 

@@ -422,6 +422,34 @@ class level:
         return False
 
 
+class outside_levels:
+    """``with outside_levels():`` code on plain values that runs while differentiations
+    are running but is no part of them (a custom rule's own body): inside, none is
+    running, so a differentiation it starts itself is the outermost (its arguments are
+    not made constants of the others, its results are plain). The state is emptied and
+    restored in place (the compiled rules hold its dicts)."""
+
+    __slots__ = ("stack", "depth", "writes")
+
+    def __enter__(self):
+        state = running
+        self.stack, self.depth, self.writes = list(state.stack), dict(state.depth), \
+            dict(state.writes)
+        state.stack.clear()
+        state.depth.clear()
+        state.writes.clear()
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        state = running
+        state.stack[:] = self.stack
+        state.depth.clear()
+        state.depth.update(self.depth)
+        state.writes.clear()
+        state.writes.update(self.writes)
+        return False
+
+
 def is_running(handle) -> bool:
     return id(handle) in running.depth
 
