@@ -44,7 +44,8 @@ def numbers(line: str) -> list:
 
 def test_every_example_is_tested():
     tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py",
-              "saddle.py", "particle.py", "scale_out.py", "newton_chain.py"}
+              "saddle.py", "particle.py", "scale_out.py", "newton_chain.py", "ode_fit.py",
+              "gaussian_process.py", "equilibrium.py"}
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested | TESTED_ELSEWHERE
 
 
@@ -234,3 +235,42 @@ def test_newton_chain_with_the_hessian():
         # second order: E(x + d) - E(x) = d H d / 2 + O(|d|^3) at a minimum
         assert chain.energy(rest + d) - chain.energy(rest) == pytest.approx(
             0.5 * d @ h @ d, rel=1e-3)
+
+
+@pytest.mark.slow
+def test_ode_fit_recovers_the_rates():
+    out = run("ode_fit.py")
+    assert out.startswith("OK: the misfit's gradient matches finite differences")
+    start = numbers(next(line for line in out.splitlines() if "at the start" in line))[0]
+    after = numbers(next(line for line in out.splitlines() if "after the fit" in line))[0]
+    assert after < start / 100
+    for line in out.splitlines():
+        if line[:2] in ("a ", "b ", "c ", "d "):
+            true, fitted = numbers(line)
+            assert abs(fitted - true) < 0.05 * true, line
+
+
+@pytest.mark.slow
+def test_gaussian_process_fits_its_kernel():
+    out = run("gaussian_process.py")
+    assert out.startswith("OK: the log marginal likelihood's gradient matches")
+    before = numbers(next(line for line in out.splitlines() if "at the start" in line))
+    after = numbers(next(line for line in out.splitlines() if "after the fit" in line))
+    assert after[0] > before[0] + 10
+    length, scale, noise = numbers(next(line for line in out.splitlines()
+                                        if line.startswith("length scale")))
+    assert abs(noise - 0.1) < 0.04  # the noise the data were made with
+    assert numbers(next(line for line in out.splitlines() if "largest error" in line))[0] < 0.3
+    module = load("gaussian_process.py")
+    x, y = module.data(n=12)
+    check_grads(module.log_marginal_likelihood, np.array([0.3, 0.1, -1.2]), x, y, argnums=0)
+
+
+@pytest.mark.slow
+def test_equilibrium_model_trains():
+    out = run("equilibrium.py")
+    assert out.startswith("OK: the loss's gradient matches finite differences")
+    start = numbers(next(line for line in out.splitlines() if "at the start" in line))[0]
+    after = numbers(next(line for line in out.splitlines() if "after the fit" in line))[0]
+    assert after < start / 20
+    assert numbers(next(line for line in out.splitlines() if "largest error" in line))[0] < 0.3
