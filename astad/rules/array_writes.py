@@ -49,7 +49,9 @@ from .array_shapes import index_scatter
 from .array_views import View, is_basic_index
 from ..registry import ad, define, publish, record
 from .array_building import full, full_like
-from ..runtime.tape import UNDO
+from ..runtime.array_rows import (accumulate_rows, rows_accept, rows_first, rows_index,
+                                  unbroadcast_rows)
+from ..runtime.tape import BATCHED_BACKWARDS, UNDO
 
 
 # -- the write entries (reverse mode) --------------------------------------------------------
@@ -64,13 +66,21 @@ class Write:
         self.target, self.index, self.old, self.new = target, index, old, new
         self.view, self.value_shape, self.survivors = view, value_shape, survivors
 
-    def region(self, a):
-        """The values of ``a`` (shaped like the root) where the write went."""
-        return self.view(a)[self.index]
+    def region(self, a, rows: bool = False):
+        """The values of ``a`` (shaped like the root) where the write went; ``rows``: of
+        each row of ``a`` (a leading axis), the rows first."""
+        if not rows:
+            return self.view(a)[self.index]
+        index, axis = rows_index(self.index)
+        return rows_first(self.view(a, True)[index], axis)
 
-    def zero(self, a) -> None:
-        """Set the region of ``a`` (an ndarray shaped like the root) to zero."""
-        self.view(a)[self.index] = 0.0
+    def zero(self, a, rows: bool = False) -> None:
+        """Set the region of ``a`` (an ndarray shaped like the root, with a leading axis
+        of rows if ``rows``) to zero."""
+        if rows:
+            self.view(a, True)[rows_index(self.index)[0]] = 0.0
+        else:
+            self.view(a)[self.index] = 0.0
 
     def undo(self):
         _put_back(self.target, self.index, self.old)
@@ -114,6 +124,34 @@ def _write_backward(adjoint, arrays, k, parents, write):
                 else:  # (a derivative of a derivative: no write into a dual)
                     accumulate(adjoint, arrays, parent, zero_region(g, write))
     write.undo()
+
+
+def _write_rows(adjoint, arrays, k, parents, write, width) -> bool:
+    """_write_backward on all rows of a Jacobian at once: the region taken and zeroed in
+    every row."""
+    g = arrays.get(k)
+    if g is not None and g is not UNDO and parents:
+        if type(g) is not np.ndarray or g.shape[:1] != (width,) or \
+                not rows_accept(arrays, [parent for _, parent in parents], width):
+            return False  # (a derivative of a derivative: once per row)
+        arrays.pop(k)
+        for position, parent in parents:
+            if position == 1:  # the value written
+                part = write.region(g, rows=True)
+                part = part * write.survivors if write.survivors is not None else part.copy()
+                accumulate_rows(adjoint, arrays, parent,
+                                unbroadcast_rows(part, write.value_shape, width), width, True)
+        for position, parent in parents:
+            if position == 0:  # the version written over
+                write.zero(g, rows=True)
+                accumulate_rows(adjoint, arrays, parent, g, width, True)
+    else:
+        arrays.pop(k, None)
+    write.undo()
+    return True
+
+
+BATCHED_BACKWARDS[_write_backward] = _write_rows
 
 
 def zero_region(g, write):
