@@ -16,7 +16,8 @@ from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negati
 from ..runtime.array_dual import (accumulate, add_check, made_array, cotangent, dispatch,
                                   is_active, new_array, new_scalar, parent_of, plain_array,
                                   primal_of, take_index)
-from ..runtime.array_rows import add_rows, rows_accept, rows_at, rows_cotangent, rows_index
+from ..runtime.array_rows import (add_rows, gather_rows, on_leading_rows, rows_accept,
+                                  rows_at, rows_cotangent, rows_index)
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.duals import DUAL_TYPES, ScalarDual
 from ..runtime.tape import BATCHED_BACKWARDS
@@ -166,7 +167,8 @@ shapes_only(np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
             np.moveaxis, np.swapaxes)
 batched_vjps(np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
              np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
-             np.moveaxis, np.swapaxes)
+             np.moveaxis, np.swapaxes, np.asanyarray, np.require, np.ascontiguousarray,
+             np.asfortranarray)
 
 
 def _resolve_order(value, order):
@@ -384,7 +386,9 @@ def index_scatter(g, index, shape, dtype):
     return out
 
 
-register_vjp(index_scatter, lambda g, r, c, index, shape, dtype: g[index])
+register_vjp(index_scatter, lambda g, r, c, index, shape, dtype: on_leading_rows(
+    g, len(shape), lambda a, rows: gather_rows(a, index) if rows else a[index]))
+batched_vjps(index_scatter)
 register_jvp(index_scatter, lambda t, r, c, index, shape, dtype: index_scatter(
     t, index, shape, dtype))
 

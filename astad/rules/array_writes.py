@@ -44,7 +44,7 @@ from ..runtime.array_dual import (ARRAY_DUALS, FArrayDual, accumulate, constant,
                                   made_array, parent_of, plain_array, unbroadcast)
 from ..runtime.dependence import carries_derivative
 from ..runtime.duals import (DUAL_TYPES, innermost, running)
-from .array import (register_jvp, register_vjp)
+from .array import batched_vjps, register_jvp, register_vjp
 from .array_shapes import index_scatter
 from .array_views import View, is_basic_index
 from ..registry import ad, define, publish, record
@@ -154,13 +154,18 @@ def _write_rows(adjoint, arrays, k, parents, write, width) -> bool:
 BATCHED_BACKWARDS[_write_backward] = _write_rows
 
 
-def zero_region(g, write):
+def zero_region(g, write, ndim=None):
     """``g`` with the region of ``write`` set to zero (a new array): the differentiable
-    form of ``Write.zero``."""
+    form of ``Write.zero``; in every leading row of ``g`` beyond the root's ``ndim``
+    axes (None: none)."""
     if type(g) in DUAL_TYPES:
-        return dispatch(zero_region, (g, write), {})
+        return dispatch(zero_region, (g, write) if ndim is None else (g, write, ndim), {})
     out = np.array(g)
-    write.zero(out)
+    lead = 0 if ndim is None else out.ndim - ndim
+    if lead:  # (the leading axes as one axis of rows: a view of ``out``, contiguous)
+        write.zero(np.reshape(out, (-1,) + out.shape[lead:]), True)
+    else:
+        write.zero(out)
     return out
 
 
@@ -511,5 +516,8 @@ define("np_copy", _copy, np.copy)
 
 
 # -- the primitives the backward steps use: differentiable again -------------------------------
-register_vjp(zero_region, lambda g, r, value, write: zero_region(g, write))
-register_jvp(zero_region, lambda t, r, value, write: zero_region(t, write))
+register_vjp(zero_region, lambda g, r, value, write, ndim=None: zero_region(
+    g, write, np.ndim(value) if ndim is None else ndim))
+register_jvp(zero_region, lambda t, r, value, write, ndim=None: zero_region(
+    t, write, np.ndim(value) if ndim is None else ndim), batched=True)
+batched_vjps(zero_region)

@@ -133,3 +133,21 @@ def rows_first(value, axis):
 def rows_at(g, axis):
     """``g`` (rows first) laid out as ``x[rows]`` is: the rows at ``axis``."""
     return g if axis == 0 else np.moveaxis(g, 0, axis)
+
+
+def gather_rows(a, index):
+    """``a[index]`` of every row of ``a`` (a leading axis), the rows first."""
+    rows, axis = rows_index(index)
+    return rows_first(a[rows], axis)
+
+
+def on_leading_rows(g, core_ndim, fn):
+    """``fn(a, rows)`` of ``g`` (``(*lead, *core)``, ``core_ndim`` axes in the core): of
+    ``g`` itself when it has no leading axes (``rows`` False), else of its leading axes
+    made one axis of rows (``fn`` gives its result with the rows first), put back. A
+    backward step's own primitive (a scatter, a view's region) has a batched vjp so."""
+    lead = np.shape(g)[:np.ndim(g) - core_ndim]
+    if not lead:
+        return fn(g, False)
+    out = fn(np.reshape(g, (-1,) + np.shape(g)[len(lead):]), True)
+    return np.reshape(out, lead + np.shape(out)[1:])
