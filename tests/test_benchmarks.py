@@ -129,3 +129,20 @@ def test_arrays_peer_forms_agree_with_astad():
                                peers=peers)
             for key, module in peers.items():
                 assert (row[f"{key}_s"] is None) == (module is None)
+
+
+@pytest.mark.slow
+def test_hand_jacobian_quick(tmp_path):
+    """benchmarks/hand_jacobian.py --quick: jacrev, the pullbacks and jacfwd agree on the
+    hand-tracking model, and every variant is timed (no ratio is asserted)."""
+    out = tmp_path / "hand_jacobian.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hand_jacobian.py"),
+                           "--quick", "--out", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["mode"] == "quick" and result["max_relative_difference"] < 1e-10
+    assert set(result["medians_s"]) == {"primal", "astad.jacrev", "astad.jacfwd",
+                                        "300 pullbacks of one f.vjp"}
+    assert all(_positive(t) for t in result["medians_s"].values())
+    assert "| astad.jacrev |" in out.with_suffix(".md").read_text()

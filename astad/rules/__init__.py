@@ -31,6 +31,7 @@ from . import linalg_decompositions  # noqa: F401
 from . import linalg_norms_lstsq  # noqa: F401
 from . import array_views  # noqa: F401  (arrays sharing memory: numpy's answer)
 from . import array_writes  # noqa: F401  (writes into arrays)
+from . import array_write_calls  # noqa: F401  (numpy's functions writing, or making arrays)
 from . import numpy_values  # noqa: F401  (lists and floats to numpy)
 from . import custom  # noqa: F401
 from . import scipy_loader  # noqa: F401  (scipy.special's, scipy.stats' rules, on first use)

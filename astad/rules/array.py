@@ -22,10 +22,11 @@ from ..registry import RECORDS, publish, record, renew, unique_name
 from ..registry import named as registry_named
 from .from_scalar import partials_of
 from ..runtime.array_dual import (PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, made_array,
-                                  accumulate, accumulate_rows, add_check, cotangent, dispatch,
-                                  index_of, is_active, new_array, new_scalar, parent_of,
-                                  primal_of, qualified_name, rows_accept, rows_cotangent,
-                                  unbroadcast, unbroadcast_rows)
+                                  accumulate, add_check, cotangent, dispatch, index_of,
+                                  is_active, new_array, new_scalar, parent_of, primal_of,
+                                  qualified_name, unbroadcast)
+from ..runtime.array_rows import (accumulate_rows, add_rows, rows_accept, rows_cotangent,
+                                  unbroadcast_rows)
 from ..runtime.duals import DUAL_TYPES, reverse_dual, running
 from ..runtime.tape import BATCHED_BACKWARDS, native
 from ..errors import NotDifferentiableError, api_boundary, user_location
@@ -321,34 +322,48 @@ def vjp_backward(adjoint, arrays, k, parents, context):
                    fresh)
 
 
-def _batched_vjp_backward(adjoint, arrays, k, parents, context):
+def batched_vjp_backward(adjoint, arrays, k, parents, context):
     """vjp_backward, for a function whose vjps are batched (the entry's backward says
     so)."""
     vjp_backward(adjoint, arrays, k, parents, context)
 
 
 def _vjp_rows(adjoint, arrays, k, parents, context, width) -> bool:
-    """The vjps on all rows of a Jacobian at once (batched vjps take leading axes),
-    each result checked to have one row per output row before any is added."""
-    vjps, result, values, kwargs, _ = context
-    g = rows_cotangent(adjoint, arrays, k, width)
-    if g is None or not rows_accept(arrays, [parent for _, parent in parents], width):
+    """The vjps on all rows of a Jacobian at once (batched vjps take leading axes)."""
+    vjps, result, values, kwargs, kind = context
+    if _holds_dual(values, result):  # (a derivative of a derivative)
         return False
-    pieces = []
-    for position, parent in parents:
-        value = vjps[position](g, result, *values, **kwargs)
-        expected = (width,) if parent[1] is None else (width,) + parent[1]
-        if type(value) is not np.ndarray or value.shape != expected:
-            return False
-        pieces.append((parent, value))
-    arrays.pop(k, None)
-    fresh = context[4] is NEW_ARRAYS
-    for parent, value in pieces:
-        accumulate_rows(adjoint, arrays, parent, value, width, fresh)
-    return True
+    return add_rows(adjoint, arrays, k, parents, width, lambda g: {
+        position: vjps[position](g, result, *values, **kwargs) for position, _ in parents},
+        fresh=kind is NEW_ARRAYS)
 
 
-BATCHED_BACKWARDS[_batched_vjp_backward] = _vjp_rows
+def _vjp_each_row(adjoint, arrays, k, parents, context, width) -> bool:
+    """vjp_backward on all rows, for vjps written for one cotangent (a user's own): each
+    vjp is called once per row, its results stacked into one array of rows (what
+    accumulate makes of one: summed for a scalar, broadcast to an array's shape)."""
+    vjps, result, values, kwargs, _ = context
+    if _holds_dual(values, result):
+        return False
+
+    def parts(g):
+        out = {}
+        for position, (_, shape, dtype) in parents:
+            rows = [vjps[position](g[j], result, *values, **kwargs) for j in range(width)]
+            if any(type(row) not in PLAIN_OPERANDS for row in rows):
+                return {}  # (a dual, a list: once per row, through the sweep)
+            out[position] = np.array([np.sum(row) for row in rows]) if shape is None else \
+                np.array([np.broadcast_to(row, shape) for row in rows], dtype=dtype)
+        return out
+    return add_rows(adjoint, arrays, k, parents, width, parts, fresh=True)
+
+
+def _holds_dual(values, result) -> bool:
+    return type(result) in DUAL_TYPES or any(type(v) in DUAL_TYPES for v in values)
+
+
+BATCHED_BACKWARDS[vjp_backward] = _vjp_each_row
+BATCHED_BACKWARDS[batched_vjp_backward] = _vjp_rows
 
 
 @api_boundary
@@ -387,7 +402,7 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
         if kind == "c":  # (scipy.linalg.sqrtm of a matrix with a negative eigenvalue)
             raise complex_result(fn)
         now = RECORDS.get(fn) or found  # (what astad said of its vjps after this)
-        backward = _batched_vjp_backward if now.batched_vjps else vjp_backward
+        backward = batched_vjp_backward if now.batched_vjps else vjp_backward
         if now.shapes_only:
             return record(tape, result, backward, tuple(parents),
                           (vjps, None, [_placeholder(v) for v in values], kwargs,

@@ -18,6 +18,9 @@ from .array_einsum import (EINSUM_JVPS, EINSUM_VJPS, einsum_partial, einsum_tang
     split_arguments)
 from ..runtime.array_dual import (cotangent, accumulate, is_active, parent_of,
     primal_of)
+from ..runtime.array_rows import add_rows
+from ..runtime.duals import DUAL_TYPES
+from ..runtime.tape import BATCHED_BACKWARDS
 
 
 def _swap(a):
@@ -271,6 +274,19 @@ def _einsum_backward(adjoint, arrays, k, parents, context):
     g = cotangent(adjoint, arrays, k)
     for j, parent in parents:
         accumulate(adjoint, arrays, parent, _einsum_partial(j, g, subscripts, values))
+
+
+def _einsum_rows(adjoint, arrays, k, parents, context, width) -> bool:
+    """_einsum_backward on all rows at once: an einsum's partials take the cotangent
+    with leading axes (its ``...``)."""
+    subscripts, values = context
+    if any(type(v) in DUAL_TYPES for v in values):  # (a derivative of a derivative)
+        return False
+    return add_rows(adjoint, arrays, k, parents, width, lambda g: {
+        j: _einsum_partial(j, g, subscripts, values) for j, _ in parents}, fresh=True)
+
+
+BATCHED_BACKWARDS[_einsum_backward] = _einsum_rows
 
 
 def _einsum_rule(tape, *args, **kwargs):

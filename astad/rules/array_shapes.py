@@ -15,7 +15,9 @@ from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negati
     negative_axis, sum_to_shape)
 from ..runtime.array_dual import (accumulate, add_check, made_array, cotangent, dispatch,
                                   is_active, new_array, new_scalar, parent_of, plain_array,
-                                  primal_of, rows_accept, rows_cotangent, take_index)
+                                  primal_of, take_index)
+from ..runtime.array_rows import (add_rows, gather_rows, on_leading_rows, rows_accept,
+                                  rows_at, rows_cotangent, rows_index)
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.duals import DUAL_TYPES, ScalarDual
 from ..runtime.tape import BATCHED_BACKWARDS
@@ -165,7 +167,8 @@ shapes_only(np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
             np.moveaxis, np.swapaxes)
 batched_vjps(np.cumsum, np.transpose, np.reshape, np.ravel, np.squeeze,
              np.expand_dims, np.broadcast_to, np.copy, np.flip, np.asarray,
-             np.moveaxis, np.swapaxes)
+             np.moveaxis, np.swapaxes, np.asanyarray, np.require, np.ascontiguousarray,
+             np.asfortranarray)
 
 
 def _resolve_order(value, order):
@@ -208,7 +211,19 @@ def _pieces_backward(adjoint, arrays, k, parents, context):
         accumulate(adjoint, arrays, parent, pieces[position])
 
 
+def _pieces_rows(adjoint, arrays, k, parents, context, width) -> bool:
+    """_pieces_backward on all rows at once: the split's axes count from the end, so it
+    splits a cotangent with a leading axis of rows as it splits one row."""
+    split, = context
+    return add_rows(adjoint, arrays, k, parents, width, split)
+
+
+BATCHED_BACKWARDS[_pieces_backward] = _pieces_rows
+
+
 def record_join(tape, join, split, items, *args, **kwargs):
+    """Record ``join(items)``; ``split(g)`` gives each item's cotangent, reading axes
+    from the end (so that it also splits ``g`` with leading axes: _pieces_rows)."""
     items = list(items)
     values = [primal_of(x, tape) for x in items]
     result = join(values, *args, **kwargs)
@@ -224,15 +239,23 @@ def _concatenate_rule(tape, arrays_, axis=0, **kwargs):
         axis = 0
     sizes = [np.shape(x)[axis] for x in items]
     bounds = np.cumsum(sizes)[:-1]
-    return record_join(tape, np.concatenate, lambda g: np.split(g, bounds, axis=axis), items,
-                 axis=axis, **kwargs)
+    end = _from_end(axis, np.ndim(items[0]))
+    return record_join(tape, np.concatenate, lambda g: np.split(g, bounds, axis=end), items,
+                       axis=axis, **kwargs)
 
 
 def _stack_rule(tape, arrays_, axis=0, **kwargs):
     items = list(arrays_)
+    end = _from_end(axis, np.ndim(items[0]) + 1)
     return record_join(tape, np.stack,
-                 lambda g: [np.take(g, j, axis=axis) for j in range(len(items))], items,
-                 axis=axis, **kwargs)
+                       lambda g: [np.take(g, j, axis=end) for j in range(len(items))], items,
+                       axis=axis, **kwargs)
+
+
+def _from_end(axis, ndim) -> int:
+    """``axis`` of an array of ``ndim`` axes, counted from the end (negative); numpy's
+    error for an axis out of range is raised by the join itself."""
+    return axis - ndim if 0 <= axis < ndim else axis
 
 
 set_rule(np.concatenate, _concatenate_rule)
@@ -305,27 +328,22 @@ def _index_backward(adjoint, arrays, k, parents, context):
 
 def _index_rows(adjoint, arrays, k, parents, context, width) -> bool:
     """_index_backward (and _scalar_index_backward) on all rows of a Jacobian at once:
-    the index with a leading ``:``. Not for an index mixing arrays with other integers or
-    arrays, where numpy moves the indexed axes first (and not for duals)."""
+    the index with a leading ``:`` (array_rows.rows_index: where numpy puts the rows)."""
     index, = context
     (parent,) = parents
     slot, shape, dtype = parent
     g = rows_cotangent(adjoint, arrays, k, width)
-    parts = index if type(index) is tuple else (index,)
-    fancy = [p for p in parts if isinstance(p, (list, np.ndarray))]
-    if g is None or shape is None or not rows_accept(arrays, parents, width) or (
-            fancy and (len(fancy) > 1 or any(isinstance(p, (int, np.integer))
-                                             for p in parts))):
+    if g is None or shape is None or not rows_accept(arrays, parents, width):
         return False
     arrays.pop(k, None)
     existing = arrays.get(slot)
     if existing is None:
         existing = arrays[slot] = np.zeros((width,) + shape, dtype=dtype)
-    rows = (slice(None),) + parts
+    rows, axis = rows_index(index)
     if may_repeat(index):
-        np.add.at(existing, rows, g)
+        np.add.at(existing, rows, rows_at(g, axis))
     else:
-        existing[rows] += g
+        existing[rows] += rows_at(g, axis)
     return True
 
 
@@ -368,7 +386,9 @@ def index_scatter(g, index, shape, dtype):
     return out
 
 
-register_vjp(index_scatter, lambda g, r, c, index, shape, dtype: g[index])
+register_vjp(index_scatter, lambda g, r, c, index, shape, dtype: on_leading_rows(
+    g, len(shape), lambda a, rows: gather_rows(a, index) if rows else a[index]))
+batched_vjps(index_scatter)
 register_jvp(index_scatter, lambda t, r, c, index, shape, dtype: index_scatter(
     t, index, shape, dtype))
 

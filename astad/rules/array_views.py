@@ -24,9 +24,10 @@ from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import (ARRAY_DUALS, ArrayDual, FArrayDual, accumulate, dispatch,
                                   plain_array)
 from ..runtime.duals import DUAL_TYPES
-from .array import register_jvp, register_vjp
+from .array import batched_vjps, register_jvp, register_vjp
 from .array_shapes import as_dtype, take_index
 from ..registry import publish, record
+from ..runtime.array_rows import on_leading_rows
 from ..runtime.tape import BATCHED_BACKWARDS
 
 
@@ -352,7 +353,9 @@ def region_add(base, view, g, shape, dtype):
 
 # -- the primitives the backward steps use: differentiable again -------------------------------
 register_vjp(region_add, lambda g, r, base, view, value, shape, dtype: g,
-             None, lambda g, r, base, view, value, shape, dtype: view(g))
+             None, lambda g, r, base, view, value, shape, dtype: on_leading_rows(
+                 g, len(shape), view))
+batched_vjps(region_add)
 register_jvp(region_add, lambda t, r, base, view, value, shape, dtype: t,
              None, lambda t, r, base, view, value, shape, dtype: region_add(
                  None, view, t, shape, dtype))

@@ -41,15 +41,15 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.array_dual import (ARRAY_DUALS, FArrayDual, accumulate, constant, dispatch,
-                                  made_array, parent_of, plain_array, unbroadcast)
+                                  parent_of, plain_array, unbroadcast)
 from ..runtime.dependence import carries_derivative
 from ..runtime.duals import (DUAL_TYPES, innermost, running)
-from .array import (register_jvp, register_vjp)
-from .array_shapes import index_scatter
+from .array import batched_vjps, register_jvp, register_vjp
 from .array_views import View, is_basic_index
-from ..registry import ad, define, publish, record
-from .array_building import full, full_like
-from ..runtime.tape import UNDO
+from ..registry import ad, publish
+from ..runtime.array_rows import (accumulate_rows, rows_accept, rows_first, rows_index,
+                                  unbroadcast_rows)
+from ..runtime.tape import BATCHED_BACKWARDS, UNDO
 
 
 # -- the write entries (reverse mode) --------------------------------------------------------
@@ -64,13 +64,21 @@ class Write:
         self.target, self.index, self.old, self.new = target, index, old, new
         self.view, self.value_shape, self.survivors = view, value_shape, survivors
 
-    def region(self, a):
-        """The values of ``a`` (shaped like the root) where the write went."""
-        return self.view(a)[self.index]
+    def region(self, a, rows: bool = False):
+        """The values of ``a`` (shaped like the root) where the write went; ``rows``: of
+        each row of ``a`` (a leading axis), the rows first."""
+        if not rows:
+            return self.view(a)[self.index]
+        index, axis = rows_index(self.index)
+        return rows_first(self.view(a, True)[index], axis)
 
-    def zero(self, a) -> None:
-        """Set the region of ``a`` (an ndarray shaped like the root) to zero."""
-        self.view(a)[self.index] = 0.0
+    def zero(self, a, rows: bool = False) -> None:
+        """Set the region of ``a`` (an ndarray shaped like the root, with a leading axis
+        of rows if ``rows``) to zero."""
+        if rows:
+            self.view(a, True)[rows_index(self.index)[0]] = 0.0
+        else:
+            self.view(a)[self.index] = 0.0
 
     def undo(self):
         _put_back(self.target, self.index, self.old)
@@ -116,13 +124,46 @@ def _write_backward(adjoint, arrays, k, parents, write):
     write.undo()
 
 
-def zero_region(g, write):
+def _write_rows(adjoint, arrays, k, parents, write, width) -> bool:
+    """_write_backward on all rows of a Jacobian at once: the region taken and zeroed in
+    every row."""
+    g = arrays.get(k)
+    if g is not None and g is not UNDO and parents:
+        if type(g) is not np.ndarray or g.shape[:1] != (width,) or \
+                not rows_accept(arrays, [parent for _, parent in parents], width):
+            return False  # (a derivative of a derivative: once per row)
+        arrays.pop(k)
+        for position, parent in parents:
+            if position == 1:  # the value written
+                part = write.region(g, rows=True)
+                part = part * write.survivors if write.survivors is not None else part.copy()
+                accumulate_rows(adjoint, arrays, parent,
+                                unbroadcast_rows(part, write.value_shape, width), width, True)
+        for position, parent in parents:
+            if position == 0:  # the version written over
+                write.zero(g, rows=True)
+                accumulate_rows(adjoint, arrays, parent, g, width, True)
+    else:
+        arrays.pop(k, None)
+    write.undo()
+    return True
+
+
+BATCHED_BACKWARDS[_write_backward] = _write_rows
+
+
+def zero_region(g, write, ndim=None):
     """``g`` with the region of ``write`` set to zero (a new array): the differentiable
-    form of ``Write.zero``."""
+    form of ``Write.zero``; in every leading row of ``g`` beyond the root's ``ndim``
+    axes (None: none)."""
     if type(g) in DUAL_TYPES:
-        return dispatch(zero_region, (g, write), {})
+        return dispatch(zero_region, (g, write) if ndim is None else (g, write, ndim), {})
     out = np.array(g)
-    write.zero(out)
+    lead = 0 if ndim is None else out.ndim - ndim
+    if lead:  # (the leading axes as one axis of rows: a view of ``out``, contiguous)
+        write.zero(np.reshape(out, (-1,) + out.shape[lead:]), True)
+    else:
+        write.zero(out)
     return out
 
 
@@ -357,121 +398,9 @@ IN_PLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
             "/=": operator.itruediv, "%=": operator.imod, "**=": operator.ipow}
 
 
-# -- numpy functions that write into an argument ------------------------------------------------
-def _add_at(a, index, b=None):
-    """np.add.at(a, index, b): b added at index, repeated indices adding each time."""
-    index = index if type(index) is tuple else (index,)
-    total = a + index_scatter(b, index, np.shape(a), _dtype(a))
-    primal = plain_array(total)  # (under every level: total is new)
-    if type(total) in ARRAY_DUALS and type(primal) is np.ndarray:
-        # numpy adds a repeated index's values one at a time, rounding after each: the
-        # primal as numpy computes it (the derivative is the same linear map)
-        exact = np.array(plain_array(a), dtype=primal.dtype)
-        np.add.at(exact, index, plain_array(b))
-        primal[...] = exact
-    setitem(None, total, a, Ellipsis)
-
-
-def _copyto(dst, src, casting="same_kind", where=True):
-    if where is not True:
-        raise NotDifferentiableError("astad differentiates np.copyto without where=",
-                                     *user_location())
-    setitem(None, src, dst, Ellipsis)
-
-
-def _put_along_axis(arr, indices, values, axis):
-    setitem(None, values, arr, _along_axis(np.shape(arr), np.asarray(indices), axis))
-
-
-def _put(a, ind, v, mode="raise"):
-    """np.put: ``v`` (repeated as needed) at the flat positions ``ind`` of ``a``, in any
-    layout; a repeated position keeps its last value, as numpy's."""
-    shape = np.shape(a)
-    positions = np.asarray(ind, dtype=np.intp).ravel()
-    size = int(np.prod(shape))
-    if mode == "wrap":
-        positions = positions % size
-    elif mode == "clip":
-        positions = np.clip(positions, 0, size - 1)
-    positions = np.where(positions < 0, positions + size, positions)
-    values = v if type(v) in ARRAY_DUALS else np.asarray(v) if type(v) not in DUAL_TYPES \
-        else ad.np_asarray(None, v)
-    if np.size(values) != positions.size:  # (numpy repeats the values in turn)
-        values = np.reshape(values, (-1,))[np.arange(positions.size) % max(np.size(values), 1)]
-    else:
-        values = np.reshape(values, (-1,))
-    setitem(None, values, a, np.unravel_index(positions, shape))
-
-
-def _along_axis(shape, indices, axis) -> tuple:
-    """The fancy index np.put_along_axis writes: ``indices`` along ``axis``, every other
-    axis by position."""
-    if axis is None:
-        return (indices.ravel(),) if len(shape) == 1 else np.unravel_index(indices.ravel(),
-                                                                              shape)
-    axis %= len(shape)
-    parts = []
-    for k, n in enumerate(indices.shape):
-        if k == axis:
-            parts.append(indices)
-        else:
-            shape_k = [1] * indices.ndim
-            shape_k[k] = n
-            parts.append(np.arange(n).reshape(shape_k))
-    return tuple(parts)
-
-
-def _dtype(a):
-    while type(a) in DUAL_TYPES:
-        a = a.v
-    return a.dtype
-
-
-# numpy functions that write into an argument: dispatch calls them instead of a rule
-for _fn, _writer in (((np.add, "at"), _add_at), (np.copyto, _copyto),
-                     (np.put_along_axis, _put_along_axis), (np.put, _put)):
-    record(_fn).writer = _writer
-
-
-# -- arrays made inside differentiated code ------------------------------------------------------
-def _creation(fn):
-    """The rule of a function making a new array: a differentiated constant."""
-    def rule(tape, *args, **kwargs):
-        plain = [plain_array(a) for a in args]  # (zeros_like(x) of a differentiated x: x's shape)
-        return made_array(fn(*plain, **{k: plain_array(v) for k, v in kwargs.items()}))
-    rule.__name__ = f"np_{fn.__name__}"
-    return rule
-
-
-for _fn in (np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.eye,
-            np.identity):
-    define(f"np_{_fn.__name__}", _creation(_fn), _fn)
-
-
-def _made(rule):
-    """A rule making a new array (np.full's, for a differentiated fill): what it gives for
-    a plain fill, a differentiated constant."""
-    def made(tape, *args, **kwargs):
-        value = rule(tape, *args, **kwargs)
-        return value if type(value) in DUAL_TYPES else made_array(value)
-    return made
-
-
-define("np_full", _made(full), np.full)  # (np.full dispatches on like= only)
-define("np_full_like", _made(full_like), np.full_like)
-
-
-def _copy(tape, a, *args, **kwargs):
-    """np.copy: of a differentiated array, its rule (a copy is differentiated); of a
-    plain one, a new differentiated constant."""
-    if type(a) in DUAL_TYPES:
-        return dispatch(np.copy, (a,) + args, kwargs)
-    return made_array(np.copy(a, *args, **kwargs))
-
-
-define("np_copy", _copy, np.copy)
-
-
 # -- the primitives the backward steps use: differentiable again -------------------------------
-register_vjp(zero_region, lambda g, r, value, write: zero_region(g, write))
-register_jvp(zero_region, lambda t, r, value, write: zero_region(t, write))
+register_vjp(zero_region, lambda g, r, value, write, ndim=None: zero_region(
+    g, write, np.ndim(value) if ndim is None else ndim))
+register_jvp(zero_region, lambda t, r, value, write, ndim=None: zero_region(
+    t, write, np.ndim(value) if ndim is None else ndim), batched=True)
+batched_vjps(zero_region)

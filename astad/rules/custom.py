@@ -37,7 +37,7 @@ from .scalar import ad, full_primal, register_scalar
 from ..core.forward_pass import ForwardInterleaving, tangent_of
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, is_forward, is_nested, level as
                              running_level, outside_levels, reverse_dual)
-from ..runtime.tape import sweep, sweep_general
+from ..runtime.tape import BATCHED_BACKWARDS, sweep, sweep_general
 from ..core.boundary import (Interleaving, build_gradient, contains_dual, duals_in, level_in,
                          primal, seed)
 
@@ -365,6 +365,14 @@ def _forward_rule(custom: _CustomRule, level, args, kwargs):
 def _note(adjoint, arrays, k, entry, _):
     """A slot of a structured custom result has a cotangent: entry ``entry`` must run."""
     arrays[entry] = _TRIGGER
+
+
+def _note_rows(adjoint, arrays, k, entry, _, width) -> bool:
+    arrays[entry] = _TRIGGER  # (the same marker for every row)
+    return True
+
+
+BATCHED_BACKWARDS[_note] = _note_rows
 
 
 def _backward(adjoint, arrays, k, active, context):

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import (require, vjp_backward, batched_vjps, differentiate_by_keyword, recorder,
-                    register_jvp, register_vjp, set_rule, set_vjps)
+from .array import (require, vjp_backward, batched_vjp_backward, batched_vjps,
+                    differentiate_by_keyword, recorder, register_jvp, register_vjp, set_rule,
+                    set_vjps)
 from .array_axes import swap_last
 from ..errors import NotDifferentiableError, user_location
 from ..registry import record
@@ -51,19 +52,20 @@ def register_outputs(fn, vjps, jvps, outputs, batched=True):
             return results
         if not isinstance(results, tuple):  # one array (svd(compute_uv=False), qr 'r')
             return _record(tape, results, tuple(parents), (vjps, results, values, kwargs,
-                                                            None))
+                                                            None), batched)
         items = list(results)
         for j in outputs:
             per_result = tuple(None if v is None else _only(v, j, len(items)) for v in vjps)
             items[j] = _record(tape, items[j], tuple(parents),
-                               (per_result, results, values, kwargs, None))
+                               (per_result, results, values, kwargs, None), batched)
         return type(results)._make(items) if hasattr(results, "_make") else tuple(items)
     set_rule(fn, rule)
     return fn
 
 
-def _record(tape, value, parents, context):
-    return recorder(value)(tape, value, vjp_backward, parents, context)
+def _record(tape, value, parents, context, batched):
+    return recorder(value)(tape, value, batched_vjp_backward if batched else vjp_backward,
+                           parents, context)
 
 
 def refuse(condition, message):
@@ -273,7 +275,8 @@ def _qr_vjp(gs, results, a, mode="reduced"):
         return _qr_tall_vjp(gq, gr, q, r)
     # wide: a = [X | Y] with X square; Q, U = qr(X), R = [U | Q^T Y]
     y = a[..., :, m:]
-    gr = np.zeros(np.shape(r)) if gr is None else gr
+    if gr is None:  # (zeros behind gq's leading axes)
+        gr = np.zeros(np.shape(gq)[:np.ndim(gq) - np.ndim(q)] + np.shape(r))
     gu, gv = gr[..., :, :m], gr[..., :, m:]
     gq = (0.0 if gq is None else gq) + y @ swap_last(gv)
     gx = _qr_tall_vjp(gq, gu, q, r[..., :, :m])

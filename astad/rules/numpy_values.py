@@ -25,10 +25,12 @@ from ..registry import define, publish, record
 from ..runtime.array_dual import (ARRAY_DUALS, accumulate, cotangent, dispatch,
                                   new_array, parent_of, primal_of, ufunc_at_once,
                                   compiled_elementwise)
+from ..runtime.array_rows import add_rows
 from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, NestedDual, forward_dual,
                              full_primal, reverse_dual, running)
 from .array_shapes import array_from, new_or_same
 from .array_writes import plain_change
+from ..runtime.tape import BATCHED_BACKWARDS
 
 
 # -- a scalar dual as a 0-d array --------------------------------------------------------
@@ -44,6 +46,14 @@ def as_array(x):
 def _as_array_backward(adjoint, arrays, k, parents, context):
     (parent,) = parents
     accumulate(adjoint, arrays, parent, cotangent(adjoint, arrays, k))
+
+
+def _as_array_rows(adjoint, arrays, k, parents, context, width) -> bool:
+    (parent,) = parents  # (the rows of a 0-d array: a vector, the scalar's adjoint)
+    return add_rows(adjoint, arrays, k, ((0, parent),), width, lambda g: (g,))
+
+
+BATCHED_BACKWARDS[_as_array_backward] = _as_array_rows
 
 
 def _as_array_rule(tape, x):

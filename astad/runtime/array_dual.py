@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, ad, lookup, publish, record
-from .tape import native
+from .tape import BATCHED_BACKWARDS, native
 from .duals import (DUAL_TYPES, Dual, NestedDual, PrimalView, conversion_error,
                     innermost, is_forward, reverse_dual, running)
 
@@ -587,65 +587,6 @@ def unbroadcast(g, shape):
     return np.reshape(np.sum(g, axis=axes), shape) if axes else g
 
 
-# -- the same for a cotangent with one leading axis per row (jacrev: tape.BATCHED_BACKWARDS)
-def rows_cotangent(adjoint, arrays, k, width):
-    """Entry ``k``'s cotangent for all rows, ``(width, *shape)``, without taking it; None
-    if it is not a plain array of rows (a dual of an enclosing level)."""
-    g = arrays.get(k)
-    if g is None:
-        g = adjoint[k]
-    if type(g) is not np.ndarray or g.dtype.kind != "f" or g.shape[:1] != (width,):
-        return None
-    return g
-
-
-def unbroadcast_rows(g, shape, width):
-    """``unbroadcast`` of each row: ``g`` (``(width, *result)``) summed over the axes numpy
-    broadcast to reach the result from ``shape`` (None: a scalar), as ``(width, *shape)``."""
-    if shape is None:
-        return g.reshape(width, -1).sum(axis=1) if g.ndim > 1 else g
-    inner = g.shape[1:]
-    if inner == shape:
-        return g
-    lead = len(inner) - len(shape)
-    if lead < 0:  # fewer axes than the parent: numpy broadcasts it
-        return np.broadcast_to(g.reshape((width,) + (1,) * -lead + inner), (width,) + shape)
-    axes = tuple(range(1, 1 + lead)) + tuple(1 + lead + axis for axis, size in
-                                             enumerate(shape) if size == 1 and
-                                             inner[lead + axis] != 1)
-    return np.reshape(np.sum(g, axis=axes), (width,) + shape) if axes else g
-
-
-def accumulate_rows(adjoint, arrays, parent, value, width, fresh=False) -> None:
-    """``accumulate`` of each row: ``value`` is ``(width,)`` for a scalar parent, else
-    ``(width, *shape)``, or broadcasts to it; ``fresh``: made by the caller and held by
-    no one else (kept, not copied, where it has the shape and dtype)."""
-    index, shape, dtype = parent
-    if shape is None:
-        adjoint[index] = adjoint[index] + value
-        return
-    existing = arrays.get(index)
-    if existing is not None:
-        existing += value
-    elif fresh and value.shape == (width,) + shape and value.dtype == dtype and \
-            value.flags.writeable:
-        arrays[index] = value
-    else:
-        arrays[index] = np.array(np.broadcast_to(value, (width,) + shape), dtype=dtype)
-
-
-def rows_accept(arrays, parents, width) -> bool:
-    """Do the parents' cotangents so far hold plain arrays of rows (no dual)?"""
-    for parent in parents:
-        index, shape, _ = parent
-        if shape is not None:
-            existing = arrays.get(index)
-            if existing is not None and (type(existing) is not np.ndarray or
-                                         existing.shape != (width,) + shape):
-                return False
-    return True
-
-
 def interleave_array(value, tape):
     """D of a float array argument: an ArrayDual with one input slot."""
     d = ArrayDual(value, len(tape), tape)
@@ -698,6 +639,13 @@ def _constant_of(handle, value):
 def _drop(adjoint, arrays, k, parents, context):
     arrays.pop(k, None)
 
+
+def _drop_rows(adjoint, arrays, k, parents, context, width) -> bool:
+    arrays.pop(k, None)
+    return True
+
+
+BATCHED_BACKWARDS[_drop] = _drop_rows
 
 CONSTANT_ENTRY = (_drop, (), None)  # a constant's slot (an input's is ())
 

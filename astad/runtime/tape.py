@@ -95,10 +95,12 @@ def sweep_general(tape: list, adjoint: list, first: int, arrays: dict,
             adjoint[i] = adjoint[i] + term
 
 
-# Array entries whose backward step also runs on all the rows at once (a cotangent with
-# one leading axis per row): backward -> ``rows(adjoint, arrays, k, parents, context,
-# width)``, which returns False, having changed nothing, where it cannot (a dual of an
-# enclosing level, an index whose axes numpy would move); the entry then runs per row.
+# The batched form of every array entry's backward step (a cotangent with one leading
+# axis per row; registered beside the step, made of runtime/array_rows.py): backward ->
+# ``rows(adjoint, arrays, k, parents, context, width)``, which returns False, having
+# changed nothing, where it cannot (a dual of an enclosing level: a derivative of a
+# derivative); the entry then runs once per row, as a step with no batched form does (a
+# custom_vjp's bwd, the user's code for one cotangent).
 BATCHED_BACKWARDS: dict = {}
 
 
