@@ -146,3 +146,26 @@ def test_hand_jacobian_quick(tmp_path):
                                         "300 pullbacks of one f.vjp"}
     assert all(_positive(t) for t in result["medians_s"].values())
     assert "| astad.jacrev |" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_scientific_quick_without_peers(tmp_path):
+    """benchmarks/scientific.py --quick --peers none: astad's gradients through
+    scipy.stats, odeint and expm checked against central differences (odeint) and timed
+    against the primal (no ratio is asserted)."""
+    out = tmp_path / "scientific.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scientific.py"),
+                           "--quick", "--peers", "none", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["mode"] == "quick" and result["peers"] == {}
+    names = [row["program"] for row in result["programs"]]
+    assert names == ["norm n=1000", "norm n=100000", "gamma n=1000", "gamma n=100000",
+                     "odeint", "expm n=6", "expm n=10"]
+    for row in result["programs"]:
+        assert all(_positive(t) for t in row["median_s"].values())
+        assert all(error <= 1e-5 for error in row["check"].values())
+    odeint = result["programs"][4]
+    assert set(odeint["check"]) == {"astad", "differences"}
+    assert "| odeint |" in out.with_suffix(".md").read_text()
