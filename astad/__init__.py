@@ -33,6 +33,7 @@ else:
     from .api.jacobians import hessian, jacfwd, jacobian, jacrev
 from .api.implicit import fixed_point
 from .api import integrate as _integrate  # noqa: F401  (scipy.integrate.odeint's rules)
+from .api import roots as _roots  # noqa: F401  (scipy.optimize's root finders' rules)
 from .runtime.duals import StaleDualError
 
 from .rules import catalogue as _catalogue

@@ -488,7 +488,10 @@ def call_at_enclosing_levels(fn, values, kwargs, through_rule: bool):
 
 
 def complex_result(fn) -> NotDifferentiableError:
-    return NotDifferentiableError(f"{_called_name(fn)} returns a complex value here: astad "
+    found = RECORDS.get(fn)
+    name = found.refusals[0] if found is not None and found.refusals and \
+        found.refusals[0] else _called_name(fn)  # (the name users call it by)
+    return NotDifferentiableError(f"{name} returns a complex value here: astad "
                                   "differentiates real values only", *user_location())
 
 

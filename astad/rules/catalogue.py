@@ -335,12 +335,14 @@ def _linalg_section() -> list:
                in scipy_linalg.FUNCTIONS.items()}, **scipy_matrix_functions.TABLE}
     for name, (differentiable, limits) in rows.items():
         lines.append(f"| `scipy.linalg.{name}` | {differentiable} | {limits} |")
-    lines += ["", "## scipy.integrate", "", *textwrap.wrap(
+    lines += ["", "## scipy.integrate and scipy.optimize", "", *textwrap.wrap(
         "`scipy.integrate.odeint` is differentiable in `y0`, `t` and `args`: reverse "
         "mode by the adjoint method, forward mode by sensitivities, each integrated with "
         "the call's tolerances (`astad/api/integrate.py`); once, not to second order; "
-        "`full_output=True` is refused. `astad.fixed_point` gives a fixed point's "
-        "derivative by the implicit function theorem (`astad/api/implicit.py`).",
+        "`full_output=True` is refused. scipy.optimize's root finders (`brentq`, "
+        "`brenth`, `ridder`, `bisect`, `toms748`, `newton`, `fsolve`) are differentiable "
+        "in `args`, and `astad.fixed_point` in its parameters, by the implicit function "
+        "theorem (`astad/api/roots.py`, `astad/api/implicit.py`).",
         width=88), ""]
     return lines
 

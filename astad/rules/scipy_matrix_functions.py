@@ -18,7 +18,8 @@ both modes:
 
 Cotangents and tangents may carry leading axes (every row of a Jacobian at once); scipy's
 Sylvester solver takes one matrix, so those are solved one by one. A complex result
-(``sqrtm`` of a matrix with a negative eigenvalue) is refused, as every rule's is.
+(``sqrtm`` of a matrix with a negative eigenvalue) is refused, as every rule's is; a real
+root that scipy before 1.16 returns as a complex array is taken as real (``real_sqrtm``).
 Registered on first use with scipy.linalg's other rules (rules/scipy_loader.py).
 """
 from __future__ import annotations
@@ -28,9 +29,10 @@ import scipy.linalg as sl
 
 from ..core.boundary import contains_dual
 from ..errors import NotDifferentiableError, user_location
-from ..registry import RECORDS
+from ..registry import RECORDS, define
 from ..runtime.array_dual import dispatch
-from .array import NEW_ARRAYS, batched_vjps, register_jvp, register_vjp, result_kinds
+from .array import (NEW_ARRAYS, batched_vjps, refuse_arguments, register_jvp, register_vjp,
+                    result_kinds)
 
 
 def _call(fn, *args):
@@ -85,6 +87,18 @@ def sylvester(a, b, q):
 
 def _sylvester_adjoint(g, a, b):
     return sylvester(_t(a), _t(b), g)
+
+
+def real_sqrtm(a, *args, **kwargs):
+    """scipy.linalg.sqrtm's root, real where it is real: scipy before 1.16 gives a
+    complex array for a real matrix with complex eigenvalues even when the root is real
+    (its imaginary part rounding error), where scipy 1.16 gives the real part."""
+    root = sl.sqrtm(a, *args, **kwargs)
+    if type(root) is np.ndarray and root.dtype.kind == "c" and np.isrealobj(a):
+        size = max(1.0, float(np.max(np.abs(root.real), initial=0.0)))
+        if float(np.max(np.abs(root.imag), initial=0.0)) <= 1e-10 * size:
+            return root.real.copy()
+    return root
 
 
 def _sqrtm_vjp(g, x, a, *args, **kwargs):
@@ -179,10 +193,14 @@ def register_all(registered: list) -> None:
         fn = getattr(sl, name)
         if _has_user_rule(fn):
             continue
-        register_vjp(fn, *vjps)
-        register_jvp(fn, *jvps, batched=True)
-        result_kinds(NEW_ARRAYS, fn)
-        batched_vjps(fn)
+        primitive = real_sqrtm if name == "sqrtm" else fn  # (scipy's calls reach it)
+        register_vjp(primitive, *vjps)
+        register_jvp(primitive, *jvps, batched=True)
+        result_kinds(NEW_ARRAYS, primitive)
+        batched_vjps(primitive)
         if name == "sqrtm":
-            RECORDS[fn].check = _no_tuple(name)
+            RECORDS[primitive].check = _no_tuple(name)
+            refuse_arguments(primitive, {}, "scipy.linalg.sqrtm")  # (its name in errors)
+            define("scipy_linalg_sqrtm", lambda tape, *args, **kwargs: dispatch(
+                real_sqrtm, args, kwargs), fn)
         registered.append(fn)

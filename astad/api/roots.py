@@ -1,0 +1,124 @@
+"""scipy.optimize's root finders differentiated by the implicit function theorem: the
+root's derivative in the function's extra arguments ``args``, whatever steps found it.
+
+For ``f(r, *args) = 0`` the root moves with the arguments as ``dr = -f_x^-1 f_args dargs``:
+
+- the scalar finders (``brentq``, ``brenth``, ``ridder``, ``bisect``, ``toms748`` and
+  ``newton``, also ``newton`` on an array of independent equations, ``f`` then taken
+  element-wise in ``x``): ``f_x`` is one derivative (one jvp or pullback of ``f`` at the
+  root), the argument's cotangent the pullback of ``-g / f_x``;
+- ``fsolve``, a system ``F(x, *args) = 0``: ``F_x`` is the Jacobian at the root
+  (``astad.jacrev``), the cotangent the pullback of ``-F_x^-T g``, the tangent
+  ``-F_x^-1 (F_args dargs)``.
+
+The brackets, the starting point and a given derivative (``fprime``) get no derivative:
+the root does not depend on them. ``full_output=True`` is refused (a tuple, not the
+root). The values are scipy's own. Registered on first use of scipy.optimize
+(rules/scipy_loader.py).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from ..compile.calls import transformed_as_users
+from ..core.boundary import contains_dual
+from ..errors import NotDifferentiableError, user_location
+from ..rules import scipy_loader
+from ..rules.custom import custom_vjp
+from .jacobians import jacrev
+from .transforms import jvp, vjp
+
+SCALAR_FINDERS = ("brentq", "brenth", "ridder", "bisect", "toms748", "newton")
+
+
+@transformed_as_users
+def _equation(f, x, *args):
+    return f(x, *args)
+
+
+def _bound(fn, args, kwargs):
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = bound.arguments
+    if values.get("full_output"):
+        raise NotDifferentiableError(
+            f"astad differentiates scipy.optimize.{fn.__name__}'s root, not the tuple "
+            "full_output=True gives", *user_location())
+    extra = values["args"]
+    return values["f" if "f" in values else "func"], extra if isinstance(extra, tuple) \
+        else (extra,)
+
+
+def _rules(fn, system: bool):
+    """The custom rule's three parts for the finder ``fn``."""
+    at = list(inspect.signature(fn).parameters).index("args")  # (3, fsolve's 2)
+
+    def forward(*args, **kwargs):
+        if contains_dual((args, kwargs)):  # (a root's derivative's derivative)
+            raise NotDifferentiableError(
+                f"astad differentiates scipy.optimize.{fn.__name__} once, not a "
+                "derivative of its derivative", *user_location())
+        f, extra = _bound(fn, args, kwargs)
+        root = fn(*args, **kwargs)
+        return root, (f, root, extra, len(args))
+
+    def backward(residuals, g):
+        f, root, extra, count = residuals
+        equation = functools.partial(_equation, f)
+        _, pullback = vjp(equation, root, *extra)
+        if system:
+            slope = jacrev(equation)(root, *extra)
+            w = -np.linalg.solve(np.transpose(slope), np.asarray(g, dtype=float))
+        else:
+            w = -np.asarray(g, dtype=float) / pullback(np.ones_like(root))[0]
+        cotangents = (None,) * at + (pullback(w if np.ndim(root) else float(w))[1:],)
+        return (cotangents + (None,) * count)[:count]
+
+    def tangent(primals, tangents):
+        f, extra = _bound(fn, primals, {})
+        extra_dot = tangents[at] if len(tangents) > at and isinstance(tangents[at], tuple) \
+            else tuple(0.0 * np.asarray(a, dtype=float) for a in extra)
+        root = fn(*primals)
+        equation = functools.partial(_equation, f)
+        zero = 0.0 * np.asarray(root, dtype=float)
+        if system:
+            slope = jacrev(equation)(root, *extra)
+
+            def solve(shift):
+                return -np.linalg.solve(slope, shift)
+        else:
+            slope = jvp(equation, (root, *extra), (np.ones_like(zero) if np.ndim(root)
+                                                   else 1.0, *(0.0 * np.asarray(a, dtype=float)
+                                                               for a in extra)))[1]
+
+            def solve(shift):
+                return -shift / slope
+        rows = [np.ndim(d) > np.ndim(a) for a, d in zip(extra, extra_dot)]
+        if not any(rows):
+            return root, solve(jvp(equation, (root, *extra), (zero, *extra_dot))[1])
+        width = len(next(d for d, batched in zip(extra_dot, rows) if batched))
+        return root, np.stack([solve(jvp(equation, (root, *extra), (zero, *(
+            d[j] if batched else d for d, batched in zip(extra_dot, rows))))[1])
+            for j in range(width)])
+    return forward, backward, tangent
+
+
+def register() -> None:
+    """Give scipy.optimize's root finders these rules (unless the user gave one)."""
+    import scipy.optimize
+    from ..registry import RECORDS
+    for name, system in [(name, False) for name in SCALAR_FINDERS] + [("fsolve", True)]:
+        fn = getattr(scipy.optimize, name)
+        found = RECORDS.get(fn)
+        if found is not None and (found.call is not None or found.array is not None):
+            continue
+        forward, backward, tangent = _rules(fn, system)
+        rule = custom_vjp(fn)
+        rule.defvjp(forward, backward)
+        rule.defjvp(tangent)
+
+
+scipy_loader.ABOVE["scipy.optimize"] = register  # (its loaders: rules/scipy_loader.py)
