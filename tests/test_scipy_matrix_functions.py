@@ -33,6 +33,16 @@ CASES = {  # name: (function of the differentiated arguments, their values)
 ARGUMENTS = [(name, k) for name, (_, args) in CASES.items() for k in range(len(args))]
 
 
+def _as_astad_gives(value):
+    """scipy's value as astad gives it: scipy before 1.16 returns sqrtm's real root of a
+    matrix with complex eigenvalues as a complex array, astad its real part."""
+    value = np.asarray(value)
+    if np.iscomplexobj(value):
+        assert np.max(np.abs(value.imag)) <= 1e-10 * max(1.0, np.max(np.abs(value.real)))
+        return value.real
+    return value
+
+
 def _objective(name):
     fn = CASES[name][0]
     return lambda *args: np.sum(fn(*args) * WEIGHTS)
@@ -64,7 +74,7 @@ def test_forward_against_reverse(name, position):
     tangents = [np.zeros((N, N)) for _ in args]
     tangents[position] = direction
     value, derivative = astad.jvp(f, list(args), tangents)
-    assert value == f(*args)
+    assert value == np.sum(_as_astad_gives(CASES[name][0](*args)) * WEIGHTS)
     gradient = astad.grad(f, argnums=position)(*args)
     assert np.isclose(derivative, np.sum(gradient * direction), rtol=1e-10, atol=1e-12)
 
@@ -113,7 +123,8 @@ def test_values_are_scipys(name):
         seen["y"] = y
         return np.sum(y * WEIGHTS)
     astad.grad(f, argnums=tuple(range(len(args))))(*args)
-    assert np.array_equal(np.asarray(getattr(seen["y"], "primal", seen["y"])), fn(*args))
+    assert np.array_equal(np.asarray(getattr(seen["y"], "primal", seen["y"])),
+                          _as_astad_gives(fn(*args)))
 
 
 def test_a_third_derivative_of_expm():
