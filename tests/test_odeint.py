@@ -128,3 +128,10 @@ def test_refusals():
                                                full_output=True)[0]))(Y0)
     with pytest.raises(astad.NotDifferentiableError, match="odeint once"):
         astad.hessian(lambda y0: np.sum(si.odeint(decay, y0, TIMES, args=(0.5,))))(Y0)
+
+
+def test_a_parameter_in_the_closure_is_refused_naming_args():
+    def final(k):
+        return si.odeint(lambda y, t: -k * y, np.array([1.0]), TIMES)[-1, 0]
+    with pytest.raises(astad.NotDifferentiableError, match=r"scipy\.integrate\.odeint .*args="):
+        astad.grad(final)(0.5)

@@ -101,3 +101,10 @@ def test_refusals():
                                        full_output=True)[0])(2.0)
     with pytest.raises(astad.NotDifferentiableError, match="once"):
         astad.grad(astad.grad(FINDERS["brentq"]))(2.0, 1.0)
+
+
+def test_a_parameter_in_the_closure_is_refused_naming_args():
+    def root(c):
+        return so.brentq(lambda x: x ** 3 + x - c, -10.0, 10.0)
+    with pytest.raises(astad.NotDifferentiableError, match=r"scipy\.optimize\.brentq .*args="):
+        astad.grad(root)(2.0)

@@ -31,6 +31,7 @@ from ..core.boundary import contains_dual
 from ..errors import NotDifferentiableError, user_location
 from ..rules import scipy_loader
 from ..rules.custom import custom_vjp
+from .roots import closed_over_duals
 from .transforms import jvp, vjp
 
 _SOLVER_OPTIONS = ("rtol", "atol", "h0", "hmax", "hmin", "mxstep", "tcrit", "mxordn",
@@ -83,10 +84,14 @@ def _unflat(flat, like) -> tuple:
 
 
 def _forward(*args, **kwargs):
+    _CLOSURE(args, kwargs)
     _no_second_order(args, kwargs)
     values = _parts(args, kwargs)
     ys = _scipy().odeint(*args, **kwargs)
     return ys, (values, ys, len(args))
+
+
+_CLOSURE = closed_over_duals("scipy.integrate.odeint", "the solution's derivative")
 
 
 def _no_second_order(*values) -> None:
@@ -181,6 +186,7 @@ def register() -> None:
     rule = custom_vjp(odeint)
     rule.defvjp(_forward, _backward)
     rule.defjvp(_tangent)
+    rule.plain_check = _CLOSURE
 
 
 scipy_loader.ABOVE["scipy.integrate"] = register  # (its loaders: astad/rules/scipy_loader.py)

@@ -25,9 +25,11 @@ import numpy as np
 
 from ..compile.calls import transformed_as_users
 from ..core.boundary import contains_dual
+from ..data.tree import find
 from ..errors import NotDifferentiableError, user_location
 from ..rules import scipy_loader
 from ..rules.custom import custom_vjp
+from ..runtime.duals import DUAL_TYPES
 from .jacobians import jacrev
 from .transforms import jvp, vjp
 
@@ -52,11 +54,28 @@ def _bound(fn, args, kwargs):
         else (extra,)
 
 
+def closed_over_duals(name: str, what: str):
+    """A call's ``check`` with nothing differentiated among its arguments: the function
+    it solves (its first argument) must not close over a differentiated value, which
+    scipy's code would turn into a float (its derivative lost)."""
+    def check(args, kwargs):
+        f = args[0] if args else next(iter(kwargs.values()), None)
+        if find(f, lambda value: type(value) in DUAL_TYPES, functions=True) is not None:
+            raise NotDifferentiableError(
+                f"the function given to {name} reads a differentiated value from its "
+                f"closure or defaults; pass that value through args=(...), so that {what} "
+                "accounts for it", *user_location())
+    return check
+
+
 def _rules(fn, system: bool):
     """The custom rule's three parts for the finder ``fn``."""
     at = list(inspect.signature(fn).parameters).index("args")  # (3, fsolve's 2)
 
+    closure = closed_over_duals(f"scipy.optimize.{fn.__name__}", "the root's derivative")
+
     def forward(*args, **kwargs):
+        closure(args, kwargs)
         if contains_dual((args, kwargs)):  # (a root's derivative's derivative)
             raise NotDifferentiableError(
                 f"astad differentiates scipy.optimize.{fn.__name__} once, not a "
@@ -119,6 +138,8 @@ def register() -> None:
         rule = custom_vjp(fn)
         rule.defvjp(forward, backward)
         rule.defjvp(tangent)
+        rule.plain_check = closed_over_duals(f"scipy.optimize.{name}",
+                                             "the root's derivative")  # (as forward's)
 
 
 scipy_loader.ABOVE["scipy.optimize"] = register  # (its loaders: rules/scipy_loader.py)

@@ -87,6 +87,10 @@ class _CustomRule:
         functools.update_wrapper(self, fn, updated=())
         self.fn = fn
         self.fwd = self.bwd = self.jvp = None
+        # ``check(args, kwargs)`` of a call with nothing differentiated among its
+        # arguments, before ``fn`` runs (a root finder's function closing over a
+        # differentiated value: api/roots.py)
+        self.plain_check = None
         try:
             self._signature = inspect.signature(fn)
         except (TypeError, ValueError):  # some C functions have none
@@ -312,6 +316,8 @@ def _custom_rule(custom: custom_vjp, tape, *args, **kwargs):
                 *user_location())
     level = level_in(args)
     if level is None:
+        if custom.plain_check is not None:
+            custom.plain_check(args, kwargs)
         return custom.fn(*args, **kwargs)
     if is_forward(level):
         return _forward_rule(custom, level, args, kwargs)

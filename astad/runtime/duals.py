@@ -368,6 +368,7 @@ class _Running(threading.local):
         # user's code caught it (``except Exception:`` around a refused call)
         self.refusals: list = []
         self.writes: dict = {}  # id(handle) -> [(entry index, Write)] (array_writes.py)
+        self.hidden: list = []  # the levels outside_levels hides (to name their values)
 
 
 running = _Running()
@@ -429,12 +430,14 @@ class outside_levels:
     not made constants of the others, its results are plain). The state is emptied and
     restored in place (the compiled rules hold its dicts)."""
 
-    __slots__ = ("stack", "depth", "writes")
+    __slots__ = ("stack", "depth", "writes", "hidden")
 
     def __enter__(self):
         state = running
         self.stack, self.depth, self.writes = list(state.stack), dict(state.depth), \
             dict(state.writes)
+        self.hidden = len(state.hidden)
+        state.hidden.extend(self.stack)
         state.stack.clear()
         state.depth.clear()
         state.writes.clear()
@@ -447,6 +450,7 @@ class outside_levels:
         state.depth.update(self.depth)
         state.writes.clear()
         state.writes.update(self.writes)
+        del state.hidden[self.hidden:]
         return False
 
 
@@ -465,6 +469,13 @@ _IN_SOME_THREAD: dict = {}
 
 
 def stale(value):
+    if any(value.t is handle for handle in running.hidden):
+        return StaleDualError(
+            f"a differentiated value ({value!r}) reaches the code of a rule (a custom_vjp's "
+            "fwd or bwd, a custom_jvp's rule, the function given to odeint or a root "
+            "finder) from a closure, a default or a global, not through the rule's "
+            "arguments: its derivative would not be accounted for. Pass it as an argument",
+            *user_location())
     if _IN_SOME_THREAD.get(id(value.t)) is value.t:
         return StaleDualError(
             f"a differentiated value ({value!r}) of a gradient or derivative call running in "
