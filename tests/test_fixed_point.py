@@ -136,3 +136,23 @@ def test_divergence_is_reported():
         return lambda x: 2.0 * x + a
     with pytest.raises(astad.InputError, match="fixed_point: the iteration did not converge"):
         astad.fixed_point(doubling, 1.0, 1.0, gap, 1e-12)
+
+
+def test_a_closure_value_caught_by_the_rules_code_is_still_refused():
+    """A custom rule's code that reads a differentiated value from its closure, inside a
+    broad except, cannot turn the refusal into a number (it would drop that value's
+    derivative)."""
+    def outer(w):
+        @astad.custom_vjp
+        def scale(x):
+            return x * 2.0
+
+        def forward(x):
+            try:
+                return np.sum(x * w) * 2.0, None  # (w: a closure, not an argument)
+            except Exception:  # noqa: BLE001
+                return np.sum(x) * 2.0, None
+        scale.defvjp(forward, lambda _, g: (g * 2.0,))
+        return scale(np.array([1.0, 2.0]) * w)
+    with pytest.raises(astad.NotDifferentiableError, match="not through the rule's arguments"):
+        astad.grad(outer)(np.array([0.5, 1.5]))

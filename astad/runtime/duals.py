@@ -376,7 +376,7 @@ running = _Running()
 
 def _note_refusal(error) -> None:
     state = running
-    if state.stack:
+    if state.stack or state.hidden:  # (hidden: a rule's own code, outside_levels)
         state.refusals.append(error)
 
 
@@ -428,15 +428,16 @@ class outside_levels:
     are running but is no part of them (a custom rule's own body): inside, none is
     running, so a differentiation it starts itself is the outermost (its arguments are
     not made constants of the others, its results are plain). The state is emptied and
-    restored in place (the compiled rules hold its dicts)."""
+    restored in place (the compiled rules hold its dicts). A refusal made inside is
+    raised when it ends, even if the code caught it, as ``level`` does."""
 
-    __slots__ = ("stack", "depth", "writes", "hidden")
+    __slots__ = ("stack", "depth", "writes", "hidden", "mark")
 
     def __enter__(self):
         state = running
         self.stack, self.depth, self.writes = list(state.stack), dict(state.depth), \
             dict(state.writes)
-        self.hidden = len(state.hidden)
+        self.hidden, self.mark = len(state.hidden), len(state.refusals)
         state.hidden.extend(self.stack)
         state.stack.clear()
         state.depth.clear()
@@ -451,6 +452,8 @@ class outside_levels:
         state.writes.clear()
         state.writes.update(self.writes)
         del state.hidden[self.hidden:]
+        if len(state.refusals) > self.mark and exc is not state.refusals[self.mark]:
+            raise state.refusals[self.mark]  # (caught by the rule's code: raised again)
         return False
 
 
