@@ -70,7 +70,7 @@ def expand_reduced(g, shape: tuple, axis, keepdims):
     lead = lead_shape(g, ndim if keepdims else ndim - len(axes))
     if not keepdims and ndim:
         g = np.reshape(g, lead + tuple(1 if k in axes else n for k, n in enumerate(shape)))
-    return np.broadcast_to(g, lead + tuple(shape))
+    return _broadcast_view(g, lead + tuple(shape))
 
 
 _DOUBLE = struct.Struct("d")
@@ -80,6 +80,21 @@ def _filled_view(g, shape: tuple):
     """``np.broadcast_to(g, shape)`` of a float ``g``: a read-only float64 array of zero
     strides over its 8 bytes (a fraction of broadcast_to's cost, paid per reduction)."""
     return np.ndarray(shape, np.float64, _DOUBLE.pack(g), 0, (0,) * len(shape))
+
+
+def _broadcast_view(g, shape: tuple):
+    """``np.broadcast_to(g, shape)``, read-only; for a C-contiguous array ``g`` of as many
+    axes, made directly (zero strides where ``g`` has 1), a fraction of broadcast_to's
+    cost (a reduction's cotangent has that form: a fresh array, its reduced axes kept)."""
+    if type(g) is np.ndarray and g.ndim == len(shape) and g.dtype.kind in "fc" and \
+            g.flags.c_contiguous and \
+            all(m == n or m == 1 for m, n in zip(g.shape, shape)):
+        strides = tuple(0 if m != n else stride for m, n, stride in
+                        zip(g.shape, shape, g.strides))
+        view = np.ndarray(shape, g.dtype, g, 0, strides)
+        view.flags.writeable = False
+        return view
+    return np.broadcast_to(g, shape)
 
 
 def count(shape: tuple, axis) -> int:
