@@ -9,9 +9,27 @@ from .errors import AstadError, InputError
 ANY_COUNT = 1 << 30  # checking the form alone: no call, so no count of arguments yet
 
 
+# (argnums, n_args, name) -> (positions, single), for argnums of exact ints: every
+# transform made inline reads its argnums again (bounded: a program uses a few)
+_READ: dict = {}
+
+
 def argnums_positions(argnums, n_args: int, name: str = "argnums") -> tuple:
     """``(positions, single)``: the positional arguments ``argnums`` names for a call with
     ``n_args`` of them, as JAX reads it."""
+    t = type(argnums)
+    if t is int or (t is tuple and all(type(k) is int for k in argnums)):
+        key = (argnums, n_args, name)  # (exact ints only: True == 1 as a key)
+        found = _READ.get(key)
+        if found is None:
+            found = _read(argnums, n_args, name)  # (an error raises: nothing kept)
+            if len(_READ) < 4096:
+                _READ[key] = found
+        return found
+    return _read(argnums, n_args, name)
+
+
+def _read(argnums, n_args: int, name: str) -> tuple:
     single = isinstance(argnums, int) and not isinstance(argnums, bool)
     numbers = (argnums,) if single else argnums
     try:

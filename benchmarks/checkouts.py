@@ -8,7 +8,8 @@ one): each child process puts its root first on ``sys.path``. The calls (``CALLS
 the paths a change to the package's structure can slow: the code specialised for floats
 (loops, straight-line, dataclasses), the taped path (recursion, structured arguments),
 forward mode and Hessian-vector products on floats, numpy on small arrays, an MLP, a
-Jacobian, a pullback, numpy's element-wise functions on 1e3 and 1e5 elements. Instruction
+Jacobian, a pullback, numpy's element-wise functions on 1e3 and 1e5 elements, and
+small_arrays.py's logsumexp of 2,500 elements, softmax cross-entropy and MLP layer. Instruction
 counts are repeatable whatever else the machine does; the times (medians of interleaved
 samples) show the same in seconds. Writes a table and ``benchmarks/results/checkouts.json``.
 """
@@ -27,7 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 CALLS = ["dot_loop", "rotate_floats", "rotate_dataclass", "chain_taped", "structured",
          "jvp_floats", "hvp_floats", "numpy_small", "mlp", "jacrev", "vjp_pullback",
-         "elementwise_1e3", "elementwise_1e5"]
+         "elementwise_1e3", "elementwise_1e5", "logsumexp_2500", "softmax_xent",
+         "mlp_layer"]
 
 
 def make(name):
@@ -80,6 +82,11 @@ def make(name):
         import checkout_programs as cp
         x = cp.ELEMENTWISE_SMALL if name.endswith("1e3") else cp.ELEMENTWISE_LARGE
         g, args = astad.grad(cp.elementwise), (x,)
+    elif name in ("logsumexp_2500", "softmax_xent", "mlp_layer"):
+        import small_arrays  # (small and medium arrays: fixed costs per call and operation)
+        row = {"logsumexp_2500": 1, "softmax_xent": 2, "mlp_layer": 4}[name]
+        _, fun, args, argnums, _ = small_arrays.cases()[row]
+        g = astad.grad(fun, argnums=argnums)
     elif name == "jacrev":
         from checkout_programs import vector_field
         g, args = astad.jacrev(vector_field), (np.array([0.3, 0.5, 0.7, 0.9]),)

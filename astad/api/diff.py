@@ -51,13 +51,9 @@ class DiffFunction:
         self.__name__ = fn.__name__
         self._argnums = argnums
         self._preaccumulate = bool(preaccumulate)
-        self._signature = inspect.signature(fn)
-        params = list(self._signature.parameters.values())
-        self._positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
-                                                             p.POSITIONAL_OR_KEYWORD)]
-        self._has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
-        self._min_args = sum(1 for p in self._positional if p.default is p.empty)
-        self._max_args = float("inf") if self._has_varargs else len(self._positional)
+        self._signature = None  # (inspect.signature(fn): read when a call does not fit)
+        self._n_positional, self._has_varargs, self._min_args, self._max_args = \
+            parameters_of(fn)
         self._positions_cache: dict = {}
         self._select: dict = {}  # n_args -> _selection(n_args), for the specialised code
         self.entry = None  # the transformed function, revalidated on every call
@@ -106,13 +102,13 @@ class DiffFunction:
         if name.startswith("__") and name != "__name__" or "fn" not in self.__dict__:
             raise AttributeError(name)
         with _finishing:
-            if "_signature" not in self.__dict__:
+            if "_n_positional" not in self.__dict__:
                 finished = DiffFunction(self.fn, self._argnums, self._preaccumulate)
                 finished.entry = compiled.transformed(self.fn, self._preaccumulate)
                 state = dict(finished.__dict__)
-                signature = state.pop("_signature")  # the mark of a finished one: set last
+                mark = state.pop("_n_positional")  # the mark of a finished one: set last
                 self.__dict__.update(state)
-                self._signature = signature
+                self._n_positional = mark
         return object.__getattribute__(self, name)
 
     def __reduce__(self):
@@ -155,6 +151,8 @@ class DiffFunction:
     def _check_call(self, args, kwargs) -> None:
         """Raise the TypeError Python would give for a call that does not fit ``fn``."""
         if kwargs or not self._min_args <= len(args) <= self._max_args:
+            if self._signature is None:
+                self._signature = inspect.signature(self.fn)
             try:
                 self._signature.bind(*args, **kwargs)
             except TypeError as exc:
@@ -172,7 +170,7 @@ class DiffFunction:
         argnums = self._argnums
         if argnums is None:
             positions = tuple(range(n_args))
-            single = len(self._positional) == 1 and not self._has_varargs
+            single = self._n_positional == 1 and not self._has_varargs
         else:
             positions, single = argnums_positions(argnums, n_args)
         others = tuple(k for k in range(n_args) if k not in positions)
@@ -181,10 +179,10 @@ class DiffFunction:
 
     def selection(self, n_args: int):
         """Which of the specialised code's gradients (one per argument) to return:
-        ``_ALL``, one index (a single ``argnums``) or a tuple of indices."""
+        ``ALL_GRADIENTS``, one index (a single ``argnums``) or a tuple of indices."""
         positions, _, single = self._positions(n_args)
         select = positions[0] if single else (
-            _ALL if positions == tuple(range(n_args)) else positions)
+            ALL_GRADIENTS if positions == tuple(range(n_args)) else positions)
         self._select[n_args] = select
         return select
 
@@ -234,7 +232,7 @@ class DiffFunction:
         select = self._select.get(len(args))
         if select is None:
             select = self.selection(len(args))
-        if select is _ALL:
+        if select is ALL_GRADIENTS:
             return out
         if type(select) is int:
             if type(args[select]) not in PLAIN:  # (else: the error no float gives)
@@ -293,6 +291,26 @@ class DiffFunction:
 
 
 
+def parameters_of(fn) -> tuple:
+    """``(positional parameters, *args?, fewest positional arguments, most)`` of Python
+    function ``fn``, as ``inspect.signature`` reads them, from its code and defaults as
+    they are now (a replaced ``__code__`` or ``__defaults__`` is read again): a transform
+    made inline makes a DiffFunction per call, and inspect.signature costs ~10 us."""
+    if "__wrapped__" in fn.__dict__ or "__signature__" in fn.__dict__:  # (inspect reads
+        params = list(inspect.signature(fn).parameters.values())          # those instead)
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                      p.POSITIONAL_OR_KEYWORD)]
+        varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+        fewest = sum(1 for p in positional if p.default is p.empty)
+        return (len(positional), varargs, fewest,
+                float("inf") if varargs else len(positional))
+    code = fn.__code__
+    n = code.co_argcount
+    varargs = bool(code.co_flags & inspect.CO_VARARGS)
+    fewest = max(0, n - len(fn.__defaults__ or ()))
+    return n, varargs, fewest, float("inf") if varargs else n
+
+
 def specialised_call(diff: DiffFunction, gradient_only: bool):
     """``f.grad`` (``gradient_only``) or ``f.value_and_grad`` of a decorated function:
     with the compiled runtime a ``SpecialisedCall`` (runtime/_specialised.c: the checks of
@@ -305,7 +323,7 @@ def specialised_call(diff: DiffFunction, gradient_only: bool):
                                    gradient_only)
 
 
-_ALL = "all"  # (a marker: every gradient, in argument order)
+ALL_GRADIENTS = "all"  # (a marker: every gradient, in argument order)
 
 
 def _short(value) -> str:

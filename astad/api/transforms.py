@@ -34,6 +34,7 @@ from .diff import DiffFunction, Pullback, float_result_gradient, reverse_pass, s
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
+from .inline import plain_call
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
 from ..specialise.value_kinds import floats
 from ..compile.calls import rev as transformed_callable, resolvable_function
@@ -79,6 +80,26 @@ def reverse(fun, args, kwargs, positions, single=False):
                         _no_float_error(fun))
 
 
+class _PerTransform:
+    """A text of each transform (its name, its doc), made when it is read rather than when
+    the transform is made, which a transform made inline does on every call; assigned, it
+    is the transform's own. Read on the class: ``class_value`` (the class's docstring)."""
+
+    def __init__(self, make, class_value=None):
+        self.make, self.class_value = make, class_value
+
+    def __get__(self, obj, cls=None):
+        return self.class_value if obj is None else self.make(obj)
+
+
+def _name_of_transform(transform) -> str:
+    return f"{transform.kind}_{name_of(transform.fun)}"
+
+
+def _doc_of(transform) -> str:
+    return f"astad.{transform.kind} of {name_of(transform.fun)}"
+
+
 class Transform:
     """The result of a transform: callable like the function it transforms, with
     ``__wrapped__`` naming it. It is picklable when that function is (it pickles the
@@ -91,9 +112,16 @@ class Transform:
             raise AstadError(f"astad.{self.kind} needs a callable, got {fun!r}")
         self.fun = self.__wrapped__ = fun
         self.options = options
-        self.__name__ = f"{self.kind}_{name_of(fun)}"
-        self.__qualname__ = self.__name__
-        self.__doc__ = f"astad.{self.kind} of {name_of(fun)}"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__doc__ = _PerTransform(_doc_of, cls.__dict__.get("__doc__"))
+
+    def __getattr__(self, name):
+        # (only what the instance lacks: its name, made when first read, not per call)
+        if name == "__name__" or name == "__qualname__":
+            return _name_of_transform(self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self):
         options = "".join(f", {k}={v!r}" for k, v in self.options.items())
@@ -117,6 +145,7 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         argnums_positions(argnums, 1 << 30)  # (its form, checked now)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
         self._plain = None  # for a plain Python function: its DiffFunction's fast call
+        self._called = False  # (the first call takes api/inline.py's shared call)
         self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
         self._selections: dict = {}  # number of arguments -> argnums_positions' answer
         # what hessian_vector found (api/hvp.py's HvpKnown), used while the entry is current
@@ -145,8 +174,16 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         fun, has_aux = self.fun, self.options["has_aux"]
         positions, single = self._selection(len(args))
         if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
-            if self._plain is None:
-                diff = DiffFunction(fun, positions[0] if single else positions)
+            argnums = positions[0] if single else positions
+            if self._plain is None and not self._called:
+                # the first call: the call kept per function and argnums (api/inline.py),
+                # which a transform made inline finds made (None: the Python runtime)
+                self._called = True
+                shared = plain_call(fun, argnums, self.gradient_only, self.kind)
+                if shared is not None:
+                    return shared(*args, **kwargs)
+            if self._plain is None:  # called again: kept, so a DiffFunction of its own
+                diff = DiffFunction(fun, argnums)
                 diff.call = f"astad.{self.kind}"
                 diff.entry = compiled.transformed(fun)
                 self._plain = specialised_call(diff, self.gradient_only)

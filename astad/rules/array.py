@@ -131,8 +131,12 @@ def all_finite(array: np.ndarray) -> bool:
 def recorder(result):
     """How a rule records ``result``: ``new_array`` for an array, ``new_scalar`` for a
     0-d array or a numpy scalar (a scalar dual, as numpy gives a scalar)."""
-    dimensions = result.ndim if type(result) is np.ndarray else np.ndim(result)
-    return new_array if dimensions else new_scalar
+    t = type(result)
+    if t is np.ndarray:
+        return new_array if result.ndim else new_scalar
+    if t is np.float64 or t is float:  # (a reduction's scalar: no np.ndim call)
+        return new_scalar
+    return new_array if np.ndim(result) else new_scalar
 
 
 def _elementwise_backward(adjoint, arrays, k, parents, partials):
@@ -141,7 +145,7 @@ def _elementwise_backward(adjoint, arrays, k, parents, partials):
     # enclosing level, whose tape then keeps g (g * partial records g as a constant):
     # writing into g would change what that level differentiates
     owned = type(g) is np.ndarray and not any(
-        type(p) in DUAL_TYPES or type(getattr(p, "partial", None)) in DUAL_TYPES
+        type(p) in DUAL_TYPES or (type(p) is NonFinite and type(p.partial) in DUAL_TYPES)
         for p in partials)
     last = len(parents) - 1
     for position, (parent, partial) in enumerate(zip(parents, partials)):

@@ -12,6 +12,7 @@ a cotangent), so the rules that use it can be differentiated again.
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
@@ -59,14 +60,41 @@ def reduced_ndim(ndim: int, axis, keepdims) -> int:
 def expand_reduced(g, shape: tuple, axis, keepdims):
     """The cotangent ``g`` of a reduction over ``axis`` of an array of ``shape`` (with any
     leading axes) broadcast back to ``shape``: a read-only view, no copy."""
-    if axis is None and not keepdims and np.ndim(g) == 0:  # (the common case, quickly)
-        return np.broadcast_to(g, shape)
+    if axis is None and not keepdims:  # (the common case, quickly)
+        if type(g) is float or type(g) is np.float64:
+            return _filled_view(g, shape)
+        if np.ndim(g) == 0:
+            return np.broadcast_to(g, shape)
     ndim = len(shape)
     axes = axes_of(axis, ndim)
     lead = lead_shape(g, ndim if keepdims else ndim - len(axes))
     if not keepdims and ndim:
         g = np.reshape(g, lead + tuple(1 if k in axes else n for k, n in enumerate(shape)))
-    return np.broadcast_to(g, lead + tuple(shape))
+    return _broadcast_view(g, lead + tuple(shape))
+
+
+_DOUBLE = struct.Struct("d")
+
+
+def _filled_view(g, shape: tuple):
+    """``np.broadcast_to(g, shape)`` of a float ``g``: a read-only float64 array of zero
+    strides over its 8 bytes (a fraction of broadcast_to's cost, paid per reduction)."""
+    return np.ndarray(shape, np.float64, _DOUBLE.pack(g), 0, (0,) * len(shape))
+
+
+def _broadcast_view(g, shape: tuple):
+    """``np.broadcast_to(g, shape)``, read-only; for a C-contiguous array ``g`` of as many
+    axes, made directly (zero strides where ``g`` has 1), a fraction of broadcast_to's
+    cost (a reduction's cotangent has that form: a fresh array, its reduced axes kept)."""
+    if type(g) is np.ndarray and g.ndim == len(shape) and g.dtype.kind in "fc" and \
+            g.flags.c_contiguous and \
+            all(m == n or m == 1 for m, n in zip(g.shape, shape)):
+        strides = tuple(0 if m != n else stride for m, n, stride in
+                        zip(g.shape, shape, g.strides))
+        view = np.ndarray(shape, g.dtype, g, 0, strides)
+        view.flags.writeable = False
+        return view
+    return np.broadcast_to(g, shape)
 
 
 def count(shape: tuple, axis) -> int:

@@ -241,6 +241,10 @@ def numpy_call(func, /, *args, **kwargs):
     special = SPECIAL.get(func)
     if special is not None:
         return special(*args, **kwargs)
+    if type(func) is _DISPATCHED and not kwargs and args and type(args[0]) in ARRAY_DUALS:
+        # numpy would hand this call to the array dual's __array_function__, which is
+        # dispatch (lists converted there): called at once, without numpy's protocol
+        return dispatch(func, args, kwargs)
     args, kwargs = arrays_for(func, args, kwargs)
     written = plain_targets(func, args, kwargs) if running.stack and (
         kwargs or func in WRITE_FIRST or type(func) is types.BuiltinMethodType) else None
@@ -252,6 +256,8 @@ def numpy_call(func, /, *args, **kwargs):
         refuse_object_array(func, result)
     return result
 
+
+_DISPATCHED = type(np.sum)  # numpy's functions that take __array_function__
 
 # numpy functions writing into their first argument
 WRITE_FIRST = frozenset({np.put, np.place, np.putmask, np.copyto, np.fill_diagonal,

@@ -87,7 +87,18 @@ refresh(SpecialisedCall *self, PyObject *entry)
     }
     Py_INCREF(entry);
     self->entry = entry;
-    self->function = function;
+    /* held weakly: a call kept by a cache of transforms made inline (api/inline.py) must
+     * not keep a function made at run time alive */
+    self->function = PyWeakref_NewRef(function, NULL);
+    Py_DECREF(function);
+    if (self->function == NULL) {
+        Py_CLEAR(self->entry);
+        Py_DECREF(floats);
+        Py_DECREF(code);
+        Py_DECREF(dependencies);
+        Py_DECREF(select);
+        return -1;
+    }
     self->floats = floats;
     self->code = code;
     self->dependencies = dependencies;
@@ -124,7 +135,17 @@ specialised(SpecialisedCall *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     int busy = astad_differentiating(self->running);
     if (busy != 0)
         return busy < 0 ? -1 : 0;
-    if (PyFunction_GET_CODE(self->function) != self->code)
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *function;
+    if (PyWeakref_GetRef(self->function, &function) < 0)
+        return -1;
+    int same_code = function != NULL && PyFunction_GET_CODE(function) == self->code;
+    Py_XDECREF(function);
+#else
+    PyObject *function = PyWeakref_GetObject(self->function); /* (borrowed; None if gone) */
+    int same_code = PyFunction_Check(function) && PyFunction_GET_CODE(function) == self->code;
+#endif
+    if (!same_code)
         return 0;
     if (PyList_GET_SIZE(self->dependencies) > 0) {
         int same = astad_unchanged(self->dependencies, self->missing);

@@ -1,0 +1,91 @@
+"""Transforms made inline cost what kept ones cost.
+
+``astad.grad(f, argnums=1)(a, x)`` written in a loop makes a new transform object per
+call. What it needs of ``f`` alone, the compiled call of its specialised float code
+(runtime/_specialised.c's ``SpecialisedCall``) with the entry and the argument selection
+it reads, is made once per (function, kind, argnums) and kept here, so a new transform
+finds it at once.
+
+Nothing kept holds the function: the call's owner (``WeakOwner``) and the
+SpecialisedCall hold it weakly, and the function's calls leave when it dies
+(``weakref.finalize``), so a lambda made at run time is not kept alive. A changed
+function is seen: the compiled call checks on every call that the entry it runs was
+written from the function as it is now (its ``__code__``, its defaults, the bindings its
+code read), and where it was not, the general path finds the current one, which is kept.
+A transform called a second time is kept by its caller: it makes a DiffFunction of its
+own (api/transforms.py), as before.
+"""
+from __future__ import annotations
+
+import weakref
+
+from ..argnums import argnums_positions
+from ..compile import calls as compiled
+from ..runtime.duals import running
+from ..runtime.tape import native
+from ..transform.bindings import MISSING
+from .diff import ALL_GRADIENTS, DiffFunction, specialised_call
+
+# id(function) -> {(argnums, gradient_only): (WeakOwner, SpecialisedCall)}; an id's entry
+# leaves with its function (weakref.finalize), before the id can name another one
+_CALLS: dict = {}
+
+
+class WeakOwner:
+    """What a SpecialisedCall reads of its owner (``entry``, ``fn``, ``selection``), for a
+    function held weakly; its general path makes the function's DiffFunction when it
+    runs (arguments that are not floats: numpy arrays, structures)."""
+
+    __slots__ = ("_function", "entry", "_argnums", "_gradient_only", "_call", "__weakref__")
+
+    def __init__(self, fun, argnums, gradient_only: bool, call: str):
+        self._function = weakref.ref(fun)
+        self.entry = None
+        self._argnums = argnums  # (an int or a tuple: as DiffFunction takes it)
+        self._gradient_only = gradient_only
+        self._call = call  # how the user asked (astad.grad), for messages
+
+    @property
+    def fn(self):
+        return self._function()
+
+    def selection(self, n_args: int):
+        """DiffFunction.selection's answer for ``argnums`` (always given here)."""
+        positions, single = argnums_positions(self._argnums, n_args)
+        if single:
+            return positions[0]
+        return ALL_GRADIENTS if positions == tuple(range(n_args)) else positions
+
+    def general(self, *args, **kwargs):
+        """The general path (one reverse pass); the entry it finds current is kept."""
+        diff = DiffFunction(self._function(), self._argnums)
+        diff.call = self._call
+        diff.entry = self.entry
+        try:
+            if self._gradient_only:
+                return diff._grad_general(*args, **kwargs)
+            return diff._value_and_grad_general(*args, **kwargs)
+        finally:
+            self.entry = diff.entry  # (rebuilt by the pass if it was not current)
+
+
+def plain_call(fun, argnums, gradient_only: bool, kind: str):
+    """The compiled call of ``astad.grad`` (``gradient_only``) or ``value_and_grad``
+    (``kind``) of plain Python function ``fun`` with ``argnums``; None without the
+    compiled runtime (the caller makes a DiffFunction's call then). The call checks that
+    its entry is current (the function's code, defaults and bindings, in C) and takes
+    the general path, which finds the current one, where it is not."""
+    if native is None:
+        return None
+    calls = _CALLS.get(id(fun))
+    if calls is None:
+        calls = _CALLS[id(fun)] = {}
+        weakref.finalize(fun, _CALLS.pop, id(fun), None)
+    key = (argnums, gradient_only)
+    found = calls.get(key)
+    if found is None or found[0]._function() is not fun:
+        owner = WeakOwner(fun, argnums, gradient_only, f"astad.{kind}")
+        owner.entry = compiled.transformed(fun)
+        found = calls[key] = (owner, native.SpecialisedCall(
+            owner, owner.general, running, MISSING, specialised_call, gradient_only))
+    return found[1]

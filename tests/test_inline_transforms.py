@@ -1,0 +1,178 @@
+"""Transforms made inline (a new transform object per call, api/inline.py) give what kept
+ones give, see a changed function, and keep no function made at run time alive."""
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import astad
+
+
+def f(a, x):
+    return a * x * x + 3.0 * x
+
+
+def g(a, x):
+    return np.sum(a * np.tanh(x))
+
+
+def defaults(x, k=2.0):
+    return k * x * x
+
+
+A, X = np.linspace(0.1, 1.0, 4), np.linspace(-1.0, 1.0, 4)
+
+
+def _same(left, right):
+    if isinstance(left, tuple):
+        assert isinstance(right, tuple) and len(left) == len(right)
+        for a, b in zip(left, right):
+            _same(a, b)
+    else:
+        np.testing.assert_array_equal(left, right)
+        assert type(left) is type(right)
+
+
+@pytest.mark.parametrize("transform", [astad.grad, astad.value_and_grad])
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1,), -1])
+def test_inline_equals_kept_floats(transform, argnums):
+    kept = transform(f, argnums=argnums)
+    for a, x in [(1.3, 0.7), (-2.0, 0.25), (0.5, -4.0)]:
+        for _ in range(3):  # (first, second and later calls of each)
+            _same(transform(f, argnums=argnums)(a, x), kept(a, x))
+    assert astad.grad(f, argnums=1)(1.3, 0.7) == 2 * 1.3 * 0.7 + 3.0
+
+
+@pytest.mark.parametrize("transform", [astad.grad, astad.value_and_grad])
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
+def test_inline_equals_kept_numpy(transform, argnums):
+    kept = transform(g, argnums=argnums)
+    for _ in range(3):
+        _same(transform(g, argnums=argnums)(A, X), kept(A, X))
+    np.testing.assert_allclose(astad.grad(g, argnums=1)(A, X), A / np.cosh(X) ** 2,
+                               rtol=1e-14)
+
+
+def test_inline_jacobians_hessian_jvp_vjp():
+    for transform in (astad.jacfwd, astad.jacrev, astad.jacobian):
+        kept = transform(g, argnums=1)
+        for _ in range(2):
+            _same(transform(g, argnums=1)(A, X), kept(A, X))
+    kept = astad.hessian(f, argnums=1)
+    assert astad.hessian(f, argnums=1)(1.3, 0.7) == kept(1.3, 0.7) == pytest.approx(2 * 1.3)
+    assert astad.jvp(f, (1.3, 0.7), (0.0, 1.0)) == (f(1.3, 0.7), 2 * 1.3 * 0.7 + 3.0)
+    value, pullback = astad.vjp(f, 1.3, 0.7)
+    assert value == f(1.3, 0.7)
+    assert pullback(1.0) == (0.7 * 0.7, 2 * 1.3 * 0.7 + 3.0)
+
+
+def test_mixed_arguments_take_the_general_path():
+    # a 0-d array for a float: the shared call's general path
+    for _ in range(3):
+        out = astad.grad(f, argnums=1)(1.3, np.array(0.7))
+        assert isinstance(out, np.ndarray) and out.shape == ()
+        assert out == 2 * 1.3 * 0.7 + 3.0
+    assert astad.grad(f, argnums=1)(1.3, 0.7) == 2 * 1.3 * 0.7 + 3.0
+
+
+def test_code_replaced_gives_the_new_derivative(tmp_path, monkeypatch):
+    path = tmp_path / "inline_model.py"
+    path.write_text("def h(x):\n    return x * x\n\n\ndef cube(x):\n    return x * x * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import inline_model
+    h = inline_model.h
+    assert astad.grad(h)(3.0) == 6.0
+    assert astad.grad(h)(3.0) == 6.0
+    h.__code__ = inline_model.cube.__code__
+    assert astad.grad(h)(3.0) == 27.0
+    assert astad.grad(h)(3.0) == 27.0
+    assert astad.value_and_grad(h)(2.0) == (8.0, 12.0)
+
+
+def test_defaults_changed_give_the_new_derivative():
+    original = defaults.__defaults__
+    try:
+        assert astad.grad(defaults)(3.0) == 12.0
+        defaults.__defaults__ = (5.0,)
+        assert astad.grad(defaults)(3.0) == 30.0
+        assert astad.grad(defaults)(3.0) == 30.0
+    finally:
+        defaults.__defaults__ = original
+    assert astad.grad(defaults)(3.0) == 12.0
+
+
+def test_redefined_function_gives_the_new_derivative(tmp_path, monkeypatch):
+    path = tmp_path / "inline_redefined.py"
+    path.write_text("def k(x):\n    return x * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import inline_redefined
+    assert astad.grad(inline_redefined.k)(2.0) == 4.0
+    first = inline_redefined.k
+    path.write_text("def k(x):\n    return 5.0 * x * x * x\n")
+    import importlib
+    importlib.reload(inline_redefined)
+    assert inline_redefined.k is not first
+    assert astad.grad(inline_redefined.k)(2.0) == 60.0
+    assert astad.grad(first)(2.0) == 4.0  # (the first one is as it was)
+
+
+def test_global_rebound_gives_the_new_derivative(tmp_path, monkeypatch):
+    path = tmp_path / "inline_global.py"
+    path.write_text("SCALE = 2.0\n\n\ndef s(x):\n    return SCALE * x * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import inline_global
+    assert astad.grad(inline_global.s)(3.0) == 12.0
+    inline_global.SCALE = 10.0
+    assert astad.grad(inline_global.s)(3.0) == 60.0
+    assert astad.grad(inline_global.s)(3.0) == 60.0
+
+
+@pytest.mark.parametrize("kind", ["lambda", "closure", "numpy"])
+def test_function_made_at_run_time_is_not_kept_alive(kind):
+    scale = 1.5
+    if kind == "lambda":
+        fun, arg, expected = (lambda x: scale * x * x), 2.0, 6.0
+    elif kind == "closure":
+        def fun(x):
+            return scale * x * x * x
+        arg, expected = 2.0, 18.0
+    else:
+        fun, arg = (lambda x: np.sum(scale * x * x)), np.array([1.0, 2.0])
+        expected = np.array([3.0, 6.0])
+    ref = weakref.ref(fun)
+    for _ in range(3):
+        np.testing.assert_array_equal(astad.grad(fun)(arg), expected)
+        np.testing.assert_array_equal(astad.value_and_grad(fun)(arg)[1], expected)
+    del fun
+    gc.collect()
+    assert ref() is None
+
+
+def test_lambdas_made_in_a_loop_are_not_kept_alive(tmp_path, monkeypatch):
+    path = tmp_path / "inline_factory.py"
+    path.write_text("def make(k):\n    return lambda x: k * x * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import inline_factory
+    refs = []
+    for k in range(5):
+        fun = inline_factory.make(float(k))
+        assert astad.grad(fun)(1.0) == 2.0 * k
+        assert astad.value_and_grad(fun)(1.0) == (float(k), 2.0 * k)
+        refs.append(weakref.ref(fun))
+    del fun
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_kept_transform_keeps_its_function_and_names():
+    gradient = astad.grad(lambda x: x * x * x)
+    gc.collect()
+    assert gradient(2.0) == 12.0
+    assert gradient(2.0) == 12.0
+    named = astad.grad(f, argnums=1)
+    assert named.__name__ == named.__qualname__ == "grad_f"
+    assert named.__doc__ == "astad.grad of f"
+    assert astad.grad.__name__ == "grad" and "argnums" in astad.grad.__doc__
+    named.__name__ = "mine"
+    assert named.__name__ == "mine"
