@@ -10,7 +10,6 @@ call (``register_elementwise`` and ``register_vjp`` in the style of autograd's d
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable
 from math import isfinite
 from typing import Any, TypeVar
@@ -24,71 +23,18 @@ from .from_scalar import partials_of
 from ..runtime.array_dual import (PLAIN_OPERANDS, PLAIN_SCALARS, ArrayDual, made_array,
                                   accumulate, add_check, cotangent, dispatch, index_of,
                                   is_active, new_array, new_scalar, parent_of, primal_of,
-                                  qualified_name, unbroadcast)
+                                  unbroadcast)
 from ..runtime.array_rows import (accumulate_rows, add_rows, rows_accept, rows_cotangent,
                                   unbroadcast_rows)
 from ..runtime.duals import DUAL_TYPES, reverse_dual, running
 from ..runtime.tape import BATCHED_BACKWARDS, native
 from ..errors import NotDifferentiableError, api_boundary, user_location
+from .refusals import (complex_result, not_differentiable, refuse_arguments,  # noqa: F401
+                       require)  # (rules import them from here too)
 from ..registry import ad as _ad
 
 
 # -- the two ways to give a rule ----------------------------------------------------------
-def require(fn, derivatives, k) -> None:
-    """A differentiated value reached argument ``k``: its derivative must be given."""
-    if k >= len(derivatives) or derivatives[k] is None:
-        raise not_differentiable(fn, k)
-
-
-def refuse_arguments(fn, refusals: dict, name: str | None = None) -> None:
-    """How the error for a differentiated value reaching an argument of ``fn`` with no
-    derivative names it, and why: ``{k: (what, why)}`` (``(0, ("its order v", "..."))``
-    says "scipy.special.jv is not differentiable in its order v (argument 0): ...");
-    ``name``: the function as users call it, when its own name is private."""
-    record(fn).refusals = (name, dict(refusals))
-
-
-def not_differentiable(fn, k) -> NotDifferentiableError:
-    """The error for a differentiated value reaching argument ``k`` of ``fn``, which has
-    no derivative: the function as the user's code names it (scipy.special.jv), the
-    argument by what ``refuse_arguments`` calls it or else by the name its rule's
-    derivatives give it."""
-    found = RECORDS.get(fn)
-    name, refusals = found.refusals if found is not None and found.refusals else (None, {})
-    what, why = refusals.get(k, (_argument_name(found, k), None))
-    name = name or _called_name(fn)
-    where = f"{what} (argument {k})" if what else f"argument {k}"
-    return NotDifferentiableError(f"{name} is not differentiable in {where}" +
-                                  (f": {why}" if why else ""), *user_location())
-
-
-def _called_name(fn) -> str:
-    inner = getattr(fn, "__wrapped__", fn)  # (scipy's Python functions, as primitives)
-    module = getattr(inner, "__module__", None) or ""
-    if isinstance(inner, (np.ufunc, tuple)) or module.split(".")[0] in ("numpy", "scipy"):
-        return qualified_name(inner)
-    return getattr(inner, "__name__", None) or repr(inner)
-
-
-def _argument_name(found, k) -> str | None:
-    """"its argument c": argument ``k`` by the name the rule's derivatives give it."""
-    if found is None:
-        return None
-    offset, derivatives = (0, found.partials) if found.partials is not None else (
-        2, found.vjps or found.jvps or ())
-    for derivative in derivatives:
-        if derivative is None:
-            continue
-        try:
-            parameters = [p for p in inspect.signature(derivative).parameters.values()
-                          if p.kind is p.POSITIONAL_OR_KEYWORD]
-        except (TypeError, ValueError):
-            return None
-        last = len(parameters) - (1 if offset == 0 else 0)  # (a partial's last: result)
-        return f"its argument {parameters[offset + k].name}" if offset + k < last else None
-    return None
-
-
 def quietly(op, *args):
     """``op(*args)`` as numpy computes it under its default error state, whatever the
     user's ``np.errstate``: a derivative's own arithmetic (a partial's inf * 0 where the
@@ -489,14 +435,6 @@ def call_at_enclosing_levels(fn, values, kwargs, through_rule: bool):
     if through_rule and any(type(v) in DUAL_TYPES for v in values):
         return dispatch(fn, values, kwargs)
     return fn(*values, **kwargs)
-
-
-def complex_result(fn) -> NotDifferentiableError:
-    found = RECORDS.get(fn)
-    name = found.refusals[0] if found is not None and found.refusals and \
-        found.refusals[0] else _called_name(fn)  # (the name users call it by)
-    return NotDifferentiableError(f"{name} returns a complex value here: astad "
-                                  "differentiates real values only", *user_location())
 
 
 def is_numpy(fn) -> bool:

@@ -256,7 +256,7 @@ def catalogue_rows() -> dict:
         names = names_of(fn)
         limits = LIMITS.get(names[0], "")
         refusals = RECORDS[fn].refusals if fn in RECORDS else None
-        if refusals:  # (arguments with no derivative: rules/array.refuse_arguments)
+        if refusals:  # (arguments with no derivative: rules/refusals.refuse_arguments)
             limits = "; ".join(x for x in (limits, "not differentiable in " + ", ".join(
                 what for what, _ in refusals[1].values())) if x)
         refused = REFUSED_KEYWORDS.get(names[0])
