@@ -108,6 +108,12 @@ def test_parameters_in_a_structure():
     d = np.diag(1 - x ** 2)
     by_hand = 3 * x ** 2 @ np.linalg.solve(np.eye(5) - d @ W, d)
     np.testing.assert_allclose(g_bias, by_hand, rtol=1e-10)
+    # forward mode on the structure: one direction, and every direction (jacfwd)
+    direction = RNG.normal(size=(5, 5))
+    _, tangent = astad.jvp(loss, (W, A), (direction, np.zeros(5)))
+    assert math.isclose(tangent, np.sum(g_weights * direction), rel_tol=1e-9)
+    np.testing.assert_allclose(astad.jacfwd(loss, argnums=(0, 1))(W, A)[1], g_bias,
+                               rtol=1e-9)
 
 
 def test_the_loop_differentiated_instead_is_the_last_iterates_derivative():

@@ -135,3 +135,18 @@ def test_a_parameter_in_the_closure_is_refused_naming_args():
         return si.odeint(lambda y, t: -k * y, np.array([1.0]), TIMES)[-1, 0]
     with pytest.raises(astad.NotDifferentiableError, match=r"scipy\.integrate\.odeint .*args="):
         astad.grad(final)(0.5)
+
+
+def test_arguments_without_a_derivative_among_args():
+    """An int and a string among ``args`` pass through; the float beside them is
+    differentiated."""
+    def rate(y, t, k, power, kind):
+        assert kind == "decay"
+        return -k * y ** power
+
+    def final(k):
+        return si.odeint(rate, np.array([1.0]), TIMES, args=(k, 1, "decay"), **TIGHT)[-1, 0]
+    k = 0.5
+    expected = -TIMES[-1] * math.exp(-k * TIMES[-1])  # d/dk exp(-k t)
+    assert math.isclose(astad.grad(final)(k), expected, rel_tol=1e-7)
+    assert math.isclose(astad.jvp(final, (k,), (1.0,))[1], expected, rel_tol=1e-7)

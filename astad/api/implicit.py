@@ -28,6 +28,7 @@ import functools
 import numpy as np
 
 from ..compile.calls import transformed_as_users
+from ..data.tree import tree_leaves, tree_map
 from ..errors import InputError
 from ..rules.custom import custom_vjp
 from .transforms import jvp, vjp
@@ -86,8 +87,12 @@ def _tangent(primals, tangents):
             return jvp(step_of, (a, x), (da, t))[1]
         return _solve(step, step(0.0 * x), distance, tol, "the tangent iteration")
     da = tangents[1]
-    if np.ndim(da) > np.ndim(a):  # several directions at once (jacfwd): one by one
-        return x, np.stack([tangent(row) for row in da])
+    given, taken = tree_leaves(da), tree_leaves(a)
+    if given and taken and np.ndim(given[0]) > np.ndim(taken[0]):  # several directions
+        # at once (jacfwd): one by one
+        rows = len(given[0])
+        return x, np.stack([tangent(tree_map(lambda leaf, j=j: leaf[j], da))
+                            for j in range(rows)])
     return x, tangent(da)
 
 

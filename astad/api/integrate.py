@@ -68,14 +68,26 @@ def _rhs(func, tfirst, y, t, *args):
     return func(t, y, *args) if tfirst else func(y, t, *args)
 
 
-def _flat(values) -> np.ndarray:
-    return np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values]) \
-        if values else np.zeros(0)
+def _numeric(value) -> bool:
+    """Is the extra argument a float or an array of numbers (one with a derivative)?"""
+    return isinstance(value, (float, np.floating, np.ndarray)) and \
+        np.asarray(value).dtype.kind == "f"
+
+
+def _flat(values, like) -> np.ndarray:
+    """The cotangents (or values) of the numeric ones among ``like``, as one vector (a
+    missing one as zeros)."""
+    pieces = [np.zeros(np.size(v)) if c is None else np.ravel(np.asarray(c, dtype=float))
+              for c, v in zip(values, like) if _numeric(v)]
+    return np.concatenate(pieces) if pieces else np.zeros(0)
 
 
 def _unflat(flat, like) -> tuple:
     out, at = [], 0
     for v in like:
+        if not _numeric(v):
+            out.append(None)
+            continue
         size = int(np.size(v))
         piece = flat[at:at + size]
         out.append(float(piece[0]) if np.ndim(v) == 0 else piece.reshape(np.shape(v)))
@@ -113,10 +125,10 @@ def _backward(residuals, g):
         value, pullback = vjp(f, state[:n].reshape(y0.shape), time, *extra)
         cotangents = pullback(state[n:2 * n].reshape(np.shape(value)))
         return np.concatenate([np.ravel(value), -np.ravel(cotangents[0]),
-                               -_flat(cotangents[2:])])
+                               -_flat(cotangents[2:], extra)])
 
     times_bar = np.zeros(len(t))
-    lam, args_bar = g[-1].copy(), np.zeros(_flat(extra).size)
+    lam, args_bar = g[-1].copy(), np.zeros(_flat(extra, extra).size)
     options = _options(values)
     for i in range(len(t) - 1, 0, -1):
         times_bar[i] = g[i] @ _rates(f, ys[i], t[i], extra, y0.shape)
@@ -140,7 +152,7 @@ def _tangent(primals, tangents):
     given = list(tangents) + [None] * (4 - len(tangents))
     y0_dot, t_dot, extra_dot = given[1], given[2], given[3]
     if not isinstance(extra_dot, tuple):  # (no tangent: zeros)
-        extra_dot = tuple(np.zeros(np.shape(a)) for a in extra)
+        extra_dot = tuple(np.zeros(np.shape(a)) if _numeric(a) else None for a in extra)
     y0_dot = np.zeros(y0.shape) if y0_dot is None else np.asarray(y0_dot, dtype=float)
     t_dot = np.zeros(t.shape) if t_dot is None else np.asarray(t_dot, dtype=float)
     batched = [np.ndim(y0_dot) > y0.ndim, np.ndim(t_dot) > t.ndim] + [
