@@ -56,7 +56,7 @@ def _differences(f, args, position, h=1e-6):
         step[index] = h
         up = f(*args[:position], x + step, *args[position + 1:])
         down = f(*args[:position], x - step, *args[position + 1:])
-        out[index] = (up - down) / (2 * h)
+        out[index] = np.real(up - down) / (2 * h)  # (scipy < 1.16: sqrtm complex)
     return out
 
 
