@@ -108,6 +108,13 @@ def renew(fn) -> Record:
     return new
 
 
+def has_rule(fn) -> bool:
+    """Does ``fn`` have a rule already (one a user registered before astad's own, which
+    are registered on first use, is kept)?"""
+    found = RECORDS.get(fn)
+    return found is not None and (found.call is not None or found.array is not None)
+
+
 def lookup(fn) -> Record | None:
     """The record of ``fn``, or None (the rules registered on first use are asked for:
     ``on_missing``)."""

@@ -22,16 +22,16 @@ Registered on first use of scipy.integrate (rules/scipy_loader.py).
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 
 from ..compile.calls import transformed_as_users
 from ..core.boundary import contains_dual
 from ..errors import NotDifferentiableError, user_location
+from ..registry import has_rule
 from ..rules import scipy_loader
 from ..rules.custom import custom_vjp
-from .roots import closed_over_duals
+from .roots import call_arguments, closed_over_duals
 from .transforms import jvp, vjp
 
 _SOLVER_OPTIONS = ("rtol", "atol", "h0", "hmax", "hmin", "mxstep", "tcrit", "mxordn",
@@ -50,16 +50,8 @@ def _options(bound) -> dict:
 
 def _parts(args, kwargs):
     """The call's arguments by name, scipy's defaults filled in."""
-    bound = inspect.signature(_scipy().odeint).bind(*args, **kwargs)
-    bound.apply_defaults()
-    values = dict(bound.arguments)
-    if values["full_output"]:
-        raise NotDifferentiableError(
-            "astad differentiates scipy.integrate.odeint's states, not the pair "
-            "full_output=True gives", *user_location())
-    if not isinstance(values["args"], tuple):
-        values["args"] = (values["args"],)
-    return values
+    return call_arguments(_scipy().odeint, args, kwargs, "scipy.integrate.odeint",
+                          "states")
 
 
 @transformed_as_users
@@ -190,10 +182,8 @@ def _sensitivity(values, y0, t, extra, y0_dot, t_dot, extra_dot) -> np.ndarray:
 
 def register() -> None:
     """Give scipy.integrate.odeint these rules (unless the user gave it one)."""
-    from ..registry import RECORDS
     odeint = _scipy().odeint
-    found = RECORDS.get(odeint)
-    if found is not None and (found.call is not None or found.array is not None):
+    if has_rule(odeint):
         return
     rule = custom_vjp(odeint)
     rule.defvjp(_forward, _backward)

@@ -27,6 +27,7 @@ from ..compile.calls import transformed_as_users
 from ..core.boundary import contains_dual
 from ..data.tree import find
 from ..errors import NotDifferentiableError, user_location
+from ..registry import has_rule
 from ..rules import scipy_loader
 from ..rules.custom import custom_vjp
 from ..runtime.duals import DUAL_TYPES
@@ -41,17 +42,23 @@ def _equation(f, x, *args):
     return f(x, *args)
 
 
-def _bound(fn, args, kwargs):
+def call_arguments(fn, args, kwargs, name: str, result: str) -> dict:
+    """The arguments of a call of scipy's ``fn`` by name, its defaults filled in, ``args``
+    a tuple; ``full_output=True`` refused (``name`` gives ``result`` alone)."""
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
-    values = bound.arguments
+    values = dict(bound.arguments)
     if values.get("full_output"):
-        raise NotDifferentiableError(
-            f"astad differentiates scipy.optimize.{fn.__name__}'s root, not the tuple "
-            "full_output=True gives", *user_location())
-    extra = values["args"]
-    return values["f" if "f" in values else "func"], extra if isinstance(extra, tuple) \
-        else (extra,)
+        raise NotDifferentiableError(f"astad differentiates {name}'s {result}, not the "
+                                     "tuple full_output=True gives", *user_location())
+    if not isinstance(values["args"], tuple):
+        values["args"] = (values["args"],)
+    return values
+
+
+def _bound(fn, args, kwargs):
+    values = call_arguments(fn, args, kwargs, f"scipy.optimize.{fn.__name__}", "root")
+    return values["f" if "f" in values else "func"], values["args"]
 
 
 def closed_over_duals(name: str, what: str):
@@ -128,11 +135,9 @@ def _rules(fn, system: bool):
 def register() -> None:
     """Give scipy.optimize's root finders these rules (unless the user gave one)."""
     import scipy.optimize
-    from ..registry import RECORDS
     for name, system in [(name, False) for name in SCALAR_FINDERS] + [("fsolve", True)]:
         fn = getattr(scipy.optimize, name)
-        found = RECORDS.get(fn)
-        if found is not None and (found.call is not None or found.array is not None):
+        if has_rule(fn):
             continue
         forward, backward, tangent = _rules(fn, system)
         rule = custom_vjp(fn)

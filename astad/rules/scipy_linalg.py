@@ -27,7 +27,7 @@ import scipy.linalg as sl
 
 from ..core.boundary import contains_dual
 from ..errors import NotDifferentiableError, user_location
-from ..registry import RECORDS, ad, define
+from ..registry import ad, define, has_rule
 from ..runtime.array_dual import plain_array
 from ..runtime.duals import DUAL_TYPES
 
@@ -255,20 +255,15 @@ def _refusal(name):
 REGISTERED: list = []  # the callables given astad's rules (not a user's own)
 
 
-def _has_user_rule(fn) -> bool:
-    found = RECORDS.get(fn)
-    return found is not None and (found.call is not None or found.array is not None)
-
-
 def register_all() -> None:
     """Register every rule here (a rule the user registered first is kept)."""
     for name, (function, _, _) in FUNCTIONS.items():
         fn = getattr(sl, name)
-        if not _has_user_rule(fn):
+        if not has_rule(fn):
             define(f"scipy_linalg_{name}", _rule(name, function), fn)
             REGISTERED.append(fn)
     for name in REFUSED:
         fn = getattr(sl, name, None)
-        if fn is not None and not _has_user_rule(fn):
+        if fn is not None and not has_rule(fn):
             define(f"scipy_linalg_{name}", _refusal(name), fn)
             REGISTERED.append(fn)

@@ -29,7 +29,7 @@ import scipy.linalg as sl
 
 from ..core.boundary import contains_dual
 from ..errors import NotDifferentiableError, user_location
-from ..registry import RECORDS, define
+from ..registry import RECORDS, define, has_rule
 from ..runtime.array_dual import dispatch
 from .array import (NEW_ARRAYS, batched_vjps, refuse_arguments, register_jvp, register_vjp,
                     result_kinds)
@@ -181,17 +181,12 @@ TABLE = {
 }
 
 
-def _has_user_rule(fn) -> bool:
-    found = RECORDS.get(fn)
-    return found is not None and (found.call is not None or found.array is not None)
-
-
 def register_all(registered: list) -> None:
     """Register every rule here (a rule the user registered first is kept), appending
     the functions given rules to ``registered``."""
     for name, (vjps, jvps) in RULES.items():
         fn = getattr(sl, name)
-        if _has_user_rule(fn):
+        if has_rule(fn):
             continue
         primitive = real_sqrtm if name == "sqrtm" else fn  # (scipy's calls reach it)
         register_vjp(primitive, *vjps)

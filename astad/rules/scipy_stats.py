@@ -32,7 +32,7 @@ import scipy.stats as st
 
 from ..core.boundary import contains_dual
 from ..errors import NotDifferentiableError, user_location
-from ..registry import RECORDS, ad, define
+from ..registry import ad, define, has_rule
 from ..runtime.array_dual import ARRAY_DUALS, plain_array
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -597,21 +597,16 @@ def stats_name(obj) -> str | None:
 REGISTERED: list = []  # the callables given astad's rules (not a user's own)
 
 
-def _has_user_rule(fn) -> bool:
-    found = RECORDS.get(fn)
-    return found is not None and (found.call is not None or found.array is not None)
-
-
 def register_all() -> None:
     """Register every rule here (a rule the user registered first is kept)."""
     for family in FAMILIES.values():
         dist = getattr(st, family.name)
         for method in family.methods:
             bound = getattr(dist, method)
-            if not _has_user_rule(bound):
+            if not has_rule(bound):
                 define(f"scipy_stats_{family.name}_{method}", _method_rule(family, method),
                        bound)
                 REGISTERED.append(bound)
-        if not _has_user_rule(dist):
+        if not has_rule(dist):
             define(f"scipy_stats_{family.name}", _frozen_rule(family), dist)
             REGISTERED.append(dist)
