@@ -24,12 +24,15 @@ import copy
 import dataclasses
 import math
 
+import numpy as np
+
 __all__ = [
     "is_float_leaf",
     "float_paths",
     "get_path",
     "replace_at",
     "central_fd",
+    "array_differences",
     "assert_grad_close",
     "grad_close",
     "random_direction",
@@ -304,3 +307,18 @@ def pairing(gradient, tangent) -> float:
     gradient gives along ``tangent`` (``tangent`` mirrors the argument)."""
     return math.fsum(get_path(gradient, path) * get_path(tangent, path)
                      for path in float_paths(tangent))
+
+
+def array_differences(f, args, position, h=1e-6):
+    """Central differences of the scalar ``f`` in its array argument ``position``, element
+    by element with step ``h`` (``central_fd`` walks Python structures, not arrays). A
+    complex value (scipy < 1.16's sqrtm of a real matrix) is taken as real."""
+    x = np.array(args[position], dtype=float)
+    out = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = h
+        up = f(*args[:position], x + step, *args[position + 1:])
+        down = f(*args[:position], x - step, *args[position + 1:])
+        out[index] = np.real(up - down) / (2 * h)
+    return out

@@ -16,6 +16,7 @@ import pytest
 import scipy.linalg as sl
 
 import astad
+from oracles import array_differences
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 4
@@ -90,19 +91,6 @@ def _objective(name):
     return lambda *args: _weighted(fn(*args))
 
 
-def _differences(f, args, position, h=1e-6):
-    args = list(args)
-    x = np.array(args[position], dtype=float)
-    out = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = h
-        up = f(*args[:position], x + step, *args[position + 1:])
-        down = f(*args[:position], x - step, *args[position + 1:])
-        out[index] = (up - down) / (2 * h)
-    return out
-
-
 ARGUMENTS = [(name, position) for name, (_, args) in CASES.items()
              for position in range(len(args))]
 
@@ -111,7 +99,7 @@ ARGUMENTS = [(name, position) for name, (_, args) in CASES.items()
 def test_against_differences(name, position):
     f, args = _objective(name), CASES[name][1]
     got = astad.grad(f, argnums=position)(*args)
-    np.testing.assert_allclose(got, _differences(f, args, position), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, array_differences(f, args, position), rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("name,position", ARGUMENTS)

@@ -11,6 +11,7 @@ import pytest
 import scipy.linalg as sl
 
 import astad
+from oracles import array_differences
 
 N = 3
 RNG = np.random.default_rng(2026)
@@ -48,23 +49,11 @@ def _objective(name):
     return lambda *args: np.sum(fn(*args) * WEIGHTS)
 
 
-def _differences(f, args, position, h=1e-6):
-    x = np.array(args[position], dtype=float)
-    out = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = h
-        up = f(*args[:position], x + step, *args[position + 1:])
-        down = f(*args[:position], x - step, *args[position + 1:])
-        out[index] = np.real(up - down) / (2 * h)  # (scipy < 1.16: sqrtm complex)
-    return out
-
-
 @pytest.mark.parametrize("name,position", ARGUMENTS)
 def test_against_differences(name, position):
     f, args = _objective(name), CASES[name][1]
     got = astad.grad(f, argnums=position)(*args)
-    np.testing.assert_allclose(got, _differences(f, args, position), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, array_differences(f, args, position), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("name,position", ARGUMENTS)
