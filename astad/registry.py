@@ -54,6 +54,9 @@ class Record:
         "linear",        # forward mode: linear in these arguments (its jvp is itself)
         "multilinear",   # forward mode: linear in each of these arguments
         "selects",       # forward mode: selects among its arguments (where, maximum)
+        "complex",       # complex values: True where the rule holds for them (JAX's
+                         # convention: holomorphic, or linear with real coefficients), the
+                         # record of a rule for them (|z|), None: refused
         # -- what numpy's dispatch does before the rule (runtime/array_dual.py)
         "check",         # check(args, kwargs) -> (args, kwargs): refuse or rearrange
         "writer",        # writes into an argument (np.add.at, np.copyto)
@@ -67,7 +70,7 @@ class Record:
         self.call = self.formula = self.general = self.array = self.partials = None
         self.vjps = self.jvps = self.result_kind = self.outputs = self.linear = None
         self.multilinear = self.check = self.writer = self.view = None
-        self.primitive = self.refusals = None
+        self.primitive = self.refusals = self.complex = None
         self.total = self.finite = self.batched_vjps = self.batched_jvps = False
         self.shapes_only = self.primal_only = self.selects = False
 

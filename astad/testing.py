@@ -131,6 +131,7 @@ def _rebuild(value, change=None):
 
 # -- results: cotangents and inner products -------------------------------------------------
 def _is_scalar_result(value) -> bool:
+    """A real number (a complex one has no gradient: it is checked as ``vjp`` is)."""
     if isinstance(value, np.ndarray):
         return value.ndim == 0 and value.dtype.kind == "f"
     return tree.is_float(value)
@@ -140,6 +141,9 @@ def _random_cotangent(value, rng):
     """A cotangent shaped like ``value``: standard normal floats at its float leaves (of
     the leaf's own shape and dtype), None (zero) elsewhere."""
     def leaf(x):
+        if np.iscomplexobj(x):
+            w = rng.standard_normal(np.shape(x)) + 1j * rng.standard_normal(np.shape(x))
+            return w.astype(x.dtype) if isinstance(x, np.ndarray) else complex(w)
         if isinstance(x, np.ndarray):
             return rng.standard_normal(x.shape).astype(x.dtype)
         return float(rng.standard_normal())
@@ -162,8 +166,13 @@ def _inner(w, y) -> float:
             raise AssertionError(f"the function's result changed shape at "
                                  f"{tree.format_path('result', path)} between evaluations: "
                                  f"{np.shape(a)} then {np.shape(b)}")
-        total += float(np.sum(np.asarray(a, dtype=float) * np.asarray(b, dtype=float)))
+        total += float(np.real(np.sum(_wide(a) * _wide(b))))  # (Re: JAX's pairing)
     return total
+
+
+def _wide(x):
+    """``x`` as an array of double precision (complex for a complex value)."""
+    return np.asarray(x, dtype=complex if np.iscomplexobj(x) else float)
 
 
 # -- the function under test ----------------------------------------------------------------
@@ -210,9 +219,15 @@ def _rel_error(a: float, b: float, atol: float) -> float:
 
 
 def _step(x: float, eps: float, dtype) -> float:
-    if dtype is not None and np.dtype(dtype) != np.float64:
+    if dtype is not None and np.dtype(dtype) not in (np.float64, np.complex128):
         eps = max(eps, float(np.finfo(dtype).eps) ** (1.0 / 3.0))
-    return eps * max(1.0, abs(float(x)))
+    return eps * max(1.0, abs(complex(x)))
+
+
+# a complex entry is checked along its real and its imaginary part: the gradient is
+# df/dx - i df/dy (JAX's convention), so its real part and minus its imaginary part
+_PARTS = ((1.0, "", lambda g: float(np.real(g))),
+          (1j, " (imaginary part)", lambda g: -float(np.imag(g))))
 
 
 # -- check_grads ----------------------------------------------------------------------------
@@ -323,29 +338,34 @@ def check_grads(f: Callable[..., Any], *args: Any, rtol: float = 1e-5, atol: flo
                 raise AssertionError(
                     f"check_grads({name}): the gradient at {_format_path(path)} has "
                     f"shape {np.shape(g_leaf)}, the argument {leaf.shape}")
+            parts = _PARTS if leaf.dtype.kind == "c" else _PARTS[:1]
             for index in indices:
                 x = leaf[index]
                 h = _step(x, eps, leaf.dtype)
-                fd = _central(objective, k, path, index, x, h)
-                comparisons.append((_format_path(path, index), float(g_leaf[index]), fd))
+                for unit, which, part in parts:
+                    fd = _central(objective, k, path, index, x, h, unit)
+                    comparisons.append((_format_path(path, index) + which,
+                                        part(g_leaf[index]), fd))
             continue
+        complex_leaf = type(leaf) in tree.COMPLEX_SCALARS
         try:
-            g_value = float(g_leaf)
+            g_value = complex(g_leaf) if complex_leaf else float(g_leaf)
         except (TypeError, ValueError):
             raise AssertionError(
                 f"check_grads({name}): the gradient at {_format_path(path)} is "
-                f"{g_leaf!r}, not a float") from None
+                f"{g_leaf!r}, not a {'complex' if complex_leaf else 'float'}") from None
         if k in chosen:
             h = _step(leaf, eps, _dtype_of(leaf))
-            fd = _central(objective, k, path, None, leaf, h)
-            comparisons.append((_format_path(path), g_value, fd))
+            for unit, which, part in _PARTS if complex_leaf else _PARTS[:1]:
+                fd = _central(objective, k, path, None, leaf, h, unit)
+                comparisons.append((_format_path(path) + which, part(g_value), fd))
 
     n_entries = len(comparisons) - 1
     if by_vjp is not None:  # and that .vjp's pullback gives the same gradient
         theirs_at = _Entries(by_vjp)
         for _, path, _ in leaves:
-            ours = np.asarray(entries.at(path), dtype=float)
-            theirs = np.asarray(theirs_at.at(path), dtype=float)
+            ours = _wide(entries.at(path))
+            theirs = _wide(theirs_at.at(path))
             if ours.shape != theirs.shape or not np.allclose(ours, theirs, rtol=rtol,
                                                              atol=atol, equal_nan=True):
                 raise AssertionError(
@@ -375,8 +395,9 @@ def _chosen(positions) -> str:
 
 
 def _dtype_of(leaf):
-    """The numpy dtype of a numpy float scalar leaf (None for a Python float)."""
-    return np.dtype(type(leaf)) if isinstance(leaf, np.floating) else None
+    """The numpy dtype of a numpy float (or complex) scalar leaf (None for Python's)."""
+    return np.dtype(type(leaf)) if isinstance(leaf, (np.floating, np.complexfloating)) \
+        else None
 
 
 class _Entries:
@@ -420,12 +441,14 @@ def _along_random_direction(objective, leaves, entries, eps, rng, scalar):
             directions[k] = rng.standard_normal(leaf.shape)
         else:
             directions[k] = float(rng.standard_normal())
+        if np.iscomplexobj(leaf):  # (along the real and the imaginary parts at once)
+            directions[k] = directions[k] + 1j * rng.standard_normal(np.shape(leaf))
     scale = max([1.0] + [float(np.max(np.abs(leaf))) if isinstance(leaf, np.ndarray)
-                         else abs(float(leaf)) for _, _, leaf in leaves
+                         else abs(complex(leaf)) for _, _, leaf in leaves
                          if not isinstance(leaf, np.ndarray) or leaf.size])
     h = eps * scale
     if any(np.dtype(leaf.dtype if isinstance(leaf, np.ndarray) else _dtype_of(leaf) or float)
-           != np.float64 for _, _, leaf in leaves):
+           not in (np.float64, np.complex128) for _, _, leaf in leaves):
         h = max(h, float(np.finfo(np.float32).eps) ** (1.0 / 3.0) * scale)
     moved = {}  # sign -> k -> the perturbed leaf as stored (float32 rounds it)
 
@@ -437,12 +460,12 @@ def _along_random_direction(objective, leaves, entries, eps, rng, scalar):
                 return x
             if isinstance(x, np.ndarray):
                 new = (x + sign * h * v).astype(x.dtype)
-                moved.setdefault(sign, {})[k] = new.astype(float)
+                moved.setdefault(sign, {})[k] = _wide(new)
                 return new
             new = x + sign * h * v
             if type(x) is not float:  # a float subclass (numpy float64, ...)
                 new = type(x)(new)
-            moved.setdefault(sign, {})[k] = float(new)
+            moved.setdefault(sign, {})[k] = _wide(new)
             return new
         return change
 
@@ -452,15 +475,15 @@ def _along_random_direction(objective, leaves, entries, eps, rng, scalar):
     for k, path, _ in leaves:
         g_leaf = entries.at(path)
         delta = np.asarray(moved[1.0][k]) - np.asarray(moved[-1.0][k])
-        ad_value += float(np.sum(np.asarray(g_leaf, dtype=float) * delta)) / (2.0 * h)
+        ad_value += float(np.real(np.sum(_wide(g_leaf) * delta))) / (2.0 * h)
     label = "<gradient, v> (random direction v)" if scalar else \
         "<J^T w, v> (random direction v)"
     return label, ad_value, fd
 
 
-def _central(objective, k, path, index, x, h) -> float:
+def _central(objective, k, path, index, x, h, unit=1.0) -> float:
     """Central difference of ``objective`` along the k-th leaf (an element if
-    ``index``)."""
+    ``index``); ``unit`` 1j: along its imaginary part."""
     __tracebackhide__ = True
     stored = {}
 
@@ -470,14 +493,14 @@ def _central(objective, k, path, index, x, h) -> float:
             if position != k:
                 return leaf
             if index is None:
-                new = x + sign * h
+                new = x + sign * h * unit
                 if type(leaf) is not float:  # a float subclass (numpy float64, ...)
                     new = type(leaf)(new)
-                stored[sign] = float(new)
+                stored[sign] = _along(new, unit)
                 return new
             new = leaf.copy()
-            new[index] = x + sign * h
-            stored[sign] = float(new[index])
+            new[index] = x + sign * h * unit
+            stored[sign] = _along(new[index], unit)
             return new
         return change
 
@@ -489,6 +512,11 @@ def _central(objective, k, path, index, x, h) -> float:
     if delta == 0.0:
         return math.nan
     return (plus - minus) / delta
+
+
+def _along(value, unit) -> float:
+    """The part of ``value`` a step along ``unit`` changes (its imaginary part for 1j)."""
+    return float(np.imag(value)) if unit == 1j else float(np.real(value))
 
 
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:

@@ -7,6 +7,7 @@ directly: indexing, np.r_, np.array of a list).
 """
 from __future__ import annotations
 
+import cmath
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from astad.rules.array_shapes import as_dtype, index_scatter, take_index
 from astad.rules.array_views import View, region_add
 from astad.rules.array_writes import Write, zero_region
+from astad.rules import complex_values as cv
 from astad.rules.array_gather import (ADD_ACCUMULATE, ADD_REDUCE, ADD_REDUCEAT,
     MAXIMUM_REDUCE, MINIMUM_REDUCE, MULTIPLY_REDUCE, OUTERS)
 
@@ -26,14 +28,21 @@ except ImportError:  # scipy is optional
 
 
 class F:
-    """A random float array argument (differentiated): uniform in [lo, hi], or ``make``."""
+    """A random float array argument (differentiated): uniform in [lo, hi], or ``make``;
+    ``complex=True``: its imaginary part uniform in [lo, hi] too (complex128, or complex64
+    where the case runs in float32)."""
 
-    def __init__(self, *shape, lo=-1.0, hi=1.0, make=None, nan=()):
+    def __init__(self, *shape, lo=-1.0, hi=1.0, make=None, nan=(), complex=False):
         self.shape, self.lo, self.hi, self.make_fn, self.nan = shape, lo, hi, make, nan
+        self.complex = complex
 
     def make(self, rng, dtype):
         value = self.make_fn(rng) if self.make_fn else rng.uniform(self.lo, self.hi,
                                                                    self.shape)
+        if self.complex:
+            value = np.array(value, dtype=complex) + 1j * rng.uniform(self.lo, self.hi,
+                                                                      np.shape(value))
+            return value.astype(np.result_type(dtype, np.complex64))
         value = np.array(value, dtype=np.float64)
         for index in self.nan:
             value[index] = np.nan
@@ -475,6 +484,78 @@ C(np.linalg.norm, F(2, 3, 4), tag="flat")
 if hasattr(np.linalg, "vector_norm"):
     C(np.linalg.vector_norm, F(3, 4), kw=dict(axis=0, ord=3))
     C(np.linalg.matrix_norm, F(2, 3, 4), kw=dict(ord="nuc"))
+
+# -- complex values (rules/complex_values.py) and numpy.fft (rules/fft.py) -----------------------
+Z = dict(complex=True)
+for _fn, _domain in ((np.exp, {}), (np.log, POS), (np.sqrt, POS), (np.sin, {}), (np.tanh, {}),
+                     (np.arcsin, INSIDE), (np.arctanh, INSIDE), (np.reciprocal, POS),
+                     (np.log1p, POS), (np.square, {})):
+    C(_fn, F(3, 4, **_domain, **Z), tag="complex")
+for _fn in (np.multiply, np.divide, np.add):
+    C(_fn, F(3, 4, **POS, **Z), F(4, **POS, **Z), tag="complex")
+C(np.multiply, F(3, 4), F(3, 4, **Z), tag="real-by-complex")
+C(np.power, F(3, 4, **POS, **Z), K(3.0), tag="complex")
+C(np.sum, F(3, 4, **Z), kw=dict(axis=1), tag="complex")
+C(np.cumprod, F(3, 4, **Z), kw=dict(axis=0), tag="complex")
+C(np.matmul, F(3, 4, **Z), F(4, 2, **Z), tag="complex")
+C(np.einsum, K("ij,jk->ik"), F(3, 4, **Z), F(4, 2), tag="complex")
+C(np.linalg.inv, F(make=lambda rng: rng.uniform(-1, 1, (3, 3)) + 3 * np.eye(3), **Z),
+  tag="complex")
+C(np.linalg.det, F(make=lambda rng: rng.uniform(-1, 1, (3, 3)) + 2 * np.eye(3), **Z),
+  tag="complex")
+C(take_index, F(3, 4, **Z), K((1, slice(1, 3))), call=lambda x, i: x[i], tag="complex")
+C(take_index, F(3, 4, **Z), K((2, 1)), call=lambda x, i: x[i], tag="complex-element")
+C(np.concatenate, L(F(2, 3, **Z), F(2, 3)), tag="complex")
+C(cv.absolute, F(3, 4, **Z), call=np.absolute)
+C(cv.arccosh, F(3, 4, lo=1.5, hi=2.5, **Z), call=np.arccosh)
+C(cv.real, F(3, 4, **Z), call=np.real)
+C(cv.imag, F(3, 4, **Z), call=np.imag)
+C(cv.conjugate, F(3, 4, **Z), call=np.conjugate)
+C(cv.real_if_close, F(3, 4, **Z), call=np.real_if_close)
+C(cv.vdot, F(2, 3, **Z), F(3, 2, **Z), call=np.vdot)
+C(cv.vdot, F(6), F(6, **Z), call=np.vdot, tag="real-complex")
+C(np.angle, F(3, 4, **Z))
+C(np.angle, F(3, 4, **Z), K(True), tag="deg")
+C(np.angle, F(3, 4, lo=0.5, hi=1.0), tag="real")
+_ROTATION = np.array([[0.0, -2.0, 0.3], [1.5, 0.1, 0.2], [0.4, 0.3, -1.0]])
+C(np.linalg.eig, F(make=lambda rng: _ROTATION + 0.1 * rng.uniform(-1, 1, (3, 3))),
+  tag="complex-pair")
+C(np.linalg.eig, F(make=lambda rng: rng.uniform(-1, 1, (3, 3)), **Z), tag="complex")
+C(np.linalg.eig, F(make=_symmetric_spread(3)), tag="real")
+C(np.linalg.eigvals, F(make=lambda rng: _ROTATION + 0.1 * rng.uniform(-1, 1, (3, 3))))
+C(np.linalg.eigvals, F(make=lambda rng: rng.uniform(-1, 1, (3, 3)), **Z), tag="complex")
+for _cname, _domain in (("exp", {}), ("log", POS), ("log10", POS), ("sqrt", POS), ("sin", {}),
+                      ("cos", {}), ("tan", {}), ("sinh", {}), ("cosh", {}), ("tanh", {}),
+                      ("asin", INSIDE), ("acos", INSIDE), ("atan", INSIDE), ("asinh", {}),
+                      ("acosh", dict(lo=1.5, hi=2.5)), ("atanh", INSIDE), ("phase", POS)):
+    C(getattr(cmath, _cname), F(**_domain, **Z), f32=False)  # (cmath's results: complex128)
+C(cmath.log, F(**POS, **Z), F(lo=1.5, hi=3.0), f32=False, tag="base")
+C(cmath.rect, F(**POS), F(), f32=False)
+C(complex, F(), F(), f32=False)
+C(complex, F(**Z), f32=False, tag="of-complex")
+_fft = np.fft
+for _tag, _kw in (("", {}), ("n-ortho", dict(n=6, norm="ortho")),
+                  ("cut-forward", dict(n=3, norm="forward"))):
+    for _fn in (_fft.fft, _fft.ifft):
+        C(_fn, F(3, 4, **Z), kw=_kw, tag=_tag)
+        C(_fn, F(4, 3), kw=dict(_kw, axis=0), tag=f"{_tag}-real-axis0")
+    C(_fft.rfft, F(3, 4), kw=_kw, tag=_tag)
+    C(_fft.ihfft, F(3, 4), kw=_kw, tag=_tag)
+    C(_fft.irfft, F(3, 4, **Z), kw=_kw, tag=_tag)
+    C(_fft.hfft, F(3, 4, **Z), kw=_kw, tag=_tag)
+C(_fft.irfft, F(4, 3, **Z), kw=dict(n=5, axis=0), tag="odd-axis0")
+for _fn in (_fft.fft2, _fft.ifft2, _fft.fftn, _fft.ifftn):
+    C(_fn, F(3, 4, **Z))
+    C(_fn, F(2, 3, 4), kw=dict(s=(4, 2), axes=(0, 2), norm="ortho"), tag="s-axes")
+for _fn in (_fft.rfft2, _fft.rfftn):
+    C(_fn, F(3, 4))
+    C(_fn, F(2, 3, 4), kw=dict(s=(3, 5), axes=(2, 1), norm="forward"), tag="s-axes")
+for _fn in (_fft.irfft2, _fft.irfftn):
+    C(_fn, F(3, 4, **Z))
+    C(_fn, F(2, 3, 4, **Z), kw=dict(s=(4, 6), axes=(0, 2)), tag="s-axes")
+for _fn in (_fft.fftshift, _fft.ifftshift):
+    C(_fn, F(3, 5, **Z))
+    C(_fn, F(3, 5), kw=dict(axes=0), tag="axis0")
 
 # -- scipy.special -----------------------------------------------------------------------------
 if sc is not None:

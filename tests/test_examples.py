@@ -45,7 +45,7 @@ def numbers(line: str) -> list:
 def test_every_example_is_tested():
     tested = {"quickstart.py", "curve_fit.py", "projectile.py", "soft_tree.py", "gmm.py",
               "saddle.py", "particle.py", "scale_out.py", "newton_chain.py", "ode_fit.py",
-              "gaussian_process.py", "equilibrium.py"}
+              "gaussian_process.py", "equilibrium.py", "fft_filter.py"}
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested | TESTED_ELSEWHERE
 
 
@@ -274,3 +274,16 @@ def test_equilibrium_model_trains():
     after = numbers(next(line for line in out.splitlines() if "after the fit" in line))[0]
     assert after < start / 20
     assert numbers(next(line for line in out.splitlines() if "largest error" in line))[0] < 0.3
+
+
+def test_fft_filter_recovers_the_resonance():
+    """Complex parameters through numpy.fft (the conjugate gradient step), then a real
+    parametrisation with complex values in between."""
+    out = run("fft_filter.py")
+    assert out.startswith("OK: the gradients match finite differences")
+    free = numbers(next(line for line in out.splitlines() if line.startswith("free")))
+    assert free[0] < 0.0030 and free[1] < 0.25  # (the noise's variance is 0.0025)
+    for line in out.splitlines():
+        if line.split(" ")[0] in ("gain", "frequency", "quality"):
+            true, fitted = numbers(line)
+            assert abs(fitted - true) < 0.03 * true, line

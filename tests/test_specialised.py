@@ -647,3 +647,41 @@ def test_an_operand_recorded_before_a_nested_function_call_keeps_its_entry():
     _, (dy, dxs, dn) = astad.reverse_diff(operand_before_a_nested_call).value_and_grad(*args)
     assert dy == pytest.approx(3 * 0.5 ** 2) and dxs == [-1.0, 2.0, -1.0]
     assert dn == pytest.approx(3 * 3 * 2.0 ** 2)
+
+
+def _through(view):
+    def f(x):
+        a = x * 1.0 + 0.5
+        v = view(a)
+        v *= 2.0
+        return np.sum(a * x) + np.sum(v * v)
+    return f
+
+
+_through_a_call_it_cannot_read = _through(lambda a: np.asarray(a))
+
+
+def test_the_writer_gives_up_without_recursing_to_pythons_limit():
+    """An active value of a kind the specialised code does not read (a call of a closure
+    returning an array) is refused at once: it was evaluated as a leaf of itself until
+    RecursionError ended it, a thousand frames deep, where a finaliser run by the garbage
+    collector then failed."""
+    import sys
+    deepest = [0]
+
+    def profile(frame, event, arg):
+        if event == "call":
+            depth, f = 0, frame
+            while f is not None:
+                depth, f = depth + 1, f.f_back
+            deepest[0] = max(deepest[0], depth)
+    x = np.array([0.5, -1.0, 2.0])
+    sys.setprofile(profile)
+    try:  # (a Hessian's column: the gradient specialised, then run on forward duals)
+        _, column = astad.jvp(astad.grad(_through_a_call_it_cannot_read), (x,),
+                              (np.ones(3),))
+    finally:
+        sys.setprofile(None)
+    # v is a (its memory): f = sum(2 (x + 0.5) x) + sum(4 (x + 0.5)^2), f'' = 4 + 8
+    np.testing.assert_allclose(column, np.full(3, 12.0))
+    assert deepest[0] < 300

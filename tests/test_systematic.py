@@ -67,7 +67,7 @@ def leaves(value):
     if isinstance(value, (tuple, list)):
         return [x for v in value for x in leaves(v)]
     value = np.asarray(value)
-    return [value if value.dtype.kind == "f" else None]
+    return [value if value.dtype.kind in "fc" else None]
 
 
 def like(value, rng):
@@ -76,6 +76,9 @@ def like(value, rng):
         return type(value)(like(v, rng) for v in value) if not hasattr(value, "_fields") \
             else tuple(like(v, rng) for v in value)
     array = np.asarray(value)
+    if array.dtype.kind == "c":  # (a complex cotangent, JAX's convention)
+        w = rng.standard_normal(array.shape) + 1j * rng.standard_normal(array.shape)
+        return complex(w) if array.ndim == 0 else w
     if array.dtype.kind != "f":
         return value
     w = rng.standard_normal(array.shape)
@@ -83,17 +86,32 @@ def like(value, rng):
 
 
 def inner(a, b) -> float:
+    """``Re(sum(a * b))`` over the leaves: how a cotangent pairs with a tangent (for
+    complex values JAX's convention: no conjugate)."""
     total = 0.0
     for x, y in zip(leaves(a), leaves(b)):
         if x is not None and y is not None:
-            total += float(np.sum(np.asarray(x, np.float64) * np.asarray(y, np.float64)))
+            total += float(np.real(np.sum(as64(x) * as64(y))))
     return total
+
+
+def as64(x):
+    """``x`` in double precision: complex128 for a complex value, else float64."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
+def random_like(x, rng):
+    """A random tangent shaped like the argument ``x`` (complex for a complex one)."""
+    if np.iscomplexobj(x):
+        return rng.standard_normal(np.shape(x)) + 1j * rng.standard_normal(np.shape(x))
+    return rng.standard_normal(np.shape(x))
 
 
 def directions(case, args, rng):
     """A random tangent for each differentiated argument."""
-    return [[rng.standard_normal(np.shape(x)) for x in args[k]] if isinstance(args[k], list)
-            else rng.standard_normal(np.shape(args[k])) for k in case.positions]
+    return [[random_like(x, rng) for x in args[k]] if isinstance(args[k], list)
+            else random_like(args[k], rng) for k in case.positions]
 
 
 def moved(case, args, tangents, step):
@@ -109,7 +127,7 @@ def moved(case, args, tangents, step):
 def finite_difference(case, args, tangents):
     plus = run(case, moved(case, args, tangents, case.h))
     minus = run(case, moved(case, args, tangents, -case.h))
-    return [None if p is None else (np.asarray(p, np.float64) - m) / (2 * case.h)
+    return [None if p is None else (as64(p) - m) / (2 * case.h)
             for p, m in zip(leaves(plus), leaves(minus))]
 
 
@@ -193,7 +211,9 @@ def test_value_and_vjp(case):
 def _as32(case, args):
     """The float arguments in float32 (constants as they are)."""
     def cast(x):
-        return x.astype(np.float32) if isinstance(x, np.ndarray) else x
+        if isinstance(x, np.ndarray):
+            return x.astype(np.complex64 if x.dtype.kind == "c" else np.float32)
+        return x
     return [a if k not in case.positions else [cast(x) for x in a] if isinstance(a, list)
             else cast(a) for k, a in enumerate(args)]
 
@@ -269,7 +289,8 @@ def test_jvp(case):
     diff = tuple(args[k] for k in case.positions)
     value, pullback = APPLY.vjp(diff, case.call, args, case.kwargs, case.positions)
     w = like(value, rng)
-    single = any(x is not None and x.dtype == np.float32 for x in leaves(value))
+    single = any(x is not None and x.dtype in (np.float32, np.complex64)
+                 for x in leaves(value))
     close(inner(w, jvp), sum(inner(g, t) for g, t in zip(pullback(w), tangents)),
           1e-5 if single else 1e-8, "<w, jvp(v)> vs <vjp(w), v>", case)
 
@@ -286,7 +307,7 @@ def _stack_values(items, lead):
     if isinstance(first, (tuple, list)):
         return type(first)(_stack_values([item[j] for item in items], lead)
                            for j in range(len(first)))
-    if first is None or not np.issubdtype(np.asarray(first).dtype, np.floating):
+    if first is None or np.asarray(first).dtype.kind not in "fc":
         return first
     return np.stack([np.asarray(x) for x in items]).reshape(lead + np.shape(first))
 
@@ -294,7 +315,7 @@ def _stack_values(items, lead):
 def _unstacked(value, n):
     if isinstance(value, (tuple, list)):
         return type(value)(_unstacked(v, n) for v in value)
-    if value is None or not np.issubdtype(np.asarray(value).dtype, np.floating):
+    if value is None or np.asarray(value).dtype.kind not in "fc":
         return value
     return np.reshape(value, (-1,) + np.shape(value)[2:])[n]
 
@@ -391,7 +412,7 @@ def test_derivatives_of_derivatives(case, kind):
             moved_args = moved(case, args, t_diff, step)
             s = _add_scaled(seed, t_seed, step)
             return derivative(s, run(case, moved_args), *moved_args, **case.kwargs)
-        fd = [None if p is None else (np.asarray(p, np.float64) - m) / (2 * case.h)
+        fd = [None if p is None else (as64(p) - m) / (2 * case.h)
               for p, m in zip(leaves(at(case.h)), leaves(at(-case.h)))]
         expected = inner(w, fd)
         got = inner(g_seed, t_seed) + sum(inner(g, t) for g, t in zip(g_diff, t_diff))
@@ -402,7 +423,7 @@ def test_derivatives_of_derivatives(case, kind):
 def _add_scaled(seed, direction, step):
     if isinstance(seed, (tuple, list)):
         return type(seed)(_add_scaled(s, d, step) for s, d in zip(seed, direction))
-    if seed is None or not isinstance(direction, (float, np.ndarray)):
+    if seed is None or not isinstance(direction, (float, complex, np.ndarray)):
         return seed
     return seed + step * direction
 
@@ -444,7 +465,8 @@ def _weighted(diff, call, args, kwargs, positions, weights):
     total = 0.0
     for piece, w in zip(out if isinstance(out, (tuple, list)) else [out], weights):
         if w is not None:
-            total = total + np.sum(piece * w)
+            total = total + (np.real(np.sum(piece * w)) if np.iscomplexobj(w) else
+                             np.sum(piece * w))
     return total
 
 
@@ -457,7 +479,7 @@ def test_hessian_vector_product(case):
     args = make_args(case.args, rng, np.float64)
     diff = tuple(args[k] for k in case.positions)
     result = run(case, args)
-    weights = [None if x is None else rng.standard_normal(np.shape(x)) for x in leaves(result)]
+    weights = [None if x is None else random_like(x, rng) for x in leaves(result)]
     grad = astad.grad(_weighted, argnums=0)
     tangents = tuple(directions(case, args, rng))
     _, hvp = astad.jvp(lambda d: grad(d, case.call, args, case.kwargs, case.positions,
@@ -467,7 +489,7 @@ def test_hessian_vector_product(case):
         moved_args = moved(case, args, tangents, step)
         return grad(tuple(moved_args[k] for k in case.positions), case.call, moved_args,
                     case.kwargs, case.positions, weights)
-    fd = [None if p is None else (np.asarray(p, np.float64) - m) / (2 * case.h)
+    fd = [None if p is None else (as64(p) - m) / (2 * case.h)
           for p, m in zip(leaves(at(case.h)), leaves(at(-case.h)))]
     probe = like(hvp, rng)
     close(inner(probe, fd), inner(probe, hvp), max(case.rtol, 1e-4),
@@ -485,10 +507,11 @@ def test_jacrev_takes_every_row_at_once(case, monkeypatch):
     diff = tuple(args[k] for k in case.positions)
     if not any(np.size(x) > 1 for x in leaves(run(case, args))):
         pytest.skip("one output scalar: no vector of adjoints")
+    holomorphic = any(np.iscomplexobj(x) for x in leaves(run(case, args)))
 
     def jacobian():
         return astad.jacrev(lambda d: apply(d, case.call, args, case.kwargs,
-                                            case.positions))(diff)
+                                            case.positions), holomorphic=holomorphic)(diff)
     from astad.runtime import tape
     at_once = jacobian()
     monkeypatch.setattr(tape, "BATCHED_BACKWARDS", {})

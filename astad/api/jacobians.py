@@ -95,18 +95,22 @@ def _block(column, out_shape, in_shape, array_input: bool):
 
 # -- jacfwd --------------------------------------------------------------------------------
 class jacfwd(Transform):  # noqa: N801 - named as JAX names it
-    """``jacfwd(f, argnums=0, has_aux=False)(*args)``: the Jacobian by forward mode, one
-    pass with a tangent per scalar of the differentiated arguments."""
+    """``jacfwd(f, argnums=0, has_aux=False, holomorphic=False)(*args)``: the Jacobian by
+    forward mode, one pass with a tangent per scalar of the differentiated arguments
+    (complex ones: ``holomorphic=True``, JAX's)."""
 
     kind = "jacfwd"
 
-    def __init__(self, fun, argnums=0, has_aux=False):
+    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False):
         argnums_positions(argnums, 1 << 30)
-        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux),
+                         holomorphic=bool(holomorphic))
 
     @api_boundary
     def __call__(self, *args, **kwargs):
         positions, single = argnums_positions(self.options["argnums"], len(args))
+        if not self.options["holomorphic"]:
+            _refuse_complex([args[k] for k in positions], "an argument", self)
         inputs = []
 
         def basis(state, plans):
@@ -149,6 +153,20 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
         return jacobian
 
 
+def _refuse_complex(values, what: str, transform) -> None:
+    """A complex leaf where a Jacobian's real basis would not tell the whole derivative
+    (forward mode's inputs, reverse mode's outputs): refused unless the function is said
+    to be holomorphic (JAX's convention, rules/complex_values.py)."""
+    for leaf in leaves(values, holds_derivative):
+        if np.iscomplexobj(leaf):
+            raise InputError(
+                f"{transform.kind} of {name_of(transform.fun)}: {what} is complex. A "
+                "Jacobian of complex values is f'(z), which exists where f is holomorphic: "
+                "pass holomorphic=True if it is (as JAX takes it); a real function of "
+                "complex inputs has its gradient df/dx - i df/dy from astad.grad or "
+                "astad.jacrev")
+
+
 def _count_inputs(args, positions) -> int:
     """The number of scalars in the differentiated arguments (their float leaves)."""
     return sum(int(np.prod(np.shape(leaf))) for k in positions
@@ -157,14 +175,16 @@ def _count_inputs(args, positions) -> int:
 
 # -- jacrev --------------------------------------------------------------------------------
 class jacrev(Transform):  # noqa: N801
-    """``jacrev(f, argnums=0, has_aux=False)(*args)``: the Jacobian by reverse mode, one
-    forward pass and one sweep with an adjoint per scalar of the output."""
+    """``jacrev(f, argnums=0, has_aux=False, holomorphic=False)(*args)``: the Jacobian by
+    reverse mode, one forward pass and one sweep with an adjoint per scalar of the output
+    (a complex output: ``holomorphic=True``, JAX's)."""
 
     kind = "jacrev"
 
-    def __init__(self, fun, argnums=0, has_aux=False):
+    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False):
         argnums_positions(argnums, 1 << 30)
-        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux),
+                         holomorphic=bool(holomorphic))
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -177,6 +197,8 @@ class jacrev(Transform):  # noqa: N801
         tape = pass_.tape
         out, aux = split_aux(pass_.result, self.options["has_aux"], self.fun)
         value = pass_.primal_of(out)
+        if not self.options["holomorphic"]:
+            _refuse_complex(value, "its result", self)
         outputs = _output_leaves(out)
         sizes = [int(np.prod(np.shape(pass_.primal_of(leaf)))) for leaf in outputs]
         width = sum(sizes)
@@ -230,9 +252,10 @@ class jacobian(Transform):  # noqa: N801
 
     kind = "jacobian"
 
-    def __init__(self, fun, argnums=0, has_aux=False):
+    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False):
         argnums_positions(argnums, 1 << 30)
-        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux),
+                         holomorphic=bool(holomorphic))
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -248,10 +271,12 @@ class jacobian(Transform):  # noqa: N801
 
 
 @api_boundary
-def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False):
-    """``hessian(f, argnums=0, has_aux=False)``: forward mode over reverse mode,
-    ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False,
+            holomorphic: bool = False):
+    """``hessian(f, argnums=0, has_aux=False, holomorphic=False)``: forward mode over
+    reverse mode, ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
 
 
 __all__ = ["jacfwd", "jacrev", "jacobian", "hessian"]

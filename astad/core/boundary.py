@@ -28,12 +28,13 @@ import types
 
 import numpy as np
 
-from ..data.tree import (FUNCTIONS, RECORD, children_like, find, format_path,
-                        FROZEN, instance_attributes, is_float, is_frozen, is_instance,
-                        leaf_paths, node_of, plain_record,
-                        record_attributes, run, set_entries, set_items, short)
+from ..data.tree import (COMPLEX_SCALARS, FUNCTIONS, RECORD, FROZEN, children_like, find,
+                        format_path, instance_attributes, is_differentiable, is_float,
+                        is_float_array, is_frozen, is_instance, leaf_paths, node_of,
+                        plain_record, record_attributes, run, set_entries, set_items,
+                        short)
 from ..errors import InputError
-from ..runtime.array_dual import ARRAY_DUALS, ArrayDual, constant, index_of, is_float_array
+from ..runtime.array_dual import ARRAY_DUALS, ArrayDual, constant, index_of
 from ..runtime.duals import (DUAL_TYPES, FAST_PRIMALS, SCALAR_DUALS, Dual, NestedDual, innermost,
                             new_dual, running)
 
@@ -85,11 +86,9 @@ def _unsupported_argument(value, path: str):
     if kind is array.array and value.typecode in "fd":
         return InputError(f"{path} is an array.array of floats; pass a list or a numpy "
                           "array")
-    if kind is complex:
-        return InputError(f"{path} is a complex number; astad differentiates real floats only")
     if kind.__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") == "c":
-        return InputError(f"{path} is a complex numpy array; astad differentiates real floats "
-                          "only")
+        return InputError(f"{path} is a {kind.__name__}; pass complex values as Python's "
+                          "complex or as numpy arrays")
     if kind in (set, frozenset) and any(is_float(v) for v in value):
         return InputError(f"{path} is a set of floats; a set has no stable order for a "
                           "gradient to follow: pass a list or a tuple")
@@ -128,10 +127,10 @@ class ConstPlan:        # a non-float leaf: the gradient holds the argument's ow
 
 
 class ArrayPlan:    # a float numpy array: one input slot, its cotangent in ``arrays``
-    __slots__ = ("slot", "shape", "dtype")
-
-    def __init__(self, slot, shape, dtype):
-        self.slot, self.shape, self.dtype = slot, shape, dtype
+    __slots__ = ("slot", "shape", "dtype", "scalar")  # scalar: the class of a complex
+                                                       # number given (a 0-d array here)
+    def __init__(self, slot, shape, dtype, scalar=None):
+        self.slot, self.shape, self.dtype, self.scalar = slot, shape, dtype, scalar
 
 
 class RecordPlan:  # a plain dataclass of float attributes only: slots start, start+1...
@@ -264,6 +263,11 @@ class Interleaving:
             if not active:
                 return value, None
             return self._dual(value), len(self.tape) - 1
+        if t is complex or t is np.complex128 or t is np.complex64:  # (a 0-d array:
+            if not active:                                     # complex scalars are
+                return value, None                             # array duals)
+            d = self._array_dual(np.array(value))
+            return d, ArrayPlan(len(self.tape) - 1, (), d.v.dtype, scalar=t)
         if is_float_array(value) or t in ARRAY_DUALS:
             if not active:
                 return value, None
@@ -520,8 +524,9 @@ def _build(plan, adjoint, arrays, memo):
         g = arrays.get(plan.slot)
         if type(g) in SCALAR_DUALS:  # a 0-d array's cotangent at an enclosing level
             g = np.reshape(np.stack([g]), ())
-        return np.zeros(plan.shape, plan.dtype) if g is None else g.astype(plan.dtype,
-                                                                          copy=False)
+        g = np.zeros(plan.shape, plan.dtype) if g is None else g.astype(plan.dtype,
+                                                                       copy=False)
+        return plan.scalar(g) if plan.scalar and type(g) not in DUAL_TYPES else g
     if t is RunPlan:
         values = run_gradient(plan, adjoint)
         return values if plan.kind is list else tuple(values)
@@ -722,8 +727,8 @@ def _seed(result, cotangent, adjoint, arrays, path, seen, level):
 
 def _holds_float_leaf(x) -> bool:
     t = type(x)
-    return t is float or t in DUAL_TYPES or is_float(x) or (
-        isinstance(x, np.ndarray) and x.dtype.kind == "f") or (  # (a subclass: matrix)
+    return t is float or t in COMPLEX_SCALARS or t in DUAL_TYPES or is_float(x) or (
+        isinstance(x, np.ndarray) and x.dtype.kind in "fc") or (  # (a subclass: matrix)
         t is array.array and x.typecode in "fd" and len(x) > 0)
 
 
@@ -750,7 +755,7 @@ def _is_dual(x) -> bool:
 def holds_derivative(x) -> bool:
     """A leaf of a result that has a derivative: a dual, a float or a float array (one
     that does not depend on the inputs has a zero derivative)."""
-    return type(x) in DUAL_TYPES or is_float(x) or is_float_array(x)
+    return type(x) in DUAL_TYPES or is_differentiable(x)
 
 
 def contains_dual(value) -> bool:

@@ -254,7 +254,10 @@ def not_a_float_result(value, name: str, call: str) -> InputError:
     """The error for a result ``call`` (``f.grad``, ``astad.value_and_grad``) cannot take,
     with the advice that fits the value, in the terms of the API the user called."""
     ref = name if name.isidentifier() else "f"  # (a lambda: <lambda> is no name to write)
-    if isinstance(value, (int, np.integer, np.bool_)):  # (bool is an int)
+    if np.iscomplexobj(value):
+        advice = ("a complex result has no gradient (as in JAX): return a real value "
+                  "(np.real, np.abs of it), or take its vjp with a complex cotangent")
+    elif isinstance(value, (int, np.integer, np.bool_)):  # (bool is an int)
         advice = ("an int or a bool has no derivative (round, len, a comparison, int() "
                   "make one): return a float computed from the arguments")
     elif _one_number(value):
@@ -286,7 +289,7 @@ def _the_number(value) -> str:
 def _zero_dimensional(result) -> bool:
     """A 0-d float array (differentiated or not) counts as a float result."""
     if type(result) is ArrayDual:
-        return result.v.ndim == 0
+        return result.v.ndim == 0 and not np.iscomplexobj(result.v)
     return type(result) is np.ndarray and result.ndim == 0 and result.dtype.kind == "f"
 
 

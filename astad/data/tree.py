@@ -32,7 +32,8 @@ import numpy as np
 
 from ..errors import InputError, api_boundary
 
-__all__ = ["Node", "node_of", "is_float", "is_float_array", "register_pytree_node",
+__all__ = ["Node", "node_of", "is_float", "is_float_array", "COMPLEX_SCALARS",
+           "register_pytree_node",
            "register_pytree_node_class", "leaves", "leaf_paths", "replace_leaves",
            "tree_map", "tree_leaves", "format_path", "run"]
 
@@ -47,14 +48,19 @@ def is_float(value) -> bool:
 
 
 def is_float_array(value) -> bool:
-    """A float numpy array (exactly ``numpy.ndarray``: a subclass such as ``numpy.matrix``
-    may give its operators other meanings and is refused where it is differentiated)."""
-    return type(value) is np.ndarray and value.dtype.kind == "f"
+    """A numpy array of real or complex floats (exactly ``numpy.ndarray``: a subclass such
+    as ``numpy.matrix`` may give its operators other meanings and is refused where it is
+    differentiated)."""
+    return type(value) is np.ndarray and value.dtype.kind in "fc"
+
+
+COMPLEX_SCALARS = frozenset({complex, np.complex128, np.complex64})
 
 
 def is_differentiable(value) -> bool:
-    """A leaf that carries a derivative: a float or a float array."""
-    return is_float(value) or is_float_array(value)
+    """A leaf that carries a derivative: a float, a complex number, or an array of
+    either."""
+    return is_float(value) or is_float_array(value) or type(value) in COMPLEX_SCALARS
 
 
 # -- objects made without running their code ---------------------------------------------------

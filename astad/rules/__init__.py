@@ -9,6 +9,8 @@
   numpy: reductions, linear algebra, gathers, moves, joins, statistics, more
   element-wise functions, shapes, building arrays, einsum, products, decompositions,
   writes into arrays; numpy_values.py: lists and numpy scalars meeting numpy;
+  complex_values.py: which rules hold for complex values, and the rules of the functions
+  that are not holomorphic (abs, real, imag, conj, angle, eig); fft.py: numpy.fft;
 - custom.py: ``custom_vjp``, ``custom_jvp``, ``stop_gradient`` and astad's own rules
   given that way; scipy_special.py: scipy.special's, scipy_stats.py: scipy.stats'
   distributions', registered on first use (scipy_loader.py);
@@ -33,6 +35,8 @@ from . import array_views  # noqa: F401  (arrays sharing memory: numpy's answer)
 from . import array_writes  # noqa: F401  (writes into arrays)
 from . import array_write_calls  # noqa: F401  (numpy's functions writing, or making arrays)
 from . import numpy_values  # noqa: F401  (lists and floats to numpy)
+from . import complex_values  # noqa: F401  (after the rules it marks)
+from . import fft  # noqa: F401
 from . import custom  # noqa: F401
 from . import scipy_loader  # noqa: F401  (scipy.special's, scipy.stats' rules, on first use)
 from . import catalogue  # noqa: F401

@@ -149,14 +149,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @api_boundary
-def register_elementwise(fn: F, *partials: Callable[..., Any]) -> F:
+def register_elementwise(fn: F, *partials: Callable[..., Any], complex: bool = False) -> F:
     """Register an element-wise function by its partial derivatives.
 
     ``partials[k](*args, result)`` gives d result / d args[k] element by element (for
-    arrays or floats). Broadcasting between arguments is handled.
+    arrays or floats). Broadcasting between arguments is handled. ``complex=True`` says
+    the partials hold for complex values too (a holomorphic function's derivative:
+    docs/complex.md); without it a complex value reaching ``fn`` is refused.
     """
     found = renew(fn)
     found.refusals = None  # (what astad said of its arguments: a new rule says its own)
+    found.complex = True if complex else None
     n_partials = len(partials)
     check_finite = not found.finite
     first = partials[0] if partials else None
@@ -317,14 +320,18 @@ BATCHED_BACKWARDS[batched_vjp_backward] = _vjp_rows
 
 
 @api_boundary
-def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
+def register_vjp(fn: F, *vjps: Callable[..., Any] | None, complex: bool = False) -> F:
     """Register ``fn`` by one vector-Jacobian product per argument (None where the
     argument is not differentiable): ``vjps[k](g, result, *args, **kwargs)``.
 
     ``fn`` may be a numpy function (numpy's dispatch finds the rule) or the user's own
     Python function (differentiated code then calls the rule instead of transforming it).
+    ``complex=True`` says the vjps hold for complex values, with JAX's convention
+    (docs/complex.md: ``g`` pairs with a change ``dr`` of the result as
+    ``Re(sum(g * dr))``); without it a complex value reaching ``fn`` is refused.
     """
     found = renew(fn)
+    found.complex = True if complex else None
     found.result_kind = None  # (astad's own rules say what their vjps return and need)
     found.shapes_only = False
     found.refusals = None
@@ -349,9 +356,9 @@ def register_vjp(fn: F, *vjps: Callable[..., Any] | None) -> F:
         kind = getattr(getattr(result, "dtype", None), "kind", "f")
         if not parents or kind in "biu":  # (np.sum(x, dtype=int): integers, no derivative)
             return result
-        if kind == "c":  # (scipy.linalg.sqrtm of a matrix with a negative eigenvalue)
-            raise complex_result(fn)
         now = RECORDS.get(fn) or found  # (what astad said of its vjps after this)
+        if kind == "c" and now.complex is not True:  # (scipy.linalg.sqrtm of a matrix
+            raise complex_result(fn)                 # with a negative eigenvalue)
         backward = batched_vjp_backward if now.batched_vjps else vjp_backward
         if now.shapes_only:
             return record(tape, result, backward, tuple(parents),

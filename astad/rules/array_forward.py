@@ -24,7 +24,7 @@ from ..registry import RECORDS, publish, record
 from .array import (NonFinite, all_finite, call_at_enclosing_levels, complex_result, is_numpy,
                     not_differentiable, quietly)
 from .array_shapes import take_index
-from ..runtime.array_dual import FArrayDual, dispatch, plain_array
+from ..runtime.array_dual import FArrayDual, dispatch, is_complex, plain_array
 from ..runtime.duals import DUAL_TYPES, forward_dual
 
 # linear functions: the positions of their data arguments (a sequence there: each item)
@@ -206,7 +206,7 @@ def apply(func, rule, handle, args, kwargs):
     kind = getattr(getattr(result, "dtype", None), "kind", "f")
     if kind in "biu":  # integers and truth values carry no derivative
         return result
-    if kind == "c":
+    if kind == "c" and (found is None or found.complex is not True):
         raise complex_result(func)
     if found is not None and found.jvps is not None:
         tangent = _by_jvps(func, found, handle, args, values, result, kw)
@@ -260,11 +260,14 @@ def _result(result, tangent, handle):
     expected = shape if handle.width is None else (handle.width,) + shape
     if np.shape(tangent) != expected:
         tangent = np.broadcast_to(tangent, expected) * 1.0
-    if np.ndim(result) == 0 and type(result) is not np.ndarray:
+    if np.ndim(result) == 0 and type(result) is not np.ndarray and \
+            not is_complex(result):  # (a complex scalar: a 0-d array dual, as in reverse)
         value = result  # (numpy's float64 stays, as in reverse mode: its type is seen)
         if handle.width is None and type(tangent) not in DUAL_TYPES:
             tangent = float(tangent)
         return forward_dual(value, tangent, handle)
+    if type(result) is complex:  # (cmath's: numpy's type, which has a dtype)
+        result = np.complex128(result)
     return FArrayDual(result, tangent, handle)
 
 

@@ -43,7 +43,7 @@ def scatter_add(values, positions, size: int):
     keep = pos >= 0
     if not np.all(keep):
         flat, pos = np.take(flat, np.flatnonzero(keep), axis=-1), pos[keep]
-    dtype = np.result_type(getattr(values, "dtype", np.float64), np.float32)
+    dtype = np.result_type(getattr(flat, "dtype", np.float64), np.float32)
     if type(flat) is np.ndarray:  # plain values: numpy's own scatter-add, in place
         if not lead and flat.dtype == np.float64:
             return np.bincount(pos, weights=flat, minlength=size)

@@ -153,8 +153,9 @@ def _index_positions(x, index):
 
 def _getitem_vjp(g, r, x, index):
     """x[index]'s cotangent: zeros with g added at the indexed elements (repeats add)."""
-    if type(g) is np.ndarray and g.ndim == np.ndim(r) or type(g) is float:
-        grad = np.zeros(np.shape(x), dtype=np.result_type(getattr(x, "dtype", float), 1.0))
+    if type(g) is np.ndarray and g.ndim == np.ndim(r) or type(g) is float or \
+            type(g) is complex:
+        grad = np.zeros(np.shape(x), dtype=np.result_type(getattr(x, "dtype", float), g))
         if may_repeat(index):
             np.add.at(grad, index, g)
         else:

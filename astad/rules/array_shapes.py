@@ -363,7 +363,7 @@ def _scalar_index_backward(adjoint, arrays, k, parents, context):
     (parent,) = parents
     slot, shape, dtype = parent
     existing = arrays.get(slot)
-    g = adjoint[k]
+    g = cotangent(adjoint, arrays, k)  # (a complex element: a 0-d array dual)
     if type(g) in DUAL_TYPES or (existing is not None and type(existing) is not np.ndarray):
         accumulate(adjoint, arrays, parent, index_scatter(g, index, shape, dtype))
         return

@@ -97,8 +97,11 @@ LIMITS = {
 # Functions astad refuses, and why (curated: a numpy function with no rule is refused with
 # its name and the user's line, whether it is listed here or not).
 REFUSED = [
-    ("complex results", "numpy.fft.*, numpy.linalg.eig, numpy.linalg.eigvals, numpy.roots, "
-     "numpy.angle of complex arrays: astad differentiates real float arrays only"),
+    ("complex values reaching a rule that holds for real values only (every function not "
+     "listed under \"Complex values\" above)", "among them numpy.maximum, numpy.minimum, "
+     "numpy.sort, numpy.var, numpy.std, numpy.linalg.norm, numpy.linalg.svd, "
+     "numpy.linalg.qr, numpy.linalg.cholesky, numpy.linalg.eigh and scipy.special of "
+     "complex arrays"),
     ("writing into arrays by these functions (x[i] = v, the in-place operators, "
      "numpy.add.at, numpy.put_along_axis, numpy.copyto and out= are differentiated: "
      "rules/array_writes.py)",
@@ -218,6 +221,8 @@ def _section(fn) -> str:
         return "scipy.special"
     if name.startswith("numpy.linalg"):
         return "numpy.linalg"
+    if name.startswith(("numpy.fft", "cmath")):
+        return "numpy.fft and cmath"
     if isinstance(fn, UfuncMethod):
         return "ufunc methods"
     if fn is take_index or fn in INDEX_TRICKS or name in ("numpy.array",
@@ -227,7 +232,8 @@ def _section(fn) -> str:
 
 
 SECTIONS = ("Element-wise", "numpy functions", "ufunc methods", "numpy.linalg",
-            "Indexing and building arrays from values", "scipy.special")
+            "numpy.fft and cmath", "Indexing and building arrays from values",
+            "scipy.special")
 
 
 def _scipy_rules() -> dict:
@@ -250,8 +256,9 @@ def catalogue_rows() -> dict:
         lookup(missing[0])  # (scipy.special's rules: registered on first use)
     own.update(scipy_rules)
     rows = {section: [] for section in SECTIONS}
+    twins = complex_twins()
     for fn, kind in own.items():
-        if kind == "no derivative" or _is_astads(fn):
+        if kind == "no derivative" or _is_astads(fn) or fn in twins:
             continue
         names = names_of(fn)
         limits = LIMITS.get(names[0], "")
@@ -347,6 +354,27 @@ def _linalg_section() -> list:
     return lines
 
 
+def complex_twins() -> set:
+    """The functions standing for others on complex values (rules/complex_values.py):
+    listed under the function they stand for."""
+    return {r.complex for r in RECORDS.values() if callable(r.complex)}
+
+
+def _complex_section() -> list:
+    names = sorted({names_of(fn)[0] for fn, r in list(RECORDS.items())
+                    if r.complex is not None and fn not in complex_twins() and
+                    not _is_astads(fn) and fn in OWN})
+    return ["## Complex values", ""] + textwrap.wrap(
+        "Complex arrays and numbers are differentiated with JAX's convention "
+        "(docs/complex.md: the gradient of a real function of z = x + iy is "
+        "df/dx - i df/dy) by these rules, which hold for complex values: holomorphic and "
+        "linear functions as they are, the others (abs, real, imag, conj, angle, "
+        "real_if_close, vdot, eig's eigenvectors, arccosh) by rules of their own. Every "
+        "other rule holds for real values only, and a complex value reaching it is "
+        "refused with the function's name. " + ", ".join(f"`{n}`" for n in names) + ".",
+        width=88) + [""]
+
+
 def render() -> str:
     """The text of docs/numpy.md."""
     rows = catalogue_rows()
@@ -383,6 +411,7 @@ def render() -> str:
         lines += ["| " + " | ".join(cell or "-" for cell in row) + " |"
                   for row in rows[section]]
         lines.append("")
+    lines += _complex_section()
     lines += _linalg_section()
     lines += _stats_section()
     lines += ["## No derivative: computed on primal values", "",

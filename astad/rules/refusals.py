@@ -71,5 +71,6 @@ def complex_result(fn) -> NotDifferentiableError:
     found = RECORDS.get(fn)
     name = found.refusals[0] if found is not None and found.refusals and \
         found.refusals[0] else _called_name(fn)  # (the name users call it by)
-    return NotDifferentiableError(f"{name} returns a complex value here: astad "
-                                  "differentiates real values only", *user_location())
+    return NotDifferentiableError(f"{name} returns a complex value here, and astad's "
+                                  "derivative of it holds for real values only "
+                                  "(docs/complex.md)", *user_location())

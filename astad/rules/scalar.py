@@ -67,6 +67,9 @@ def _number(value, op: str, other_is_first: bool, dual_primal):
     """Coerce the non-dual operand of a mixed operation to a number, or fail as Python would."""
     if type(value) in _ARRAY_TYPES and op in OPERATORS:
         return ARRAY
+    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real) and \
+            op in "+-*/**":  # (x * 1j: numpy's rule, which holds for complex values)
+        return ARRAY
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return value  # (its own type: numpy.float64 * x is numpy.float64, as in the original)
     if isinstance(value, bool):

@@ -27,6 +27,7 @@ import sys
 
 import numpy as np
 
+from ..data.tree import COMPLEX_SCALARS
 from ..errors import NotDifferentiableError, user_location
 from ..registry import RECORDS, ad, lookup, publish, record
 from .tape import BATCHED_BACKWARDS, native
@@ -258,10 +259,12 @@ class ArrayDualBase(PrimalView):
 
     @property
     def real(self):
-        return self  # (a differentiated array is real)
+        return dispatch(np.real, (self,), {}) if plain_array(self).dtype.kind == "c" else self
 
     @property
     def imag(self):
+        if plain_array(self).dtype.kind == "c":
+            return dispatch(np.imag, (self,), {})
         return np.zeros(np.shape(self))
 
     def astype(self, dtype, copy=True, **kwargs):
@@ -419,6 +422,9 @@ def dispatch(func, args, kwargs):
     if level is None:  # (numpy asked because of a dual of no level: cannot happen)
         return func(*args, **kwargs)
     found = lookup(func)  # (scipy.special's rules: registered on first use)
+    if found is not None and found.complex is not True and holds_complex(args) and (
+            found.complex is not None or not found.primal_only):
+        func, found = complex_rule(func, found)  # (|z|'s rule is not |x|'s)
     rule = found.array if found is not None else None
     if found is not None and found.check is not None:
         args, kwargs = found.check(args, kwargs)
@@ -437,6 +443,8 @@ def dispatch(func, args, kwargs):
         result = ad.forward_array_rule(func, rule, level, args, kwargs)
     else:
         result = rule(level, *args, **kwargs)
+    if found.complex is not True and holds_complex((result,)):
+        raise complex_refusal(func)  # (np.maximum(x, 1j * c): a complex constant)
     kind = type(result)
     if kind in ARRAY_DUALS:
         value = result.v
@@ -464,8 +472,51 @@ def ufunc_at_once(func, args):
         found = RECORDS.get(func)
         if found is not None and found.array is not None and found.check is None and \
                 found.view is None and found.writer is None:
-            return found.array(tape, *args)
+            if found.complex is True:
+                return found.array(tape, *args)
+            if holds_complex(args):
+                return NotImplemented  # (dispatch finds the rule for complex values)
+            result = found.array(tape, *args)
+            if holds_complex((result,)):
+                raise complex_refusal(func)
+            return result
     return NotImplemented
+
+
+# -- complex values (rules/complex_values.py: JAX's convention) ----------------------------
+def holds_complex(values) -> bool:
+    """Is one of ``values`` (or of the tuples and lists among them) a complex array
+    dual?"""
+    for a in values:
+        t = type(a)
+        if t is ArrayDual or t is FArrayDual:
+            value = a.v
+            if type(value) is np.ndarray:
+                if value.dtype.kind == "c":
+                    return True
+            elif is_complex(value):
+                return True
+        elif (t is tuple or t is list) and holds_complex(a):
+            return True
+    return False
+
+
+def complex_rule(func, found):
+    """``(func, record)`` of the rule for complex values of ``func`` (the record's
+    ``complex``: a function of its own, ``numpy.absolute``'s for complex ``z``), or the
+    refusal naming ``func``."""
+    twin = found.complex
+    if twin is None:
+        raise complex_refusal(func)
+    return twin, RECORDS[twin]
+
+
+def complex_refusal(func) -> NotDifferentiableError:
+    return NotDifferentiableError(
+        f"{qualified_name(func)} of complex values: astad's derivative of it holds for real "
+        "values only. Complex values are differentiated through holomorphic functions "
+        "(arithmetic, exp, log, sin...), linear maps (sums, products, einsum, numpy.fft), "
+        "real, imag, conj, abs and angle (docs/complex.md)", *user_location())
 
 
 def _one_tape(args):
@@ -510,9 +561,14 @@ def new_array(tape, value, backward, parents, context):
 
 
 def new_scalar(tape, value, backward, parents, context):
-    """Record a scalar result of an array operation (a reduction, an element)."""
+    """Record a scalar result of an array operation (a reduction, an element): a scalar
+    dual, or a 0-d array dual for a complex one (scalar duals are real)."""
     if not parents:
         return value
+    if type(value) is not np.float64 and is_complex(value):
+        if type(value) is complex:  # (cmath's: numpy's type, which has a dtype)
+            value = np.complex128(value)
+        return new_array(tape, value, backward, parents, context)
     d = reverse_dual(value, len(tape), tape)  # (numpy.float64 stays: numpy's scalar type)
     tape.append((backward, parents, context))
     return d
@@ -532,8 +588,10 @@ def accumulate(adjoint, arrays, parent, value, fresh=False) -> None:
     first contribution is stored as it is instead of copied (one pass and one
     allocation fewer per operation on large arrays)."""
     index, shape, dtype = parent
-    if shape is None:  # a scalar dual
+    if shape is None:  # a scalar dual (real: complex scalars are array duals)
         total = np.sum(value)
+        if type(total) is not np.float64:
+            total = real_part(total, _FLOAT)
         adjoint[index] = adjoint[index] + (float(total) if type(total) is np.float64 else total)
         return
     existing = arrays.get(index)
@@ -541,17 +599,49 @@ def accumulate(adjoint, arrays, parent, value, fresh=False) -> None:
     if existing is None:
         if type(value) is np.ndarray and value.shape == shape:
             arrays[index] = value if fresh and value.dtype == dtype and \
-                value.flags.writeable else value.astype(dtype)  # a copy
+                value.flags.writeable else real_part(value, dtype).astype(dtype)  # a copy
         elif plain:  # a broadcast copy
             owned = arrays[index] = np.empty(shape, dtype)
-            owned[...] = value
+            owned[...] = real_part(value, dtype)
         else:  # a dual of an enclosing level (a derivative of a derivative): no copy
+            value = real_part(value, dtype)
             arrays[index] = value if np.shape(value) == shape else np.broadcast_to(value,
                                                                                     shape)
     elif plain and type(existing) is np.ndarray:
-        existing += value
+        try:
+            existing += value
+        except TypeError:  # (numpy casts no complex into a float array in place)
+            existing += real_part(value, dtype)
     else:  # duals are never added into in place
-        arrays[index] = existing + value
+        arrays[index] = existing + real_part(value, dtype)
+
+
+_FLOAT = np.dtype(float)
+
+
+def real_part(value, dtype):
+    """A cotangent ``value`` for a parent of ``dtype``: its real part where it is complex
+    and the parent real (JAX's convention: a real input's cotangent is the real part of
+    what reaches it, as ``x`` enters ``x + 0j`` linearly)."""
+    if dtype.kind == "c":
+        return value
+    t = type(value)
+    if t is np.ndarray:
+        return value.real if value.dtype.kind == "c" else value
+    if t in COMPLEX_SCALARS:
+        return value.real
+    if t in DUAL_TYPES and is_complex(value):  # (an enclosing level's)
+        return np.real(value)
+    return value
+
+
+
+def is_complex(value) -> bool:
+    """Is ``value`` (an array or a number, or a dual of one) complex?"""
+    if type(value) in DUAL_TYPES:
+        value = plain_array(value)
+    t = type(value)
+    return t in COMPLEX_SCALARS or (t is np.ndarray and value.dtype.kind == "c")
 
 
 _NUMBERS = frozenset({float, int, np.float64, np.float32})
@@ -594,10 +684,6 @@ def interleave_array(value, tape):
     return d
 
 
-def is_float_array(value) -> bool:
-    return type(value) is np.ndarray and value.dtype.kind == "f"
-
-
 # -- arrays made inside differentiated code ---------------------------------------------
 def made_array(value):
     """A new float array made by differentiated code (``np.zeros``, ``x.copy()`` of a
@@ -613,7 +699,7 @@ def constant(tape, value):
     Inside nested differentiations it is a constant of every level up to that one (its
     primal a constant of the enclosing level, and so on), so a value of any of them may be
     written into it."""
-    if type(value) is not np.ndarray or value.dtype.kind != "f":
+    if type(value) is not np.ndarray or value.dtype.kind not in "fc":
         return value
     stack = running.stack
     if tape is None or id(tape) not in running.depth:

@@ -20,7 +20,7 @@ def rows_cotangent(adjoint, arrays, k, width):
     g = arrays.get(k)
     if g is None:
         g = adjoint[k]
-    if type(g) is not np.ndarray or g.dtype.kind != "f" or g.shape[:1] != (width,):
+    if type(g) is not np.ndarray or g.dtype.kind not in "fc" or g.shape[:1] != (width,):
         return None
     return g
 
@@ -47,6 +47,9 @@ def accumulate_rows(adjoint, arrays, parent, value, width, fresh=False) -> None:
     ``(width, *shape)``, or broadcasts to it; ``fresh``: made by the caller and held by
     no one else (kept, not copied, where it has the shape and dtype)."""
     index, shape, dtype = parent
+    if type(value) is np.ndarray and value.dtype.kind == "c" and (shape is None or
+                                                                  dtype.kind != "c"):
+        value = value.real  # (a real parent: the real part, runtime/array_dual.real_part)
     if shape is None:
         adjoint[index] = adjoint[index] + value
         return
@@ -75,7 +78,7 @@ def rows_accept(arrays, parents, width) -> bool:
 def is_rows_of(value, parent, width) -> bool:
     """Is ``value`` a plain float array of rows for ``parent`` (``(width,)`` for a scalar,
     ``(width, *shape)`` or, with the leading axis, broadcasting to it)?"""
-    if type(value) is not np.ndarray or value.dtype.kind != "f":
+    if type(value) is not np.ndarray or value.dtype.kind not in "fc":
         return False
     shape = parent[1]
     if shape is None:

@@ -337,6 +337,8 @@ class Expressions:
         tree = self.tree(node, leaves)
         if isinstance(tree, Const):
             return Plain(literal(tree.value))
+        if isinstance(tree, Leaf) and tree.node is node:  # (an active value of a kind this
+            raise CannotSpecialise                         # code does not read: np.sum(a))
         if not _order_is_safe(tree):  # a call would run before an operation that raises
             return self.in_order(node, depth, line)  # first: the operands one by one
         values, handles = {}, {}
