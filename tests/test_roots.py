@@ -108,3 +108,62 @@ def test_a_parameter_in_the_closure_is_refused_naming_args():
         return so.brentq(lambda x: x ** 3 + x - c, -10.0, 10.0)
     with pytest.raises(astad.NotDifferentiableError, match=r"scipy\.optimize\.brentq .*args="):
         astad.grad(root)(2.0)
+
+
+# -- root_scalar and root: result objects whose root is differentiated ----------------------
+def cubic_in_a(x, a):
+    return x ** 3 + x - a
+
+
+@pytest.mark.parametrize("method, keywords", [
+    ("brentq", {"bracket": (0.0, 3.0)}), ("bisect", {"bracket": (0.0, 3.0)}),
+    ("newton", {"x0": 1.0, "fprime": lambda x, a: 3 * x ** 2 + 1}),
+    ("secant", {"x0": 1.0, "x1": 1.5}), ("halley", {"x0": 1.0, "fprime": lambda x, a:
+                                                   3 * x ** 2 + 1, "fprime2": lambda x, a: 6 * x})])
+def test_root_scalar_by_every_method(method, keywords):
+    def f(a):
+        found = so.root_scalar(cubic_in_a, args=(a,), method=method, xtol=1e-14,
+                                           **keywords)
+        return found.root ** 2 + found.iterations * 0.0
+    a = 2.5
+    r = so.brentq(cubic_in_a, 0.0, 3.0, args=(a,), xtol=1e-14)
+    expected = 2 * r / (3 * r ** 2 + 1)  # dr/da = 1 / f_x
+    assert astad.grad(f)(a) == pytest.approx(expected, rel=1e-9)
+    assert astad.jvp(f, (a,), (2.0,))[1] == pytest.approx(2 * expected, rel=1e-9)
+
+
+def two_equations(x, a, b):
+    return np.array([x[0] ** 2 + x[1] - a, x[0] - x[1] ** 3 - b])
+
+
+@pytest.mark.parametrize("method", ["hybr", "lm", "krylov"])
+def test_root_of_a_system(method):
+    def solution(a, b):
+        return so.root(two_equations, np.array([1.0, 1.0]), args=(a, b), method=method,
+                                   tol=1e-13).x
+
+    def f(a, b):
+        found = so.root(two_equations, np.array([1.0, 1.0]), args=(a, b),
+                                    method=method, tol=1e-13)
+        return np.sum(found.x * np.array([1.0, 2.0])) + np.sum(found.fun)
+    a, b, h = 2.0, 0.5, 1e-6
+    ga, gb = astad.grad(f, argnums=(0, 1))(a, b)
+    assert ga == pytest.approx((f(a + h, b) - f(a - h, b)) / (2 * h), rel=1e-5)
+    assert gb == pytest.approx((f(a, b + h) - f(a, b - h)) / (2 * h), rel=1e-5)
+    rows = astad.jacrev(solution, argnums=(0, 1))(a, b)
+    columns = astad.jacfwd(solution, argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(rows[0], columns[0], rtol=1e-9)
+    np.testing.assert_allclose(rows[1], columns[1], rtol=1e-9)
+
+
+def test_root_finders_given_their_derivative_in_the_function_are_refused():
+    def both(x, a):
+        return x ** 3 + x - a, 3 * x ** 2 + 1
+
+    with pytest.raises(astad.NotDifferentiableError, match="fprime=True"):
+        astad.grad(lambda a: so.root_scalar(both, args=(a,), x0=1.0,
+                                                        fprime=True).root)(2.5)
+    with pytest.raises(astad.NotDifferentiableError, match="jac=True"):
+        astad.grad(lambda a: so.root(
+            lambda x, a: (x ** 3 - a, np.diag(3 * x ** 2)), np.ones(1), args=(a,),
+            jac=True).x[0])(2.5)

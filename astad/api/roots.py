@@ -58,7 +58,13 @@ def call_arguments(fn, args, kwargs, name: str, result: str) -> dict:
 
 def _bound(fn, args, kwargs):
     values = call_arguments(fn, args, kwargs, f"scipy.optimize.{fn.__name__}", "root")
-    return values["f" if "f" in values else "func"], values["args"]
+    for name in ("fprime", "fprime2", "jac"):  # (True: f gives its derivatives too)
+        if values.get(name) is True:
+            raise NotDifferentiableError(
+                f"astad differentiates scipy.optimize.{fn.__name__} with a function giving "
+                f"the equation's value alone, not with {name}=True", *user_location())
+    return next(values[name] for name in ("f", "func", "fun") if name in values), \
+        values["args"]
 
 
 def closed_over_duals(name: str, what: str):
@@ -75,8 +81,10 @@ def closed_over_duals(name: str, what: str):
     return check
 
 
-def _rules(fn, system: bool):
-    """The custom rule's three parts for the finder ``fn``."""
+def _rules(fn, system: bool, key=None):
+    """The custom rule's three parts for the finder ``fn``; ``key``: the root's name in
+    the result object ``fn`` returns (``root``'s ``x``, ``root_scalar``'s ``root``), whose
+    other entries are constants (the residual's derivative is zero at a root)."""
     at = list(inspect.signature(fn).parameters).index("args")  # (3, fsolve's 2)
 
     closure = closed_over_duals(f"scipy.optimize.{fn.__name__}", "the root's derivative")
@@ -88,11 +96,14 @@ def _rules(fn, system: bool):
                 f"astad differentiates scipy.optimize.{fn.__name__} once, not a "
                 "derivative of its derivative", *user_location())
         f, extra = _bound(fn, args, kwargs)
-        root = fn(*args, **kwargs)
-        return root, (f, root, extra, len(args))
+        result = fn(*args, **kwargs)
+        root = result if key is None else np.asarray(result[key], dtype=float)
+        return result, (f, root, extra, len(args))
 
     def backward(residuals, g):
         f, root, extra, count = residuals
+        if key is not None:
+            g = np.zeros_like(root) if g is None or g[key] is None else g[key]
         equation = functools.partial(_equation, f)
         _, pullback = vjp(equation, root, *extra)
         if system:
@@ -104,10 +115,21 @@ def _rules(fn, system: bool):
         return (cotangents + (None,) * count)[:count]
 
     def tangent(primals, tangents):
+        root, tangent_out = solved_tangent(primals, tangents)
+        if key is None:
+            return root, tangent_out
+        result = fn(*primals)
+        out = {name: None for name in result}  # (the result's entries: its tangent)
+        out[key] = tangent_out
+        return result, out
+
+    def solved_tangent(primals, tangents):
         f, extra = _bound(fn, primals, {})
         extra_dot = tangents[at] if len(tangents) > at and isinstance(tangents[at], tuple) \
             else tuple(0.0 * np.asarray(a, dtype=float) for a in extra)
         root = fn(*primals)
+        if key is not None:
+            root = np.asarray(root[key], dtype=float)
         equation = functools.partial(_equation, f)
         zero = 0.0 * np.asarray(root, dtype=float)
         if system:
@@ -135,11 +157,12 @@ def _rules(fn, system: bool):
 def register() -> None:
     """Give scipy.optimize's root finders these rules (unless the user gave one)."""
     import scipy.optimize
-    for name, system in [(name, False) for name in SCALAR_FINDERS] + [("fsolve", True)]:
+    for name, system, key in [(name, False, None) for name in SCALAR_FINDERS] + [
+            ("fsolve", True, None), ("root", True, "x"), ("root_scalar", False, "root")]:
         fn = getattr(scipy.optimize, name)
         if has_rule(fn):
             continue
-        forward, backward, tangent = _rules(fn, system)
+        forward, backward, tangent = _rules(fn, system, key)
         rule = custom_vjp(fn)
         rule.defvjp(forward, backward)
         rule.defjvp(tangent)

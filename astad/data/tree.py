@@ -24,6 +24,7 @@ import collections
 import dataclasses
 import enum
 import functools
+import re
 import types
 from collections.abc import Callable
 from typing import Any
@@ -741,12 +742,20 @@ def function_parts(fn) -> list:
     if type(fn) is types.MethodType:
         return [fn.__func__, fn.__self__]
     parts = [fn.__defaults__, fn.__kwdefaults__]
-    for cell in fn.__closure__ or ():
+    names = getattr(getattr(fn, "__code__", None), "co_freevars", ())
+    for k, cell in enumerate(fn.__closure__ or ()):
+        if k < len(names) and _GENERATED.match(names[k]):
+            continue  # (a transformed function's tape and fused rules: not the user's)
         try:
             parts.append(cell.cell_contents)
         except ValueError:  # (a cell not yet filled)
             pass
     return parts
+
+
+# the names the transform gives its own variables (transform/reverse.py: the tape, the
+# fused rules of a line), which no user name can take
+_GENERATED = re.compile(r"_tape_*$|_line_*\d")
 
 
 _ATOMS = (float, int, str, bool, bytes, type(None))

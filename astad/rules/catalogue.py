@@ -346,10 +346,15 @@ def _linalg_section() -> list:
         "`scipy.integrate.odeint` is differentiable in `y0`, `t` and `args`: reverse "
         "mode by the adjoint method, forward mode by sensitivities, each integrated with "
         "the call's tolerances (`astad/api/integrate.py`); once, not to second order; "
-        "`full_output=True` is refused. scipy.optimize's root finders (`brentq`, "
-        "`brenth`, `ridder`, `bisect`, `toms748`, `newton`, `fsolve`) are differentiable "
-        "in `args`, and `astad.fixed_point` in its parameters, by the implicit function "
-        "theorem (`astad/api/roots.py`, `astad/api/implicit.py`).",
+        "`full_output=True` is refused. `scipy.integrate.solve_ivp` likewise in `y0` and "
+        "`args` (its solution `.y` at its times `.t`), every method, each piece "
+        "integrated by solve_ivp with the call's method and tolerances; `dense_output` "
+        "and `events` are refused. scipy.optimize's root finders (`brentq`, `brenth`, "
+        "`ridder`, `bisect`, `toms748`, `newton`, `fsolve`, `root_scalar`'s `.root`, "
+        "`root`'s `.x`) are differentiable in `args`, and `astad.fixed_point` in its "
+        "parameters, by the implicit function theorem (`astad/api/roots.py`, "
+        "`astad/api/implicit.py`); `root`'s other entries are constants (its residual's "
+        "derivative is zero at a root).",
         width=88), ""]
     return lines
 

@@ -91,6 +91,9 @@ class _CustomRule:
         # arguments, before ``fn`` runs (a root finder's function closing over a
         # differentiated value: api/roots.py)
         self.plain_check = None
+        # astad's own rules only: the jvp takes the call's keywords too (solve_ivp's
+        # tolerances), as jvp(primals, tangents, kwargs)
+        self.jvp_keywords = False
         try:
             self._signature = inspect.signature(fn)
         except (TypeError, ValueError):  # some C functions have none
@@ -214,8 +217,9 @@ class _CustomRule:
                 "tangents; the output must depend on the primals only", *user_location())
         return primal_out, _Linearized(tape, tangent_out, plans, n_inputs)
 
-    def _run_jvp(self, primals: tuple, tangents: tuple):
-        out = call_user(self.jvp, primals, tangents)
+    def _run_jvp(self, primals: tuple, tangents: tuple, kwargs=None):
+        out = call_user(self.jvp, primals, tangents, kwargs) if self.jvp_keywords else \
+            call_user(self.jvp, primals, tangents)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise AstadError(f"the jvp rule of {self._name} must return a pair (primal_out, "
                              f"tangent_out), got {type(out).__name__}")
@@ -354,13 +358,13 @@ def _forward_rule(custom: _CustomRule, level, args, kwargs):
             "mode (jvp, jacfwd, hessian) needs a forward rule: give it one with "
             f"{getattr(custom.fn, '__name__', 'f')}.defjvp(...), or define the function "
             "with astad.custom_jvp", *user_location())
-    if kwargs:
+    if kwargs and not custom.jvp_keywords:
         raise NotDifferentiableError(
             f"{custom._name}: a custom_jvp rule takes positional arguments only (as in "
             "JAX); pass the keyword arguments positionally", *user_location())
     primals = tuple(primal(a, level=level) for a in args)
     tangents = tuple(tangent_of(a, level) for a in args)
-    primal_out, tangent_out = custom._run_jvp(primals, tangents)
+    primal_out, tangent_out = custom._run_jvp(primals, tangents, kwargs)
     state = ForwardInterleaving(level)
     out, plan = state.interleave(primal_out, f"the result of {custom._name}")
     state.set_tangents(plan, tangent_out, f"the tangent out of {custom._name}")
