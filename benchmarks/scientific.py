@@ -15,7 +15,10 @@ Programs:
 - ``gamma n=...``: ``sum(gamma.logpdf(x, a, scale=s))``, gradient in (a, s);
 - ``odeint``: the least-squares misfit of a Lotka-Volterra trajectory (9 output times,
   rtol 1e-7) in its four rates and two initial values; astad's adjoint against
-  autograd's ``odeint`` (also an adjoint) and central differences (12 solves);
+  autograd's ``odeint`` (also an adjoint), central differences (12 solves) and astad
+  differentiating an unrolled fixed-step RK4 integrator (800 steps) of the same model,
+  time and peak memory (tracemalloc) of one gradient side by side;
+- ``solve_ivp``: the same misfit through ``scipy.integrate.solve_ivp`` (RK45);
 - ``expm n=...``: ``sum(expm(A) * W)`` for A of 10x10 and 40x40, gradient in A; JAX's
   ``jax.scipy.linalg.expm``.
 
@@ -42,7 +45,7 @@ import run  # noqa: E402  (timing, environment: the conventions of run.py)
 from run import fmt_time  # noqa: E402
 import scipy.linalg as sl  # noqa: E402
 import scipy.stats as st  # noqa: E402
-from scipy.integrate import odeint  # noqa: E402
+from scipy.integrate import odeint, solve_ivp  # noqa: E402
 
 
 def _peer(name):
@@ -132,7 +135,41 @@ def ode_case(peers):
         forms["autograd"] = (autograd.grad(lambda th: anp.sum((aodeint(
             rhs, th[4:], TIMES, boxed_tuple((th[:4],)), rtol=1e-7, atol=1e-9) - data) ** 2)),
             (theta,))
+
+    def unrolled(theta, steps=800):
+        """The same misfit by fixed-step RK4, differentiated step by step."""
+        h, state, out = 8.0 / steps, theta[4:], [theta[4:]]
+        rates = tuple(theta[:4])
+        for k in range(steps):
+            k1 = _predator_prey(state, 0.0, *rates)
+            k2 = _predator_prey(state + h / 2 * k1, 0.0, *rates)
+            k3 = _predator_prey(state + h / 2 * k2, 0.0, *rates)
+            k4 = _predator_prey(state + h * k3, 0.0, *rates)
+            state = state + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            if (k + 1) % (steps // 8) == 0:
+                out.append(state)
+        return np.sum((np.stack(out) - data) ** 2)
+    forms["unrolled"] = (astad.grad(unrolled), (theta,))
     return "odeint", (misfit, (theta,)), forms
+
+
+def ivp_case(peers):
+    data = odeint(_predator_prey, START, TIMES, args=tuple(RATES), rtol=1e-10) * 1.02
+
+    def rhs(t, state, a, b, c, d):
+        return _predator_prey(state, t, a, b, c, d)
+
+    def misfit(theta):
+        ys = solve_ivp(rhs, (0.0, 8.0), theta[4:], t_eval=TIMES, args=tuple(theta[:4]),
+                       rtol=1e-7, atol=1e-9).y
+        return np.sum((ys.T - data) ** 2)
+    theta = np.concatenate([RATES * 1.1, START * 0.9])
+
+    def differences(theta, h=1e-6):
+        return np.array([(misfit(theta + h * e) - misfit(theta - h * e)) / (2 * h)
+                         for e in np.eye(len(theta))])
+    return "solve_ivp", (misfit, (theta,)), {"astad": (astad.grad(misfit), (theta,)),
+                                             "differences": (differences, (theta,))}
 
 
 def expm_case(n, peers):
@@ -175,12 +212,24 @@ def check(name, forms) -> dict:
     for label, (fn, args) in forms.items():
         theirs = np.asarray(fn(*args))
         err = float(np.max(np.abs(theirs - ours)) / max(1.0, np.max(np.abs(ours))))
-        limit = 1e-5 if label == "differences" or name == "odeint" else 1e-8
+        limit = 1e-5 if label == "differences" or name in ("odeint", "solve_ivp") else 1e-8
         if not err <= limit:
             raise run.BenchmarkError(f"{name}: {label}'s gradient differs from astad's "
                                      f"by {err:.2e}")
         out[label] = err
     return out
+
+
+def peak_memory(fn, args) -> int:
+    """The peak of Python's allocations (tracemalloc, numpy's included) during one call."""
+    import tracemalloc
+    fn(*args)  # (warm: transforms and caches made)
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def main(argv=None):
@@ -194,7 +243,7 @@ def main(argv=None):
     peers = {name: _peer(name) for name in sorted(wanted)}
     sizes = (1000, 100_000) if options.quick else (1000, 1_000_000)
     cases = [norm_case(n, peers) for n in sizes] + [gamma_case(n, peers) for n in sizes] + \
-        [ode_case(peers)] + [expm_case(n, peers) for n in ((6, 10) if options.quick else
+        [ode_case(peers), ivp_case(peers)] + [expm_case(n, peers) for n in ((6, 10) if options.quick else
                                                           (10, 40))]
     samples, target = (3, 0.01) if options.quick else (5, 0.05)
     rows = []
@@ -207,9 +256,12 @@ def main(argv=None):
                      "grad_over_primal": medians["astad"] / medians["primal"],
                      "peer_over_astad": {label: medians[label] / medians["astad"]
                                          for label in forms if label != "astad"}})
+        if name == "odeint":  # the adjoint's memory against the unrolled integrator's
+            rows[-1]["peak_bytes"] = {label: peak_memory(fn, args)
+                                      for label, (fn, args) in forms.items()}
         print(f"{name}: primal {fmt_time(medians['primal'])}, astad "
               f"{fmt_time(medians['astad'])} ({rows[-1]['grad_over_primal']:.1f}x)", flush=True)
-    labels = ["autograd", "jax", "jax jit", "differences"]
+    labels = ["autograd", "jax", "jax jit", "differences", "unrolled"]
     table = ["| program | primal | astad grad | grad / primal | " +
              " | ".join(f"{label} / astad" for label in labels) + " |",
              "|---|--:|--:|--:|" + "--:|" * len(labels)]
@@ -219,6 +271,11 @@ def main(argv=None):
         table.append(f"| {row['program']} | {fmt_time(row['median_s']['primal'])} | "
                      f"{fmt_time(row['median_s']['astad'])} | "
                      f"{row['grad_over_primal']:.1f}x | " + " | ".join(cells) + " |")
+    for row in rows:
+        if "peak_bytes" in row:
+            table += ["", f"Peak memory of one gradient, {row['program']} (tracemalloc): " +
+                      ", ".join(f"{label} {peak / 1e6:.2f} MB"
+                                for label, peak in row["peak_bytes"].items()) + "."]
     print("\n".join(table))
     out = options.out or os.path.join(HERE, "results", "scientific-quick.json"
                                       if options.quick else "scientific.json")

@@ -9,7 +9,7 @@ Run from the repository root:
 Each family is one computation in several forms (the dot product by ``range`` indexing,
 ``zip``, ``for x in xs`` with a counter, ``enumerate``, ``while``; a matrix-vector sum by
 ``m[i][j]``, ``row = m[i]``, ``for row in m``; a series with its length an int or a
-float; lists of ``numpy.float64``; a tiny function calling helpers, through
+float; lists of ``numpy.float64`` and 1-d numpy arrays; a tiny function calling helpers, through
 ``value_and_grad`` and ``vjp``), each timed side by side with its own primal in one run
 (interleaved samples, medians). The first form of a family is its reference: the table
 gives each form's grad / primal and that ratio over the reference's. Then the suite's
@@ -172,7 +172,9 @@ def forms(quick: bool) -> list:
                 Form("dot", "while with an index", dot_while, (xs, ys), size)]
         out += [Form("float64", "range indexing, lists of float", dot_range, (xs, ys), size),
                 Form("float64", "range indexing, lists of numpy.float64", dot_range,
-                     ([np.float64(x) for x in xs], [np.float64(y) for y in ys]), size)]
+                     ([np.float64(x) for x in xs], [np.float64(y) for y in ys]), size),
+                Form("float64", "range indexing, 1-d numpy arrays", dot_range,
+                     (np.array(xs), np.array(ys)), size)]
     for n in ([30] if quick else [30, 100]):
         m = [[rng.uniform(-1, 1) for _ in range(n)] for _ in range(n)]
         v = [rng.uniform(-1, 1) for _ in range(n)]
@@ -211,6 +213,9 @@ def check(form, ad) -> None:
     value, grads = ad.value_and_grad(*form.args)
     want_value, want = ad.value_and_grad.__self__._value_and_grad_taped(form.args, {})
     problems = []
+
+    if any(isinstance(a, np.ndarray) for a in form.args):  # (arrays: their elements)
+        grads, want = ([np.asarray(x).tolist() for x in g] for g in (grads, want))
     run._compare("value", value, want_value, 1e-12, 1e-12, problems)
     run._compare("gradient", grads, want, 1e-12, 1e-14, problems)
     if problems:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import RECORDS
+from ..registry import RECORDS, publish
 from .array import (batched_vjps, NEW_ARRAYS, register_jvp, register_vjp, result_kinds, set_rule,
                     shapes_only, VIEWS_OF_G)
 from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negative_axes,
     negative_axis, sum_to_shape)
 from ..runtime.array_dual import (accumulate, add_check, made_array, cotangent, dispatch,
-                                  is_active, new_array, new_scalar, parent_of, plain_array,
-                                  primal_of, take_index)
+                                  index_of, is_active, new_array, new_scalar, parent_of,
+                                  plain_array, primal_of, take_index)
 from ..runtime.array_rows import (add_rows, gather_rows, on_leading_rows, rows_accept,
                                   rows_at, rows_cotangent, rows_index)
 from ..errors import NotDifferentiableError, user_location
-from ..runtime.duals import DUAL_TYPES, ScalarDual
+from ..runtime.duals import DUAL_TYPES, ScalarDual, running
 from ..runtime.tape import BATCHED_BACKWARDS
 
 
@@ -407,6 +407,20 @@ def getitem(tape, x, index):
 
 
 set_rule(take_index, getitem)
+
+
+def element(x, index: int):
+    """``x[i]`` of a 1-d array dual of a running reverse level (a loop reading elements):
+    getitem's scalar case at once, without dispatch's steps (lists, levels, views, which
+    an int index of a 1-d array needs none of); NotImplemented where dispatch decides."""
+    v, tape = x.v, x.t
+    if type(v) is not np.ndarray or v.ndim != 1 or id(tape) not in running.depth:
+        return NotImplemented
+    return new_scalar(tape, v[index], _scalar_index_backward,
+                      ((index_of(x), v.shape, v.dtype),), (index,))
+
+
+publish("element", element)  # (ArrayDual.__getitem__, runtime/array_dual.py)
 
 
 def _real_dtype(args, kwargs):

@@ -176,6 +176,10 @@ class ArrayDualBase(PrimalView):
 
     # -- indexing and writing (a write makes a new version of the array: array_writes.py)
     def __getitem__(self, index):
+        if type(index) is int and type(self) is ArrayDual:  # (an element in a loop)
+            result = ad.element(self, index)
+            if result is not NotImplemented:
+                return result
         return dispatch(take_index, (self, index), {})
 
     def __setitem__(self, index, value):
