@@ -243,8 +243,8 @@ def main(argv=None):
     peers = {name: _peer(name) for name in sorted(wanted)}
     sizes = (1000, 100_000) if options.quick else (1000, 1_000_000)
     cases = [norm_case(n, peers) for n in sizes] + [gamma_case(n, peers) for n in sizes] + \
-        [ode_case(peers), ivp_case(peers)] + [expm_case(n, peers) for n in ((6, 10) if options.quick else
-                                                          (10, 40))]
+        [ode_case(peers), ivp_case(peers)] + [
+            expm_case(n, peers) for n in ((6, 10) if options.quick else (10, 40))]
     samples, target = (3, 0.01) if options.quick else (5, 0.05)
     rows = []
     for name, (primal, primal_args), forms in cases:

@@ -685,3 +685,65 @@ def test_the_writer_gives_up_without_recursing_to_pythons_limit():
     # v is a (its memory): f = sum(2 (x + 0.5) x) + sum(4 (x + 0.5)^2), f'' = 4 + 8
     np.testing.assert_allclose(column, np.full(3, 12.0))
     assert deepest[0] < 300
+
+
+# -- 1-d and 2-d float64 arrays read by element: the specialised code, as lists are ---------
+def _dot_by_index(xs, ys):
+    s = 0.0
+    for i in range(len(xs)):
+        s += xs[i] * ys[i] + 0.5 * xs[i] ** 2
+    return s
+
+
+def _matvec_by_rows(m, v):
+    total = 0.0
+    for i in range(len(m)):
+        row = m[i]
+        s = 0.0
+        for j in range(len(v)):
+            s += row[j] * v[j]
+        total += s * s
+    return total
+
+
+def _concatenated(xs, ys):
+    zs = xs + ys  # (lists: joined; arrays: added element by element)
+    total = 0.0
+    for z in zs:
+        total += z * z
+    return total
+
+
+def test_arrays_read_by_element_run_the_specialised_code():
+    xs, ys = np.array([0.5, -1.0, 2.0, 0.25]), np.array([1.5, 0.5, -0.75, 2.0])
+    assert codegen.build(_dot_by_index).tapeless(xs, ys) is not None  # (not the general)
+    value, (gx, gy) = astad.reverse_diff(_dot_by_index).value_and_grad(xs, ys)
+    _, (lx, ly) = astad.reverse_diff(_dot_by_index).value_and_grad(xs.tolist(), ys.tolist())
+    assert value == _dot_by_index(xs, ys)
+    assert type(gx) is np.ndarray and gx.dtype == np.float64
+    np.testing.assert_array_equal(gx, lx)
+    np.testing.assert_array_equal(gy, ly)
+    m = np.arange(12.0).reshape(4, 3) / 7.0
+    v = np.array([0.3, -0.2, 0.9])
+    gm, gv = astad.grad(_matvec_by_rows, argnums=(0, 1))(m, v)
+    lm, lv = astad.grad(_matvec_by_rows, argnums=(0, 1))(m.tolist(), v.tolist())
+    assert gm.shape == (4, 3) and type(gv) is np.ndarray
+    np.testing.assert_allclose(gm, np.array(lm), rtol=1e-15)
+    np.testing.assert_allclose(gv, np.array(lv), rtol=1e-15)
+
+
+def test_arrays_keep_numpys_meaning_where_lists_differ():
+    """``xs + ys`` adds arrays and joins lists: each is differentiated as it computes; a
+    float32 array (elements of another type) takes the general code."""
+    xs, ys = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.5, -0.75])
+    gx, gy = astad.grad(_concatenated, argnums=(0, 1))(xs, ys)
+    np.testing.assert_allclose(gx, 2 * (xs + ys))
+    np.testing.assert_allclose(gy, 2 * (xs + ys))
+    lx, ly = astad.grad(_concatenated, argnums=(0, 1))(xs.tolist(), ys.tolist())
+    np.testing.assert_allclose(lx, 2 * xs)
+    g32 = astad.grad(_dot_by_index)(xs.astype(np.float32), ys.astype(np.float32))
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, ys + xs, rtol=1e-6)
+    same = astad.grad(_dot_by_index, argnums=(0, 1))(xs, xs)  # (each place its own)
+    np.testing.assert_allclose(same[0], 2 * xs)
+    np.testing.assert_allclose(same[1], xs)

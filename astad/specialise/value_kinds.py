@@ -438,6 +438,7 @@ def _parents(root) -> dict:
 
 # -- at run time: the gradient of each argument -------------------------------------------
 _FLOAT64 = np.float64
+_FLOAT64_DTYPE = np.dtype(np.float64)
 
 
 def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
@@ -498,6 +499,9 @@ def _gradient(adjoint, plan):
     if type(n) is tuple:  # a dataclass
         return record_gradient(original, n, adjoint[start:start + len(n)])
     if n is None:
+        if type(original) is np.ndarray:  # (a 2-d array read by element)
+            return np.array([adjoint[a:b] for a, b in zip(start, start[1:])],
+                            dtype=original.dtype).reshape(original.shape)
         return type(original)([_rebuilt(row, adjoint[a:b]) for row, a, b in
                                zip(original, start, start[1:])])
     return _rebuilt(original, adjoint[start:start + n])
@@ -533,6 +537,8 @@ def _like(original, g):
 
 
 def _rebuilt(original, gs):
+    if type(original) is np.ndarray:  # (an array read by element)
+        return np.array(gs, dtype=original.dtype)
     out = [_like(x, g) for x, g in zip(original, gs)]
     return out if type(original) is list else tuple(out)
 
@@ -585,13 +591,23 @@ _FLOAT_TYPES = frozenset({float, _FLOAT64})
 
 
 def float_sequences(lists: tuple, matrices: tuple) -> bool:
-    """Are ``lists`` lists or tuples of floats (or numpy.float64), and ``matrices`` lists
-    or tuples of those? (What the entry's quick check, exact lists of floats, missed.)"""
+    """Are ``lists`` lists or tuples of floats (or numpy.float64), or 1-d float64 arrays,
+    and ``matrices`` lists or tuples of those, or 2-d float64 arrays? (What the entry's
+    quick check, exact lists of floats, missed.) The code only reads them by element, by
+    length and by iteration, where an array of float64 is a sequence of numpy.float64:
+    its elements are read as numpy gives them, and the gradient is an array again."""
     for xs in lists:
-        if (type(xs) is not list and type(xs) is not tuple) or \
+        if type(xs) is np.ndarray:
+            if xs.ndim != 1 or xs.dtype != _FLOAT64_DTYPE:
+                return False
+        elif (type(xs) is not list and type(xs) is not tuple) or \
                 not set(map(type, xs)) <= _FLOAT_TYPES:
             return False
     for m in matrices:
+        if type(m) is np.ndarray:
+            if m.ndim != 2 or m.dtype != _FLOAT64_DTYPE:
+                return False
+            continue
         if type(m) is not list and type(m) is not tuple:
             return False
         for row in m:
