@@ -11,6 +11,7 @@ import pytest
 
 import astad
 from astad.compile import calls as codegen
+from test_memory_model import VIEWS, write_through
 
 
 # -- programs: the same computations written the ways people write them -------------------
@@ -649,16 +650,7 @@ def test_an_operand_recorded_before_a_nested_function_call_keeps_its_entry():
     assert dn == pytest.approx(3 * 3 * 2.0 ** 2)
 
 
-def _through(view):
-    def f(x):
-        a = x * 1.0 + 0.5
-        v = view(a)
-        v *= 2.0
-        return np.sum(a * x) + np.sum(v * v)
-    return f
-
-
-_through_a_call_it_cannot_read = _through(lambda a: np.asarray(a))
+_through_a_call_it_cannot_read = write_through(VIEWS["np.asarray"])  # (v = view(a))
 
 
 def test_the_writer_gives_up_without_recursing_to_pythons_limit():

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..registry import RECORDS, record
 from .array import batched_vjps, register_elementwise, register_jvp, register_vjp
-from .linalg_decompositions import register_outputs
+from .array_axes import swap_last
+from .linalg_decompositions import eigen_gaps, register_outputs
 
 # -- the rules that hold for complex values as they are ----------------------------------
 _HOLOMORPHIC = (
@@ -169,17 +170,6 @@ holds_for_complex(absolute, arccosh, real, imag, conjugate, real_if_close, vdot)
 # -- eig, eigvals: a = v diag(w) v^-1, holomorphic in a. numpy's eigenvectors have unit
 # length and their largest component real (LAPACK's choice of phase): their derivative
 # keeps both, so it is the derivative of what numpy gives.
-def _swap(x):
-    return np.swapaxes(x, -1, -2)
-
-
-def _gaps(w):
-    """F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it."""
-    difference = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-    off = ~np.eye(np.shape(w)[-1], dtype=bool)
-    return np.where(off, 1.0 / np.where(off, difference, 1.0), 0.0)
-
-
 def _largest(v):
     """A mask of each column's largest component, and that component (a row)."""
     mask = np.arange(np.shape(v)[-1])[:, None] == np.argmax(np.abs(v), axis=-2)[..., None, :]
@@ -198,15 +188,15 @@ def _eig_vjp(gs, results, a):
             gv = gv - mask * (1j * np.imag(np.sum(gv * v, axis=-2, keepdims=True)) / top)
         # the length's part: Re(sum(conj(v) * dv)) of each column removed
         held = np.real(np.sum(gv * v, axis=-2, keepdims=True))
-        inner = inner + _gaps(w) * (_swap(v) @ (gv - np.conj(v) * held))
-    vt = _swap(v)
+        inner = inner + eigen_gaps(w) * (swap_last(v) @ (gv - np.conj(v) * held))
+    vt = swap_last(v)
     return np.linalg.solve(vt, inner @ vt)
 
 
 def _eig_jvp(t, results, a):
     w, v = results
     y = np.linalg.solve(v, t @ v)
-    dv = v @ (_gaps(w) * y)
+    dv = v @ (eigen_gaps(w) * y)
     dv = dv - v * np.real(np.sum(np.conj(v) * dv, axis=-2, keepdims=True))
     if np.iscomplexobj(v):
         mask, top = _largest(v)
@@ -216,7 +206,7 @@ def _eig_jvp(t, results, a):
 
 def _eigvals_vjp(g, r, a):
     w, v = np.linalg.eig(a)
-    vt = _swap(v)
+    vt = swap_last(v)
     return np.linalg.solve(vt, (np.expand_dims(g, -2) * np.eye(np.shape(w)[-1])) @ vt)
 
 

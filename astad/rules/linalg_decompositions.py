@@ -97,7 +97,7 @@ def _symmetric_tangent(t, lower):
     return np.triu(t) + swap_last(np.triu(t, 1))
 
 
-def _gaps(w):
+def eigen_gaps(w):
     """F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it."""
     difference = np.expand_dims(w, -2) - np.expand_dims(w, -1)
     off = ~np.eye(np.shape(w)[-1], dtype=bool)
@@ -137,14 +137,14 @@ def _eigh_vjp(gs, results, a, UPLO="L"):
     if gw is not None:
         inner = _diagonal_matrix(gw)
     if gv is not None:
-        inner = inner + _gaps(w) * (swap_last(v) @ gv)
+        inner = inner + eigen_gaps(w) * (swap_last(v) @ gv)
     return _one_triangle(v @ inner @ swap_last(v), lower=UPLO.upper() == "L")
 
 
 def _eigh_jvp(t, results, a, UPLO="L"):
     w, v = results
     y = swap_last(v) @ _symmetric_tangent(t, UPLO.upper() == "L") @ v
-    return np.diagonal(y, axis1=-2, axis2=-1), v @ (_gaps(w) * y)
+    return np.diagonal(y, axis1=-2, axis2=-1), v @ (eigen_gaps(w) * y)
 
 
 def _eigvalsh_vjp(g, r, a, UPLO="L"):
@@ -180,7 +180,7 @@ def _svd_vjp(gs, results, a, full_matrices=True, compute_uv=True, hermitian=Fals
     u, s, vh = results
     v = swap_last(vh)
     m, n, k = np.shape(u)[-2], np.shape(vh)[-1], np.shape(s)[-1]
-    f = _gaps(s * s)
+    f = eigen_gaps(s * s)
     inner = 0.0
     if gs_ is not None:
         inner = _diagonal_matrix(gs_)
@@ -208,7 +208,7 @@ def _svd_jvp(t, results, a, full_matrices=True, compute_uv=True, hermitian=False
     u, s, vh = results
     v = swap_last(vh)
     m, n, k = np.shape(u)[-2], np.shape(vh)[-1], np.shape(s)[-1]
-    f = _gaps(s * s)
+    f = eigen_gaps(s * s)
     dp = swap_last(u) @ t @ v
     ds = np.diagonal(dp, axis1=-2, axis2=-1)
     row, col = np.expand_dims(s, -2), np.expand_dims(s, -1)
