@@ -487,7 +487,7 @@ if hasattr(np.linalg, "vector_norm"):
 
 # -- complex values (rules/complex_values.py) and numpy.fft (rules/fft.py) -----------------------
 Z = dict(complex=True)
-for _fn, _domain in ((np.exp, {}), (np.log, POS), (np.sqrt, POS), (np.sin, {}), (np.tanh, {}),
+for _fn, _domain in ((np.exp, {}), (np.log, POS), (np.sqrt, POS), (np.sin, {}),
                      (np.arcsin, INSIDE), (np.arctanh, INSIDE), (np.reciprocal, POS),
                      (np.log1p, POS), (np.square, {})):
     C(_fn, F(3, 4, **_domain, **Z), tag="complex")
@@ -508,6 +508,11 @@ C(take_index, F(3, 4, **Z), K((2, 1)), call=lambda x, i: x[i], tag="complex-elem
 C(np.concatenate, L(F(2, 3, **Z), F(2, 3)), tag="complex")
 C(cv.absolute, F(3, 4, **Z), call=np.absolute)
 C(cv.arccosh, F(3, 4, lo=1.5, hi=2.5, **Z), call=np.arccosh)
+C(cv.power, F(3, 4, **Z), F(4, **Z), call=np.power)
+C(cv.tanh, F(3, 4, lo=-5.0, hi=5.0, **Z), call=np.tanh)
+C(cv.arcsinh, F(3, 4, **Z), call=np.arcsinh)
+C(cv.power, F(3, 4, lo=0.5, hi=2.0), F(4, **Z), call=np.power, tag="real-base")
+C(cv.float_power, F(3, 4, **Z), F(4, **Z), call=np.float_power)
 C(cv.real, F(3, 4, **Z), call=np.real)
 C(cv.imag, F(3, 4, **Z), call=np.imag)
 C(cv.conjugate, F(3, 4, **Z), call=np.conjugate)

@@ -385,3 +385,29 @@ def test_check_grads_checks_both_parts_of_complex_entries():
     astad.register_vjp(wrong, lambda g, r, z: np.conj(g), complex=True)
     with pytest.raises(AssertionError, match=r"imaginary part"):
         check_grads(lambda z: np.sum(np.abs(wrong(z) - 1j) ** 2), complex_normal(3))
+
+
+def test_powers_in_the_exponent_and_a_singular_determinant():
+    """The exponent's derivative of z ** y is r log z (the real rule reads log x only for
+    x > 0); a singular complex matrix's det has the cofactors of its SVD conjugated."""
+    z = np.array([-0.5 + 0.7j, 0.3 - 0.2j, -1.0 + 0.3j])  # (off log's cut)
+    y = np.array([1.3 + 0.2j, 0.7 - 0.1j, 0.5 + 0.0j])
+    for op in (np.power, np.float_power, lambda a, b: a ** b):
+        check_real_function(lambda y, op=op: np.real(np.sum(op(z, y) * (1 + 2j))), y)
+        check_real_function(lambda x, op=op: np.real(np.sum(op(x, y) * (1 - 1j))), z)
+    singular = np.array([[1 + 1j, 2 - 1j], [0.5 + 0.5j, 1 - 0.5j]])
+    assert abs(np.linalg.det(singular)) < 1e-14
+    g = astad.grad(lambda a: np.real(np.linalg.det(a) * (1 + 2j)))(singular)
+    cofactors = np.array([[singular[1, 1], -singular[1, 0]], [-singular[0, 1], singular[0, 0]]])
+    np.testing.assert_allclose(g, (1 + 2j) * cofactors, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["tanh", "arcsinh", "arctan", "sinh", "exp", "log", "sqrt",
+                                  "arcsin", "arccos", "arctanh", "tan", "expm1", "log1p"])
+def test_holomorphic_functions_far_from_zero(name):
+    """Where the real rules switch to other forms for large |x| (tanh's sech^2 by
+    exp(-2|x|)), the complex derivative still holds."""
+    fn = getattr(np, name)
+    z = np.array([3.5 + 0.5j, -4.0 - 1.2j, 0.2 + 5.0j, -6.0 + 2.0j])
+    check_real_function(lambda z: np.real(np.sum(fn(z) * (1 + 2j))), z, rtol=1e-5,
+                        atol=1e-6)

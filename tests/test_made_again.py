@@ -87,3 +87,22 @@ def test_a_rebound_entry_is_the_functions_own():
     del f
     assert astad.grad(g)(2.0) == 5.0
     assert any(key[0] is g.__code__ or key[0] == g.__code__ for key in entry.BY_CODE)
+
+
+def test_a_dead_functions_entry_under_a_reused_id_is_not_taken():
+    """An entry is cached by the function's id and leaves when the function dies (a
+    finaliser); a finaliser that did not run (one run deep in a recursion fails) must not
+    hand a new function that took the id the dead one's entry, bound to its closure."""
+    from astad.compile import entry as entries
+
+    def make(k):
+        return lambda x: k * x * x
+
+    first, second = make(3.0), make(5.0)
+    astad.grad(first)(1.0)
+    stale = next(e for key, e in entries.CACHE.items() if key[0] == id(first))
+    for key in [key for key in entries.CACHE if key[0] == id(second)]:
+        del entries.CACHE[key]
+    entries.CACHE[(id(second), True, False)] = stale  # (as if second had taken the id)
+    assert astad.grad(second)(1.0) == 10.0
+    assert astad.reverse_diff(second).grad(2.0) == 20.0

@@ -155,14 +155,24 @@ LOCK = threading.RLock()
 
 def cached(fn, preaccumulate: bool = True, as_method: bool = False):
     """The entry of ``fn`` if it is cached and current, else None."""
-    entry = CACHE.get((id(fn), preaccumulate, as_method))  # (fn is alive, so an entry
-    if entry is not None and entry.is_current(fn):       # under its id is its own)
+    entry = CACHE.get((id(fn), preaccumulate, as_method))
+    # (an entry under fn's id is fn's own unless fn's id is a dead function's whose
+    # finaliser did not run, as one run deep in a recursion can fail: asked, not assumed)
+    if entry is not None and entry.function() is fn and entry.is_current(fn):
         return entry
     return None
 
 
 def store(fn, entry: Entry, preaccumulate: bool, as_method: bool) -> None:
     key = (id(fn), preaccumulate, as_method)
-    if key not in CACHE:
-        weakref.finalize(fn, CACHE.pop, key, None)
+    held = CACHE.get(key)
+    if held is None or held.function() is not fn:  # (fn's own finaliser, once)
+        weakref.finalize(fn, _drop, key)
     CACHE[key] = entry
+
+
+def _drop(key) -> None:
+    """A dead function's entry leaves the cache (unless its id names a live one now)."""
+    entry = CACHE.get(key)
+    if entry is not None and entry.function() is None:
+        del CACHE[key]

@@ -240,6 +240,8 @@ def _cofactors(a, r):
     after = np.flip(np.cumprod(np.concatenate([ones, np.flip(s, -1)[..., :-1]], axis=-1),
                                axis=-1), -1)
     signs = np.linalg.det(u) * np.linalg.det(vt)
+    if np.iscomplexobj(u):  # (a = U S V^H: the cofactors conj(U) adj(S) conj(V^H))
+        u, vt = np.conj(u), np.conj(vt)
     return np.expand_dims(signs, (-2, -1)) * ((u * np.expand_dims(before * after, -2)) @ vt)
 
 

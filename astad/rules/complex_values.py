@@ -8,8 +8,10 @@ gradient of a real function of ``z = x + iy`` is ``df/dx - i df/dy`` (``jax.grad
 Every other rule holds for real values only and is refused naming its function when a
 complex value reaches it (``runtime/array_dual.dispatch``), except the functions that are
 not holomorphic and have a rule of their own for complex values (``|z|``, ``real``,
-``imag``, ``conj``, ``angle``, ``real_if_close``, ``vdot``): a function of their own,
-registered like any other, that dispatch takes when an operand is complex.
+``imag``, ``conj``, ``angle``, ``real_if_close``, ``vdot``), and the holomorphic ones whose
+real formula does not extend (``arccosh``'s branch, ``power``'s exponent, ``tanh`` and
+``arcsinh`` far out): a function of
+their own, registered like any other, that dispatch takes when an operand is complex.
 """
 from __future__ import annotations
 
@@ -25,9 +27,9 @@ from .linalg_decompositions import eigen_gaps, register_outputs
 
 # -- the rules that hold for complex values as they are ----------------------------------
 _HOLOMORPHIC = (
-    "add subtract multiply divide true_divide negative positive power float_power square "
+    "add subtract multiply divide true_divide negative positive square "
     "reciprocal exp exp2 expm1 log log2 log10 log1p sqrt sin cos tan arcsin arccos arctan "
-    "sinh cosh tanh arcsinh arctanh")
+    "sinh cosh arctanh")
 _LINEAR = (  # (or multilinear, with real coefficients; or piecewise constant: round)
     "sum mean prod cumsum cumprod nansum nanmean nanprod nancumsum nancumprod average "
     "trace diff gradient reshape ravel transpose swapaxes moveaxis rollaxis expand_dims "
@@ -105,6 +107,25 @@ register_jvp(absolute, lambda t, r, z: np.real(
 arccosh = for_complex(np.arccosh)
 register_elementwise(arccosh, lambda z, r: 1.0 / (np.sqrt(z - 1.0) * np.sqrt(z + 1.0)))
 
+# tanh and arcsinh: the real partials switch, for large |x|, to forms of |x| (sech^2 by
+# exp(-2|x|), 1 / |x|), which are not the complex derivative; here the one formula
+tanh = for_complex(np.tanh)
+register_elementwise(tanh, lambda z, r: 1.0 - r * r)
+arcsinh = for_complex(np.arcsinh)
+register_elementwise(arcsinh, lambda z, r: 1.0 / np.sqrt(1.0 + z * z))
+
+# x ** y: the real rule's exponent partial reads log(x) only where x > 0; for complex
+# values it is r log(x) (numpy's principal branch) wherever r is not 0
+def _power_partials(fn):
+    twin = for_complex(fn)
+    register_elementwise(
+        twin, lambda x, y, r: y * fn(x, y - 1.0),
+        lambda x, y, r: np.where(r != 0, r * np.log(np.where(x != 0, x, 1.0)), 0.0))
+    return twin
+
+
+power, float_power = _power_partials(np.power), _power_partials(np.float_power)
+
 # real, imag, conj: real-linear maps (real(z) = x, imag(z) = y: Re(w dz) = w dx needs w,
 # w dy needs -i w; conj: Re(w conj(dz)) = Re(conj(w) dz))
 real = for_complex(np.real, copy=True)
@@ -164,7 +185,8 @@ vdot = for_complex(np.vdot)
 register_vjp(vdot, _vdot_vjp(0), _vdot_vjp(1))
 register_jvp(vdot, _vdot_jvp(0), _vdot_jvp(1), batched=True)
 batched_vjps(absolute, real, imag, conjugate, real_if_close, np.angle, vdot)
-holds_for_complex(absolute, arccosh, real, imag, conjugate, real_if_close, vdot)
+holds_for_complex(absolute, arccosh, tanh, arcsinh, power, float_power, real, imag, conjugate,
+                  real_if_close, vdot)
 
 
 # -- eig, eigvals: a = v diag(w) v^-1, holomorphic in a. numpy's eigenvectors have unit
