@@ -395,6 +395,12 @@ def test_powers_in_the_exponent_and_a_singular_determinant():
     for op in (np.power, np.float_power, lambda a, b: a ** b):
         check_real_function(lambda y, op=op: np.real(np.sum(op(z, y) * (1 + 2j))), y)
         check_real_function(lambda x, op=op: np.real(np.sum(op(x, y) * (1 - 1j))), z)
+    at_zero = np.array([0j, 0j, 0j, 0.5 + 0.2j])  # (0 ** y: y = 1, y = 0, Re y > 1)
+    exponents = np.array([1 + 0j, 0j, 2.5 - 1j, 1.5 - 0.3j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (the derivative's own arithmetic warns nowhere)
+        g = astad.grad(lambda z: np.real(np.sum(z ** exponents)))(at_zero)
+    np.testing.assert_allclose(g[:3], [1.0, 0.0, 0.0])
     singular = np.array([[1 + 1j, 2 - 1j], [0.5 + 0.5j, 1 - 0.5j]])
     assert abs(np.linalg.det(singular)) < 1e-14
     g = astad.grad(lambda a: np.real(np.linalg.det(a) * (1 + 2j)))(singular)

@@ -117,9 +117,13 @@ register_elementwise(arcsinh, lambda z, r: 1.0 / np.sqrt(1.0 + z * z))
 # x ** y: the real rule's exponent partial reads log(x) only where x > 0; for complex
 # values it is r log(x) (numpy's principal branch) wherever r is not 0
 def _power_partials(fn):
+    def base(x, y, r):  # y x^(y-1); at x = 0: 1 for y = 1, 0 for y = 0 or Re y > 1
+        nonzero = x != 0
+        at_zero = np.where(y == 1, 1.0, np.where((y == 0) | (np.real(y) > 1), 0.0, np.inf))
+        return np.where(nonzero, y * fn(np.where(nonzero, x, 1.0), y - 1.0), at_zero)
     twin = for_complex(fn)
     register_elementwise(
-        twin, lambda x, y, r: y * fn(x, y - 1.0),
+        twin, base,
         lambda x, y, r: np.where(r != 0, r * np.log(np.where(x != 0, x, 1.0)), 0.0))
     return twin
 
