@@ -151,8 +151,9 @@ def test_hand_jacobian_quick(tmp_path):
 @pytest.mark.slow
 def test_scientific_quick_without_peers(tmp_path):
     """benchmarks/scientific.py --quick --peers none: astad's gradients through
-    scipy.stats, odeint and expm checked against central differences (odeint) and timed
-    against the primal (no ratio is asserted)."""
+    scipy.stats, odeint, solve_ivp and expm checked against central differences (and
+    odeint against the unrolled integrator), timed against the primal (no ratio is
+    asserted)."""
     out = tmp_path / "scientific.json"
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scientific.py"),
                            "--quick", "--peers", "none", "--out", str(out)], cwd=ROOT,
@@ -162,10 +163,10 @@ def test_scientific_quick_without_peers(tmp_path):
     assert result["mode"] == "quick" and result["peers"] == {}
     names = [row["program"] for row in result["programs"]]
     assert names == ["norm n=1000", "norm n=100000", "gamma n=1000", "gamma n=100000",
-                     "odeint", "expm n=6", "expm n=10"]
+                     "odeint", "solve_ivp", "expm n=6", "expm n=10"]
     for row in result["programs"]:
         assert all(_positive(t) for t in row["median_s"].values())
         assert all(error <= 1e-5 for error in row["check"].values())
     odeint = result["programs"][4]
-    assert set(odeint["check"]) == {"astad", "differences"}
+    assert set(odeint["check"]) == {"astad", "differences", "unrolled"}
     assert "| odeint |" in out.with_suffix(".md").read_text()
