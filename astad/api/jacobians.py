@@ -9,6 +9,7 @@ shape ``out.shape + in.shape`` (a float for two floats).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,13 @@ from ..runtime.tape import sweep_general
 from ..data.tree import leaves, replace_leaves
 from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_derivative,
                              leaf_slots)
-from .transforms import Transform, name_of, split_aux, argnums_positions, reverse
+from ..compile import calls as compiled
+from ..compile.calls import resolvable_function
+from ..compile.entry import cached
+from ..specialise.value_kinds import floats
+from ..transform.bindings import MISSING
+from .diff import DiffFunction
+from .transforms import Transform, grad, name_of, split_aux, argnums_positions, reverse
 
 
 # -- the output's leaves ------------------------------------------------------------------
@@ -108,6 +115,10 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
 
     @api_boundary
     def __call__(self, *args, **kwargs):
+        fast = float_gradient(self, args, kwargs) if type(self.fun) is not jacrev else \
+            float_hessian(self, args, kwargs)
+        if fast is not None:
+            return fast
         positions, single = argnums_positions(self.options["argnums"], len(args))
         if not self.options["holomorphic"]:
             _refuse_complex([args[k] for k in positions], "an argument", self)
@@ -188,6 +199,9 @@ class jacrev(Transform):  # noqa: N801
 
     @api_boundary
     def __call__(self, *args, **kwargs):
+        fast = float_gradient(self, args, kwargs)
+        if fast is not None:
+            return fast
         positions, single = argnums_positions(self.options["argnums"], len(args))
         pass_ = reverse(self.fun, args, kwargs, positions)
         return self.from_pass(pass_, positions, single)
@@ -259,6 +273,9 @@ class jacobian(Transform):  # noqa: N801
 
     @api_boundary
     def __call__(self, *args, **kwargs):
+        fast = float_gradient(self, args, kwargs)  # (a float result: its gradient)
+        if fast is not None:
+            return fast
         positions, single = argnums_positions(self.options["argnums"], len(args))
         n_in = _count_inputs(args, positions)
         pass_ = reverse(self.fun, args, kwargs, positions)  # (its result gives the sizes)
@@ -277,6 +294,121 @@ def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False,
     reverse mode, ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``."""
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
                   has_aux=has_aux, holomorphic=holomorphic)
+
+
+# -- a float function of floats: the code written for floats -------------------------------
+def float_gradient(transform, args, kwargs):
+    """The Jacobian of a plain Python function whose result is a float: its gradient
+    (the same structure, JAX's for a scalar output), by the code ``grad`` runs for float
+    arguments (specialise/); None where that code does not apply."""
+    diff = _float_code(transform, kwargs)
+    if diff is None:
+        return None
+    if not diff.entry.is_current(diff.fn):
+        diff.entry = compiled.transformed(diff.fn)
+    out = diff._specialised(args, kwargs)
+    return None if out is None else out[1]
+
+
+def _float_code(transform, kwargs):
+    """The DiffFunction of ``transform``'s function and argnums, kept on the transform
+    (None: options or a callable the code for floats does not serve)."""
+    diff = transform.__dict__.get("_float_code", MISSING)
+    if diff is MISSING:
+        fun, options = transform.fun, transform.options
+        diff = None
+        if not options["has_aux"] and not options.get("holomorphic") and \
+                resolvable_function(fun):
+            diff = DiffFunction(fun, options["argnums"])
+            diff.entry = compiled.transformed(fun)
+        transform._float_code = diff
+    return None if kwargs else diff
+
+
+def _hessian_of_floats(known, args, positions, single):
+    """``float_hessian`` when every argument is a float, by the code for floats that
+    ``known`` (``grad.hvp_known``, found by an earlier call) names, or None."""
+    if known is None or known.floats is None or cached(known.function) is not known.entry \
+            or len(args) != known.arity:
+        return None
+    n, code, columns = len(args), known.floats, []
+    for k in positions:
+        tangents = [0.0] * n
+        tangents[k] = 1.0
+        try:
+            out = code(*args, *tangents)
+        except Exception:  # noqa: BLE001 (it only reads its arguments: the general path
+            return None  # runs and raises the error at the user's line)
+        if out is None or not math.isfinite(sum(out[1])):
+            return None  # (a zero times an infinite partial: the general path's result)
+        columns.append(out[1])
+    if single:
+        return columns[0][positions[0]]
+    return tuple([tuple([column[i] for column in columns]) for i in positions])
+
+
+def float_hessian(transform, args, kwargs):
+    """``hessian(f)(*args)`` for float and list-of-float arguments: one Hessian-vector
+    product per differentiated float (api/hvp.py: reverse mode over forward mode's code
+    for floats), assembled as ``jacfwd(jacrev(f))`` gives it; None where that code does
+    not apply."""
+    gradient = transform.__dict__.get("_float_grad", MISSING)
+    if gradient is MISSING:  # (once: jacfwd(jacrev(f)) with the same options, for floats)
+        inner, gradient = transform.fun, None
+        if type(inner) is jacrev and inner.options == transform.options and \
+                _float_code(inner, {}) is not None:
+            gradient = grad(inner.fun, transform.options["argnums"])
+        transform._float_grad = gradient
+    if gradient is None or kwargs:
+        return None
+    positions, single = gradient._selection(len(args))
+    if floats(*args):  # (the common case, whose fixed cost shows)
+        found = _hessian_of_floats(gradient.hvp_known, args, positions, single)
+        if found is not None:
+            return found
+    sizes = []
+    for k in positions:
+        a = args[k]
+        if type(a) is float:
+            sizes.append(None)
+        elif type(a) is list and a and all(type(v) is float for v in a):
+            sizes.append(len(a))
+        else:
+            return None
+    zero = []  # the tangents of the arguments: none of a plain one (never read)
+    for a in args:
+        if type(a) is float:
+            zero.append(0.0)
+        elif type(a) is list and all(type(v) is float for v in a):
+            zero.append([0.0] * len(a))
+        elif type(a) in (int, bool, str) or a is None:
+            zero.append(a)
+        else:
+            return None  # (a record's, an array's tangent: the general path)
+    columns = {}  # (argument, element or None) -> H times that unit vector
+    for k, size in zip(positions, sizes):
+        for m in ([None] if size is None else range(size)):
+            tangents = list(zero)
+            if m is None:
+                tangents[k] = 1.0
+            else:
+                tangents[k] = [0.0] * size
+                tangents[k][m] = 1.0
+            out = gradient.hessian_vector(args, tuple(tangents))
+            if out is None:
+                return None
+            columns[k, m] = out[1] if not single else (out[1],)
+
+    def row(i, e):  # d/dx_i[e] of the gradient, by each differentiated argument
+        parts = []
+        for k, size in zip(positions, sizes):
+            at = (lambda c: c[i]) if e is None else (lambda c: c[i][e])
+            parts.append(at(columns[k, None]) if size is None else
+                         [at(columns[k, m]) for m in range(size)])
+        return parts[0] if single else tuple(parts)
+    rows = [row(i, None) if size is None else [row(i, e) for e in range(size)]
+            for i, size in enumerate(sizes)]
+    return rows[0] if single else tuple(rows)
 
 
 __all__ = ["jacfwd", "jacrev", "jacobian", "hessian"]

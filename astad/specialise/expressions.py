@@ -102,7 +102,8 @@ class Expressions:
             if self.no_derivative(node):
                 return False
             return any(self.active(a) for a in node.args) or any(
-                self.active(k.value) for k in node.keywords) or self.makes_floats(node)
+                self.active(k.value) for k in node.keywords) or self.makes_floats(node) or (
+                    isinstance(node.func, gast.Attribute) and self.active(node.func.value))
         if isinstance(node, (gast.Subscript, gast.Attribute)):
             return self.active(node.value)
         return any(self.active(child) for child in gast.iter_child_nodes(node)
@@ -174,6 +175,9 @@ class Expressions:
             return Plain(literal(node.value))
         if isinstance(node, gast.Tuple) and isinstance(node.ctx, gast.Load):
             return TupleVal(self.evaluate_all(node.elts, depth, line))
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+                isinstance(node.func.value, gast.Name) and self.is_local(node.func.value):
+            return self.method_call(node, depth, line)  # p.dist(q)
         if isinstance(node, gast.Call) and not self.is_local(node.func) and \
                 not self.no_derivative(node):
             callee = self.scope.resolver.callee(node.func)
@@ -187,6 +191,8 @@ class Expressions:
                 raise CannotSpecialise
             if isinstance(callee, type) and callee.__module__ != "builtins":
                 return self.construct(node, callee, depth, line)
+            if self.is_comprehension_sum(node, callee):
+                return self.comprehension_sum(node, depth, line)
             if isinstance(callee, types.FunctionType) and \
                     self.scope.resolver.rule_name(node.func) is None:
                 return self.inline(node, callee, depth, line)
@@ -238,8 +244,10 @@ class Expressions:
             value = self.evaluate(node, depth, line)
         else:
             return None
-        if isinstance(value, (Plain, Float)) and getattr(value, "param", None) is not None:
+        if isinstance(value, Plain) and value.param is not None:
             raise Retry(value.param, kind)
+        if isinstance(value, Float) and value.param is not None and kind == "list":
+            raise Retry(value.param, "matrix")  # an element of a list parameter, as a list
         return value if isinstance(value, (ListArg, MatrixArg, Row, TupleVal, RecordVal,
                                            RecordArg)) else None
 
@@ -448,7 +456,8 @@ class Expressions:
                 return Op(rule, [self.tree(a, leaves) for a in node.args], node)
             if rule == "log" and len(node.args) == 2:
                 return Op("log_base", [self.tree(a, leaves) for a in node.args], node)
-            if rule in ("min", "max") and len(node.args) == 2:
+            if rule in ("min", "max") and len(node.args) == 2 or \
+                    self.is_comprehension_sum(node, self.scope.resolver.callee(node.func)):
                 leaf = Leaf(node, len(leaves))  # (written by extreme())
                 leaves.append(leaf)
                 return leaf
@@ -529,6 +538,8 @@ class Expressions:
         if isinstance(callee, types.FunctionType) and \
                 self.scope.resolver.rule_name(node.func) is None:
             return self._plain_value(self.inline(node, callee, depth, line), quiet, None)
+        if self.is_comprehension_sum(node, callee):
+            return self._plain_value(self.comprehension_sum(node, depth, line), quiet, None)
         if name == "len" and callee is len and len(node.args) == 1:
             value = self.container(node.args[0], depth, line)
             if isinstance(value, TupleVal):
@@ -572,15 +583,19 @@ class Expressions:
             container = Row(row, container.handle)
         read = container.value if isinstance(container, Row) else container.name
         self.emit(depth, f"{x} = {read}[{k}]", line)
-        return Float(x, self.element_derivative(container, k, nonnegative_k))
+        return Float(x, self.element_derivative(container, k, nonnegative_k),
+                     container.param if isinstance(container, ListArg) else None)
 
 
-def parse_with_user_lines(lines: list, default_line: int | None = None):
+def parse_with_user_lines(lines: list, default_line: int | None = None,
+                          names: dict | None = None):
     """The function written as ``lines`` of (text, user line), parsed, each node carrying
     the user's line (``default_line`` where a line has none), so a traceback through it
-    names the user's file and statement; and its text."""
+    names the user's file and statement; and its text. ``names``: the objects its text
+    names beside astad's rules (the classes whose methods it inlined)."""
     text = "\n".join(line for line, _ in lines) + "\n"
     function = ast.parse(text).body[0]
+    function.astad_callees = dict(names or {})
     user_line = [lineno or default_line for _, lineno in lines]
     for node in ast.walk(function):
         if "lineno" in node._attributes:
@@ -609,7 +624,7 @@ def _mentions(value, name: str) -> bool:
 
 def _renamed(value, name: str, new: str):
     if isinstance(value, Float) and value.handle == name:
-        return Float(value.value, new)
+        return Float(value.value, new, value.param)
     if isinstance(value, Row) and value.handle == name:
         return Row(value.value, new)
     if isinstance(value, TupleVal):

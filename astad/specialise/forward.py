@@ -105,10 +105,10 @@ def write_forward(root, fn, local_names: set, filename: str, dependencies: list)
     writer, head, found = written
     dependencies.extend(found)
     body = writer.functions_text + inline_single_uses(writer.lines, writer.names["temp"])
-    function, text = parse_with_user_lines(head + body, root.lineno)
+    function, text = parse_with_user_lines(head + body, root.lineno, writer.classes)
     unchecked = None  # the same without the checks, for callers that made them (all floats)
     if all(writer.kinds[p] == "float" for p in writer.params):
-        unchecked = parse_with_user_lines(head[:2] + body, root.lineno)[0]
+        unchecked = parse_with_user_lines(head[:2] + body, root.lineno, writer.classes)[0]
     return function, text, unchecked
 
 
@@ -268,7 +268,7 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
             if not fields:
                 raise CannotSpecialise
             values, dots = writer.fresh(f"{temp}fields_{p}"), writer.fresh(f"{temp}dots_{p}")
-            lines += [f"{values} = ad.record_values({p}, {tuple(fields)!r})",
+            lines += [f"{values} = {scope.vars[p].value.values()}",
                       f"{dots} = ad.record_tangents({t}, {tuple(fields)!r})",
                       f"if {values} is None or {dots} is None:",
                       "    return None  # not a dataclass of floats with float tangents",

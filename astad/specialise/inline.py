@@ -11,6 +11,8 @@ through another helper), or takes ``*args`` is not inlined: the ordinary code ru
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import types
 import weakref
 
@@ -20,7 +22,8 @@ from ..front import fence
 from ..front.activity import bound_names
 from ..front.normalize import normalize
 from ..front.source import parse_function
-from .value_kinds import Alias, Float, FloatLocal, Plain, PlainLocal, Resolver, constant_global
+from .value_kinds import (Alias, Float, FloatLocal, Plain, PlainLocal, RecordArg, RecordVal,
+                          Resolver, constant_global, plain_record_class)
 from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import CannotSpecialise
 
@@ -44,10 +47,13 @@ class Inliner:
         values = self.arguments(node, callee, params, len(args.posonlyargs), depth, line)
         body = [s for s in root.body if not (isinstance(s, gast.Expr) and isinstance(
             s.value, gast.Constant))]
-        if callee in self.inlining or callee.__code__ is self.fn.__code__ or not body or \
-                not isinstance(body[-1], gast.Return) or body[-1].value is None or \
-                any(isinstance(n, gast.Return) for s in body[:-1] for n in gast.walk(s)):
-            # a recursion, or a return before the end: a function of its own
+        recursion = callee in self.inlining or callee.__code__ is self.fn.__code__
+        one_return = bool(body) and isinstance(body[-1], gast.Return) and \
+            body[-1].value is not None and \
+            not any(isinstance(n, gast.Return) for s in body[:-1] for n in gast.walk(s))
+        branches = None if recursion or one_return else _returns_as_branches(body)
+        if recursion or not one_return and branches is None:
+            # a recursion, or a return inside a loop: a function of its own
             return self.specialised_call(callee, root, filename, params, values, body,
                                          depth, line)
         # (an argument's handle may be the index of the last entry: the body may record
@@ -73,6 +79,10 @@ class Inliner:
                     self.bind(scope.local(p, values[p]), values[p], depth, line)
                 else:
                     scope.vars[p] = Alias(values[p])
+            if branches is not None:  # returns in branches: each binds the result
+                for stmt in branches:
+                    self.statement(stmt, depth)
+                return scope.vars[_RESULT].read()
             for stmt in body[:-1]:
                 self.statement(stmt, depth)
             last = body[-1]
@@ -81,6 +91,48 @@ class Inliner:
         finally:
             self.inlining.pop()
             self.scope = caller
+
+    def method_call(self, node, depth: int, line: int):
+        """``p.dist(q)``, ``p`` a dataclass (an argument or one the code made): the
+        method's body inlined with ``self`` bound to ``p``, as a helper's is."""
+        record = self.container(node.func.value, depth, line, "record")
+        if isinstance(record, RecordVal):
+            cls = record.cls
+        elif isinstance(record, RecordArg):
+            cls = record.cls or self.argument_class(record, node.func.attr)
+        else:
+            raise CannotSpecialise  # a method of a list, a float...
+        method = inspect.getattr_static(cls, node.func.attr, None)
+        if not isinstance(method, types.FunctionType):
+            raise CannotSpecialise  # a field, a property, a static or class method
+        self.scope.resolver.dependencies.append((weakref.ref(cls), node.func.attr, method))
+        if isinstance(record, RecordArg) and record.cls is None:
+            record.cls, record.cls_name = cls, self.fresh(f"{self.names['temp']}{cls.__name__}")
+            self.classes[record.cls_name] = cls
+        call = gast.Call(node.func, [node.func.value, *node.args], node.keywords)
+        return self.inline(gast.copy_location(call, node), method, depth, line)
+
+    def argument_class(self, record, method: str):
+        """The class of the dataclass argument ``record`` whose method ``method`` is
+        called: the parameter's annotation, else the one dataclass among the function's
+        globals with such a method (or the base of all those that have it). The entry
+        checks it (any other class: the ordinary code runs)."""
+        fn = self.fn
+        hint = fn.__annotations__.get(record.param) if hasattr(fn, "__annotations__") else None
+        if isinstance(hint, str):
+            hint = fn.__globals__.get(hint)
+        if isinstance(hint, type) and plain_record_class(hint):
+            return hint
+        found = {id(v): v for v in list(fn.__globals__.values())
+                 if isinstance(v, type) and dataclasses.is_dataclass(v) and
+                 isinstance(inspect.getattr_static(v, method, None), types.FunctionType)}
+        bases = [c for c in found.values() if all(issubclass(o, c) for o in found.values())]
+        if len(bases) != 1:
+            raise CannotSpecialise  # no such class, or several unrelated ones
+        cls = bases[0]
+        if not plain_record_class(cls):
+            raise CannotSpecialise
+        return cls
 
     def specialised_call(self, callee, root, filename, params, values, body, depth, line):
         """A call of ``callee`` that cannot be inlined (it recurses, or returns early): a
@@ -172,11 +224,42 @@ class Inliner:
                 continue
             if k < first_default or not constant_global(defaults[k - first_default]):
                 raise CannotSpecialise
-                self.scope.resolver.dependencies.append(
+            self.scope.resolver.dependencies.append(
                 (weakref.ref(callee), "__defaults__", callee.__defaults__))
             from .expressions import literal
             values[p] = Plain(literal(defaults[k - first_default]))
         return values
+
+
+_RESULT = "return"  # the helper's result, as a user name (a keyword: never the user's)
+
+
+def _returns_as_branches(body: list):
+    """``body`` with each ``return e`` an assignment of the result and the statements
+    after an ``if`` that returns moved into its branches, so that every path ends by
+    binding the result; None if a return is inside a loop (or anything else) or a path
+    falls off the end (a None result)."""
+    out = []
+    for k, stmt in enumerate(body):
+        if isinstance(stmt, gast.Return):
+            if stmt.value is None:
+                return None
+            result = gast.Name(_RESULT, gast.Store(), None, None)
+            out.append(gast.copy_location(gast.Assign([result], stmt.value, None), stmt))
+            return out  # (what follows never runs)
+        if isinstance(stmt, gast.If) and any(isinstance(n, gast.Return)
+                                             for n in gast.walk(stmt)):
+            rest = body[k + 1:]
+            then, orelse = _returns_as_branches(stmt.body + rest), \
+                _returns_as_branches(stmt.orelse + rest)
+            if then is None or orelse is None:
+                return None
+            out.append(gast.copy_location(gast.If(stmt.test, then, orelse), stmt))
+            return out
+        if any(isinstance(n, gast.Return) for n in gast.walk(stmt)):
+            return None
+        out.append(stmt)
+    return None
 
 
 def _helper_tree(callee):

@@ -47,12 +47,13 @@ from .value_kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, P
                     RecordArg, RecordLocal, RecordVal, Resolver, Row, RowLocal, TupleLocal,
                     TupleVal, int_context_names, parameter_guesses)
 from ..registry import publish
+from .comprehensions import Comprehensions
 from .expressions import CannotSpecialise, parse_with_user_lines
 
 publish("plain_types", frozenset({int, bool, str, type(None)}))
 
 
-class Writer(Inliner, Expressions):
+class Writer(Inliner, Comprehensions, Expressions):
     """Writes one specialised function: statements here, expressions in specialise/expressions.py,
     inlined calls in inline.py. The default mode records a flat tape."""
 
@@ -73,6 +74,7 @@ class Writer(Inliner, Expressions):
         self.functions_text: list = []  # their lines, written before the body
         self.function = None  # the nested function being written (None: the body)
         self.returns_from = None  # the scope whose return statements are written as such
+        self.classes: dict = {}  # name in the code -> a class whose methods it inlined
 
     def emit(self, depth: int, text: str, lineno: int) -> None:
         self.lines.append(("    " * depth + text, lineno))
@@ -96,7 +98,8 @@ class Writer(Inliner, Expressions):
             raise CannotSpecialise  # the analysis found it constant, yet it gets a derivative
         name = base if own else self.fresh(base)
         if active:
-            return FloatLocal(name, self.fresh(name + self.names["suffix"]))
+            return FloatLocal(name, self.fresh(name + self.names["suffix"]),
+                              getattr(like, "param", None) if isinstance(like, Float) else None)
         return PlainLocal(name)
 
     def record_field(self, record, name: str):
@@ -133,7 +136,7 @@ class Writer(Inliner, Expressions):
                 return self.bind_float(local, value.value, self.constant)
         elif isinstance(local, PlainLocal):
             if isinstance(value, Plain):
-                self.taint(local, value)
+                self.taint_local(local, value)
                 return [(local.name, value.value)]
         elif isinstance(local, RowLocal):
             if isinstance(value, Row):
@@ -148,7 +151,7 @@ class Writer(Inliner, Expressions):
                         for p in self.pairs(item, value.fields[name])]
         raise CannotSpecialise  # a value of another kind than the name holds elsewhere
 
-    def taint(self, local, value) -> None:
+    def taint_local(self, local, value) -> None:
         """A local bound to an argument taken for an int: reads of it say so."""
         if value.param is not None:
             self.flows(value.param)
@@ -267,8 +270,9 @@ class Writer(Inliner, Expressions):
     def loop_targets(self, target, element) -> list:
         """The loop variables binding ``element`` (a template: Float, Plain, Row or a
         TupleVal of those) to ``target``, one per column of the iteration."""
-        if isinstance(target, gast.Name):
-            local = self.scope.local(target.id, element)
+        if isinstance(target, gast.Name):  # (over plain values, a plain local: a float
+            local = self.scope.local(  # bound to it later is refused by ``pairs``)
+                target.id, element, False if isinstance(element, Plain) else None)
             return self.loop_locals(local, element)
         if isinstance(target, (gast.Tuple, gast.List)) and isinstance(element, TupleVal) \
                 and len(target.elts) == len(element.items):
@@ -316,7 +320,7 @@ class Writer(Inliner, Expressions):
                 return [self.reversed_column(c) for c in columns], element
         value = self.evaluate(node, depth, line)
         if isinstance(value, ListArg):
-            return [value.name, self.handles(value)], Float("", "")
+            return [value.name, self.handles(value)], Float("", "", value.param)
         if isinstance(value, Row):
             row = self.stable(value.value, depth, line)
             return [row, self.handles(Row(row, value.handle))], Float("", "")
@@ -524,7 +528,7 @@ def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: 
         else:
             lines.append((text.replace(", _width_, ", f", {width}, "), line))
     head = [(text.replace("{width}", str(width)), line) for text, line in head]
-    return parse_with_user_lines(head + lines, root.lineno)
+    return parse_with_user_lines(head + lines, root.lineno, writer.classes)
 
 
 def user_scope(writer, root, fn, params, kinds, local_names, filename, found):
@@ -642,7 +646,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
                 if not fields:
                     raise CannotSpecialise
                 values = writer.fresh(f"{temp}fields_{p}")
-                text += [f"{values} = ad.record_values({p}, {tuple(fields)!r})",
+                text += [f"{values} = {scope.vars[p].value.values()}",
                          f"if {values} is None:",
                          "    return None  # not a dataclass of floats",
                          f"{', '.join(f.name for f in fields.values())}, = {values}"]

@@ -41,14 +41,16 @@ class Scope:
         """The line of the user's function a statement of this body is attributed to."""
         return lineno if self.call_line is None or self.same_file else self.call_line
 
-    def local(self, name: str, like):
+    def local(self, name: str, like, active: bool | None = None):
         """The local for user name ``name``, made on its first binding: its kind from
-        the value bound (``like``) or, for a read before any binding, the analysis."""
+        the value bound (``like``) and, unless ``active`` says, the analysis."""
         local = self.vars.get(name)
         if local is None:
+            if active is None:
+                active = name not in self.activity.inactive
             local = self.vars[name] = self.writer.new_local(
-                self.prefix + name if self.prefix else name, like,
-                name not in self.activity.inactive, own=not self.prefix)
+                self.prefix + name if self.prefix else name, like, active,
+                own=not self.prefix)
         return local
 
 

@@ -36,6 +36,7 @@ class _TapelessWriter(Writer):
 
     volatile = None
     constant = None  # (a constant has no adjoint)
+    static_binding = True  # (so no loop, no call of a nested function: loops.py writes those)
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -54,7 +55,7 @@ class _TapelessWriter(Writer):
                 local.name, local.handle = self.stable(value.value, depth, line), None
                 return
         elif isinstance(local, PlainLocal) and isinstance(value, Plain):
-            self.taint(local, value)
+            self.taint_local(local, value)
             local.name = self.stable(value.value, depth, line)
             return
         elif isinstance(local, TupleLocal) and hasattr(value, "items") and \
@@ -211,7 +212,7 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
             if not fields:
                 return None
             values = writer.fresh(f"{temp}fields_{p}")
-            reads += [f"{values} = ad.record_values({p}, {tuple(fields)!r})",
+            reads += [f"{values} = {local.value.values()}",
                       f"if {values} is None:",
                       "    return None  # not a dataclass of floats",
                       f"{', '.join(f.name for f in fields.values())}, = {values}"]
@@ -247,7 +248,7 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
         lines.append((f"    if not {temp}floats:", line))
         lines.append((f"        return {value}, {tuple_text(exact)}", line))
     lines.append((f"    return {value}, {tuple_text(gradients)}", line))
-    return parse_with_user_lines(lines, first)
+    return parse_with_user_lines(lines, first, writer.classes)
 
 
 __all__ = ["write_straight_line", "parse_with_user_lines", "CannotSpecialise", "tidy"]

@@ -36,11 +36,13 @@ ABSENT = object()
 # -- values and the locals that hold them -------------------------------------------------
 class Float:
     """A float (or a number standing for one): the expression of its value, and of its
-    derivative's handle."""
-    __slots__ = ("value", "handle")
+    derivative's handle; ``param``: the list parameter it is an element of, if read
+    straight from one (used as a list, a helper's say, it makes that parameter a list
+    of lists)."""
+    __slots__ = ("value", "handle", "param")
 
-    def __init__(self, value: str, handle: str):
-        self.value, self.handle = value, handle
+    def __init__(self, value: str, handle: str, param: str | None = None):
+        self.value, self.handle, self.param = value, handle, param
 
 
 class Plain:
@@ -98,24 +100,34 @@ class MatrixArg:
 
 class RecordArg:
     """A dataclass argument: its fields read so far, each a Float local (read once, on
-    entry), in the order first read."""
-    __slots__ = ("name", "fields", "param")
+    entry), in the order first read. ``cls``: its class, once a method called on it has
+    fixed one (the entry then checks it), and ``cls_name``, the class's name in the
+    generated code."""
+    __slots__ = ("name", "fields", "param", "cls", "cls_name")
 
     def __init__(self, name, param):
         self.name, self.fields, self.param = name, {}, param
+        self.cls = self.cls_name = None
+
+    def values(self) -> str:
+        """The expression reading its fields on entry (None if it is not such a
+        dataclass, or not of the class its methods were written for)."""
+        of = f", {self.cls_name}" if self.cls_name else ""
+        return f"ad.record_values({self.name}, {tuple(self.fields)!r}{of})"
 
 
 # -- the locals of the generated code -----------------------------------------------------
 class FloatLocal:
     """A user's float local: ``name`` holds its value, ``handle`` its derivative's
-    handle. Straight-line code rebinds both statically (every value its own name)."""
-    __slots__ = ("name", "handle")
+    handle. Straight-line code rebinds both statically (every value its own name).
+    ``param`` as Float's, for a loop variable over a list parameter."""
+    __slots__ = ("name", "handle", "param")
 
-    def __init__(self, name: str, handle: str):
-        self.name, self.handle = name, handle
+    def __init__(self, name: str, handle: str, param: str | None = None):
+        self.name, self.handle, self.param = name, handle, param
 
     def read(self):
-        return Float(self.name, self.handle)
+        return Float(self.name, self.handle, self.param)
 
 
 class PlainLocal:
@@ -543,11 +555,14 @@ def _rebuilt(original, gs):
     return out if type(original) is list else tuple(out)
 
 
-def record_values(obj, names: tuple):
+def record_values(obj, names: tuple, of=None):
     """The fields ``names`` of the dataclass ``obj`` if each holds a float (or a
     numpy.float64), ``obj`` is a plain dataclass (plain_record_class) and its other
-    fields hold no float the code could miss (ints, strings, bools, None); else None."""
+    fields hold no float the code could miss (ints, strings, bools, None); else None.
+    ``of``: the class ``obj`` must be (the code inlined its methods)."""
     cls = type(obj)
+    if of is not None and cls is not of:
+        return None
     plain = _PLAIN_CLASSES.get(cls)
     if plain is None:
         plain = _PLAIN_CLASSES[cls] = dataclasses.is_dataclass(cls) and \

@@ -1,0 +1,85 @@
+"""``sum(<generator>)`` in the float-specialised code: the generator written as the loop
+it stands for, accumulating into a local of its own.
+
+``sum(f(p, x) for p in pts if p[0] > 0.0)`` is written as
+
+    total = 0
+    for p, p_slot in zip(pts, pts_slots):
+        if p[0] > 0.0:
+            total = total + <f(p, x), its helper inlined>
+
+so a generator over helpers costs what the loop written by hand costs. Python adds in
+the same order (``start + e1 + e2 ...``), so the value is the same to the last bit. The
+generator's variables live in their own scope in Python; here they are the function's
+locals, so a generator whose variable is also bound or read outside a generator is left
+to the ordinary code.
+"""
+from __future__ import annotations
+
+import gast
+
+from .expressions import CannotSpecialise
+from .value_kinds import Float, Plain
+
+_COMPREHENSIONS = (gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
+
+
+class Comprehensions:
+    """The writer's half that writes ``sum`` of a generator or list comprehension."""
+
+    @staticmethod
+    def is_comprehension_sum(node, callee) -> bool:
+        return callee is sum and not node.keywords and 1 <= len(node.args) <= 2 and \
+            isinstance(node.args[0], (gast.GeneratorExp, gast.ListComp))
+
+    def comprehension_sum(self, node, depth: int, line: int):
+        """The value of ``sum(<generator>[, start])``, its loop emitted before it."""
+        generator = node.args[0]
+        scope = self.scope
+        if self.static_binding or any(g.is_async for g in generator.generators) or \
+                not all(_only_in_comprehensions(scope.root, name)
+                        for g in generator.generators for name in _target_names(g.target)):
+            raise CannotSpecialise  # straight-line code, or a name Python keeps apart
+        start = self.evaluate(node.args[1], depth, line) if len(node.args) == 2 else \
+            Plain("0")
+        active = scope.activity.active(generator.elt) or isinstance(start, Float)
+        total = "sum()"  # (not an identifier: never a user's name)
+        scope.vars[total] = self.new_local("total", Float("", "") if active else Plain(""),
+                                           active, own=False)
+        try:
+            self.bind(scope.vars[total], start, depth, line)
+            inner = depth
+            for comprehension in generator.generators:
+                columns, element = self.iteration(comprehension.iter, inner, line)
+                targets = self.loop_targets(comprehension.target, element)
+                iterable = columns[0] if len(columns) == 1 else f"zip({', '.join(columns)})"
+                self.emit(inner, f"for {', '.join(targets)} in {iterable}:", line)
+                self.loops += 1
+                inner += 1
+                for test in comprehension.ifs:
+                    self.emit(inner, f"if {self.plain(test, inner, line, quiet=True)}:", line)
+                    inner += 1
+            added = gast.BinOp(gast.Name(total, gast.Load(), None, None), gast.Add(),
+                               generator.elt)
+            gast.copy_location(added, generator.elt)
+            self.assign(gast.Name(total, gast.Store(), None, None),
+                        self.evaluate(added, inner, line), inner, line)
+            self.loops -= len(generator.generators)
+            return scope.vars[total].read()
+        finally:
+            del scope.vars[total]
+
+
+def _target_names(target) -> set:
+    return {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+
+
+def _only_in_comprehensions(root, name: str) -> bool:
+    """Is every use of ``name`` in ``root`` inside a comprehension that binds it?"""
+    inside = set()
+    for node in gast.walk(root):
+        if isinstance(node, _COMPREHENSIONS) and any(
+                name in _target_names(g.target) for g in node.generators):
+            inside.update(id(n) for n in gast.walk(node) if isinstance(n, gast.Name))
+    return all(id(n) in inside for n in gast.walk(root)
+               if isinstance(n, gast.Name) and n.id == name)

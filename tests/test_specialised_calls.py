@@ -1,0 +1,264 @@
+"""Helpers, methods and generators on the specialised path (issue 27, item 1): a function
+that calls a helper in a loop, sums a generator over it, calls a dataclass's method or a
+helper that returns from a branch runs the same specialised code as the function with
+the call written out by hand; checked against the ordinary transformed code, central
+differences and forward mode, and what must still run the ordinary code does."""
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+import astad
+from astad.compile import calls as codegen
+from test_specialised import _at, _float_paths, _leaves, _moved
+
+
+@dataclasses.dataclass
+class Body:
+    x: float
+    y: float
+    mass: float
+
+    def dist(self, q):
+        return math.sqrt((self.x - q[0]) ** 2 + (self.y - q[1]) ** 2)
+
+    def pull(self, q):  # a method calling another through self
+        return self.mass / (1.0 + self.dist(q))
+
+    def scaled(self, s):
+        return Body(self.x * s, self.y * s, self.mass)
+
+
+@dataclasses.dataclass
+class Bead:  # a second dataclass: Body's methods stay Body's
+    x: float
+
+    def energy(self, k):
+        return 0.5 * k * self.x * self.x
+
+
+def dist(p, x):
+    return math.sqrt((p[0] - x[0]) ** 2 + (p[1] - x[1]) ** 2)
+
+
+def clipped(v):
+    if v > 1.0:
+        return 1.0
+    elif v < -1.0:
+        return -1.0 + 0.0 * v
+    return v * v
+
+
+def huber(r, delta=0.5):
+    if abs(r) <= delta:
+        return 0.5 * r * r
+    return delta * (abs(r) - 0.5 * delta)
+
+
+def total_of(xs):
+    s = 0.0
+    for v in xs:
+        s = s + v * v
+    return s
+
+
+def helper_in_loop(x, pts):
+    s = 0.0
+    for p in pts:
+        s = s + dist(p, x)
+    return s
+
+
+def helper_by_index(x, pts):
+    s = 0.0
+    for i in range(len(pts)):
+        s = s + dist(pts[i], x)
+    return s
+
+
+def generator_over_helper(x, pts):
+    return sum(dist(p, x) for p in pts)
+
+
+def generator_with_filter(xs):
+    return sum(v * v for v in xs if v > 0.5)
+
+
+def nested_generators(xs, ys):
+    return sum(a * b for a in xs for b in ys)
+
+
+def list_comprehension_with_start(xs, c):
+    return sum([math.sin(v) for v in xs], c * c)
+
+
+def scaled_range_sum(x):  # (no list argument: once written as straight-line code, wrongly)
+    return sum(x * k for k in range(3)) + sum([x * x for _ in "ab"])
+
+
+def branching_helper(xs):
+    return sum(clipped(v) for v in xs)
+
+
+def helper_with_default(xs, c):
+    return sum(huber(v - c) for v in xs)
+
+
+def list_helpers(xs, ys):
+    return total_of(xs) * total_of(ys)
+
+
+def method_in_generator(b, pts):
+    return sum(b.pull(q) for q in pts)
+
+
+def annotated_method(b: Body, q):
+    return b.dist(q) * b.mass
+
+
+def method_of_a_made_record(b, q, s):
+    c = b.scaled(s)
+    return c.dist(q)
+
+
+def two_classes(b, bead: Bead, q):  # (Bead's energy is Spring's name too: annotated)
+    return b.dist(q) + bead.energy(2.0)
+
+
+XS = [-1.4, -0.3, 0.2, 0.7, 1.1, 1.6]
+YS = [0.5, -0.25, 1.5]
+PTS = [[0.1 * i, 0.2 * i + 1.0] for i in range(6)]
+CASES = [
+    (helper_in_loop, ([0.3, 0.4], PTS)),
+    (helper_by_index, ([0.3, 0.4], PTS)),
+    (generator_over_helper, ([0.3, 0.4], PTS)),
+    (generator_with_filter, (XS,)),
+    (nested_generators, (XS, YS)),
+    (list_comprehension_with_start, (XS, 0.7)),
+    (scaled_range_sum, (0.7,)),
+    (branching_helper, (XS,)),
+    (helper_with_default, (XS, 0.1)),
+    (list_helpers, (XS, YS)),
+    (method_in_generator, (Body(0.3, 0.4, 2.0), PTS)),
+    (annotated_method, (Body(0.3, 0.4, 2.0), [1.0, -0.5])),
+    (method_of_a_made_record, (Body(0.3, 0.4, 2.0), [1.0, -0.5], 1.5)),
+    (two_classes, (Body(0.3, 0.4, 2.0), Bead(0.9), [1.0, -0.5])),
+]
+IDS = [fn.__name__ for fn, _ in CASES]
+
+
+def _by_hand(fn, args):
+    """The ordinary transformed code's value and gradient."""
+    return astad.reverse_diff(fn).value_and_grad.__self__._value_and_grad_taped(args, {})
+
+
+@pytest.mark.parametrize("fn, args", CASES, ids=IDS)
+def test_calls_run_the_specialised_code_and_agree(fn, args):
+    entry = codegen.build(fn)
+    assert entry.tapeless is not None and entry.tapeless(*args) is not None
+    assert entry.forward is not None
+    value, grads = astad.reverse_diff(fn).value_and_grad(*args)
+    want_value, want = _by_hand(fn, args)
+    assert value == want_value == fn(*args)
+    grads = grads if len(args) > 1 else (grads,)
+    want = want if len(args) > 1 else (want,)
+    for g, w in zip(grads, want, strict=True):
+        assert type(g) is type(w)
+        for a, b in zip(_leaves(g), _leaves(w), strict=True):
+            assert a == pytest.approx(b, rel=1e-13, abs=1e-15)
+    for k, path in _float_paths(args):
+        h = 1e-6 * max(1.0, abs(_at(args, k, path)))
+        fd = (fn(*_moved(args, k, path, h)) - fn(*_moved(args, k, path, -h))) / (2 * h)
+        assert _at(grads, k, path) == pytest.approx(fd, rel=1e-6, abs=1e-7)
+    # forward mode, written by the same writer: the gradient along a direction
+    rng = np.random.default_rng(7)
+    direction = {p: float(rng.normal()) for p in _float_paths(args)}
+
+    def tangent(k, a):
+        if dataclasses.is_dataclass(a):
+            return dataclasses.replace(a, **{f.name: direction[(k, (f.name,))]
+                                             for f in dataclasses.fields(a)})
+        if isinstance(a, list) and a and isinstance(a[0], list):
+            return [[direction[(k, (i, j))] for j in range(len(r))] for i, r in enumerate(a)]
+        if isinstance(a, list):
+            return [direction[(k, (i,))] for i in range(len(a))]
+        return direction[(k, ())]
+    tangents = tuple(tangent(k, a) for k, a in enumerate(args))
+    assert entry.forward(*args, *tangents) is not None
+    _, dot = astad.jvp(fn, args, tangents)
+    expected = math.fsum(_at(grads, k, p) * d for (k, p), d in direction.items())
+    assert dot == pytest.approx(expected, rel=1e-12, abs=1e-14)
+
+
+def test_a_generator_costs_what_its_loop_costs():
+    """The generator and the helper are written out: the same entries as the loop by hand."""
+    generated = codegen.build(generator_over_helper).specialised_source
+    by_hand = codegen.build(helper_in_loop).specialised_source
+    assert "# inlined: dist(p, x)" in generated and "for p, p_i in zip(pts" in generated
+    assert generated.count("_extend(") == by_hand.count("_extend(") == 2
+    assert "def " not in generated.split("\n", 2)[2]  # no nested function: all inlined
+
+
+@dataclasses.dataclass
+class HeavyBody(Body):
+    def dist(self, q):
+        return 2.0 * math.hypot(self.x - q[0], self.y - q[1])
+
+
+def test_a_subclass_overriding_the_method_takes_the_ordinary_code():
+    entry = codegen.build(annotated_method)
+    heavy = HeavyBody(0.3, 0.4, 2.0)
+    assert entry.tapeless(heavy, [1.0, -0.5]) is None  # written for Body's dist
+    value, grads = astad.reverse_diff(annotated_method).value_and_grad(heavy, [1.0, -0.5])
+    assert value == annotated_method(heavy, [1.0, -0.5])
+    r = math.hypot(0.3 - 1.0, 0.4 + 0.5)
+    assert grads[0].x == pytest.approx(2.0 * 2.0 * (0.3 - 1.0) / r, rel=1e-13)
+    assert grads[0].mass == pytest.approx(2.0 * r, rel=1e-13)
+
+
+def test_a_method_replaced_on_the_class_rebuilds_the_code(monkeypatch):
+    f = astad.reverse_diff(annotated_method)
+    b, q = Body(0.3, 0.4, 2.0), [1.0, -0.5]
+    assert f.grad(b, q)[0].mass == pytest.approx(math.hypot(0.3 - 1.0, 0.4 + 0.5))
+    monkeypatch.setattr(Body, "dist", lambda self, q: self.x * q[0])
+    assert f.value_and_grad(b, q)[0] == 0.3 * 1.0 * 2.0
+    assert f.grad(b, q)[0].x == 1.0 * 2.0
+
+
+def test_a_changed_default_rebuilds_the_code(monkeypatch):
+    f = astad.reverse_diff(helper_with_default)
+    before = f.grad(XS, 0.1)
+    monkeypatch.setattr(huber, "__defaults__", (10.0,))  # every residual quadratic now
+    assert f.grad(XS, 0.1)[1] == pytest.approx(-sum(v - 0.1 for v in XS), rel=1e-13)
+    assert f.grad(XS, 0.1) != before
+
+
+def shadowed_name(xs, p):
+    s = sum(p * p for p in xs)
+    return s + p  # Python's p: the argument, not the generator's
+
+
+def test_a_generator_variable_named_like_a_local_keeps_pythons_scope():
+    value, grads = astad.reverse_diff(shadowed_name).value_and_grad(XS, 0.25)
+    assert value == shadowed_name(XS, 0.25)
+    assert grads[1] == 1.0
+    assert grads[0] == pytest.approx([2.0 * v for v in XS], rel=1e-15)
+
+
+@dataclasses.dataclass
+class Spring:
+    x: float
+
+    def energy(self, k):
+        return 0.5 * k * self.x * self.x
+
+
+def ambiguous(b):  # Bead and Spring both have energy(): the class is not known here
+    return b.energy(3.0)
+
+
+def test_a_method_of_an_unknown_class_still_differentiates():
+    for obj in (Bead(0.5), Spring(0.5)):
+        value, grad = astad.reverse_diff(ambiguous).value_and_grad(obj)
+        assert value == 0.375 and grad.x == 1.5
