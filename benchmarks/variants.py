@@ -10,7 +10,10 @@ Each family is one computation in several forms (the dot product by ``range`` in
 ``zip``, ``for x in xs`` with a counter, ``enumerate``, ``while``; a matrix-vector sum by
 ``m[i][j]``, ``row = m[i]``, ``for row in m``; a series with its length an int or a
 float; lists of ``numpy.float64`` and 1-d numpy arrays; a tiny function calling helpers, through
-``value_and_grad`` and ``vjp``), each timed side by side with its own primal in one run
+``value_and_grad`` and ``vjp``; a sum of distances written out, through a helper in a
+loop, a generator over it and a dataclass's method; a helper returning early against
+its if/else written out; a tiny function's ``grad``, ``jacfwd``, ``jacrev`` and
+``hessian``), each timed side by side with its own primal in one run
 (interleaved samples, medians). The first form of a family is its reference: the table
 gives each form's grad / primal and that ratio over the reference's. Then the suite's
 scalar programs (``programs.py``) in the same run, and the issue's goals checked on all
@@ -21,6 +24,9 @@ with ``--quick``) and, with ``--callgrind``, instruction counts in the same JSON
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
+import math
 import os
 import random
 import re
@@ -144,6 +150,64 @@ def tiny(x, y):
     return _smooth(_lerp(x, y, 0.25)) + _lerp(y, x, 0.5) * 0.1
 
 
+def _dist(p, x):
+    return math.sqrt((p[0] - x[0]) ** 2 + (p[1] - x[1]) ** 2)
+
+
+@dataclasses.dataclass
+class Site:
+    x: float
+    y: float
+
+    def dist(self, q):
+        return math.sqrt((self.x - q[0]) ** 2 + (self.y - q[1]) ** 2)
+
+
+def distances_inlined(x, pts):
+    s = 0.0
+    for p in pts:
+        s = s + math.sqrt((p[0] - x[0]) ** 2 + (p[1] - x[1]) ** 2)
+    return s
+
+
+def distances_helper(x, pts):
+    s = 0.0
+    for p in pts:
+        s = s + _dist(p, x)
+    return s
+
+
+def distances_generator(x, pts):
+    return sum(_dist(p, x) for p in pts)
+
+
+def distances_method(site, pts):
+    return sum(site.dist(q) for q in pts)
+
+
+def _clipped(v):
+    if v > 0.5:
+        return 0.5
+    return v * v
+
+
+def clipped_inlined(xs):
+    s = 0.0
+    for v in xs:
+        if v > 0.5:
+            s = s + 0.5
+        else:
+            s = s + v * v
+    return s
+
+
+def clipped_helper(xs):
+    s = 0.0
+    for v in xs:
+        s = s + _clipped(v)
+    return s
+
+
 def _vjp(f):
     def value_and_pullback(*args):
         value, pullback = f.vjp(*args)
@@ -188,6 +252,21 @@ def forms(quick: bool) -> list:
             Form("series", "n an int", series, (0.3, 200), "n=200")]
     out += [Form("tiny", "value_and_grad", tiny, (0.3, 1.7)),
             Form("tiny", "vjp and one pullback", tiny, (0.3, 1.7), call="vjp")]
+    # issue 27: helpers, generators and methods cost what the code written out costs
+    pts = [[rng.uniform(-1, 1), rng.uniform(-1, 1)] for _ in range(50)]
+    x = [rng.uniform(-1, 1), rng.uniform(-1, 1)]
+    out += [Form("helpers", "written out", distances_inlined, (x, pts), "n=50"),
+            Form("helpers", "a helper in a loop", distances_helper, (x, pts), "n=50"),
+            Form("helpers", "sum of a generator over it", distances_generator, (x, pts),
+                 "n=50"),
+            Form("helpers", "a dataclass's method", distances_method, (Site(*x), pts),
+                 "n=50")]
+    xs = [rng.uniform(-1, 1) for _ in range(1000)]
+    out += [Form("branches", "if/else written out", clipped_inlined, (xs,), "n=1000"),
+            Form("branches", "a helper returning early", clipped_helper, (xs,), "n=1000")]
+    # and a tiny function's Jacobians and Hessian within a small constant of its gradient
+    out += [Form("tiny derivatives", kind, tiny, (0.3, 1.7), call=kind)
+            for kind in ("grad", "jacfwd", "jacrev", "hessian")]
     return out
 
 
@@ -222,10 +301,38 @@ def check(form, ad) -> None:
         raise run.BenchmarkError(f"{form.family} / {form.name}: " + "; ".join(problems))
 
 
+_TRANSFORMS = {"grad": astad.grad, "jacfwd": astad.jacfwd, "jacrev": astad.jacrev,
+               "hessian": astad.hessian}
+
+
+def _call(form, ad):
+    """What a form times: ``value_and_grad``, ``vjp`` and a pullback, or a transform of
+    every argument (kept, as a user keeps it)."""
+    if form.call == "value_and_grad":
+        return ad.value_and_grad
+    if form.call == "vjp":
+        return _vjp(ad)
+    return _TRANSFORMS[form.call](form.fn, argnums=tuple(range(len(form.args))))
+
+
+def check_transform(form) -> None:
+    """A transform's result against the general path's (``functools.partial`` of the
+    function, which no code for floats serves)."""
+    got = _call(form, None)(*form.args)
+    want = _TRANSFORMS[form.call](functools.partial(form.fn),
+                                  argnums=tuple(range(len(form.args))))(*form.args)
+    problems = []
+    run._compare(form.call, got, want, 1e-12, 1e-14, problems)
+    if problems:
+        raise run.BenchmarkError(f"{form.family} / {form.name}: " + "; ".join(problems))
+
+
 def bench_form(form, samples, target) -> dict:
     ad = astad.reverse_diff(form.fn)
     check(form, ad)
-    call = ad.value_and_grad if form.call == "value_and_grad" else _vjp(ad)
+    if form.call in _TRANSFORMS:
+        check_transform(form)
+    call = _call(form, ad)
     t = run.time_interleaved([("primal", form.fn, form.args), ("grad", call, form.args)],
                              samples, target)
     primal, grad = t["primal"]["median"], t["grad"]["median"]
@@ -277,21 +384,29 @@ def goals(rows: list) -> tuple:
         if r["family"] == "suite":
             suite[r["form"]] = max(suite.get(r["form"], 0.0), r["grad_over_primal"])
     scalar = sorted(suite.values())
-    variants = [r for r in rows if "over_reference" in r and r["family"] != "tiny"]
+    variants = [r for r in rows if "over_reference" in r and
+                r["family"] not in ("tiny", "tiny derivatives")]
     worst_variant = max(variants, key=lambda r: r["over_reference"])
     tiny = [r for r in rows if r["family"] == "tiny" and r["call"] == "value_and_grad"]
+    derivatives = [r for r in rows if r["family"] == "tiny derivatives" and
+                   "over_reference" in r]
+    worst_derivative = max(derivatives, key=lambda r: r["over_reference"])
     met = {"median grad/primal <= 5x": statistics.median(scalar) <= 5.0,
            "worst grad/primal <= 10x": max(scalar) <= 10.0,
            "every variant within 1.5x of its first form":
                worst_variant["over_reference"] <= 1.5,
-           "tiny function's value_and_grad within 5x": tiny[0]["grad_over_primal"] <= 5.0}
+           "tiny function's value_and_grad within 5x": tiny[0]["grad_over_primal"] <= 5.0,
+           "tiny function's jacfwd, jacrev and hessian within 5x of its grad":
+               worst_derivative["over_reference"] <= 5.0}
     text = [f"suite's scalar programs (worst size of each): median "
             f"{statistics.median(scalar):.1f}x, worst {max(scalar):.1f}x "
             f"({max(suite, key=suite.get)})",
             f"variants: the farthest from its first form is {worst_variant['family']} / "
             f"{worst_variant['form']} ({worst_variant['size']}) at "
             f"{worst_variant['over_reference']:.2f}x",
-            f"tiny function: value_and_grad {tiny[0]['grad_over_primal']:.1f}x its primal"]
+            f"tiny function: value_and_grad {tiny[0]['grad_over_primal']:.1f}x its primal",
+            f"tiny function: {worst_derivative['form']} "
+            f"{worst_derivative['over_reference']:.1f}x its grad (the farthest)"]
     text += [f"  [{'met' if ok else 'MISSED'}] {goal}" for goal, ok in met.items()]
     return text, met
 
@@ -304,7 +419,7 @@ def _child(index: int, kind: str, reps: int, quick: bool) -> None:
         fn = form.primal
     else:
         ad = form.fn if form.decorated else astad.reverse_diff(form.fn)
-        fn = ad.value_and_grad if form.call == "value_and_grad" else _vjp(ad)
+        fn = _call(form, ad)
     fn(*form.args)  # warm: transformed, specialised, caches filled
 
     def calls(n):

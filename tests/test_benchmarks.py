@@ -170,3 +170,21 @@ def test_scientific_quick_without_peers(tmp_path):
     odeint = result["programs"][4]
     assert set(odeint["check"]) == {"astad", "differences", "unrolled"}
     assert "| odeint |" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_variants_quick_checks_every_form(tmp_path):
+    """benchmarks/variants.py --quick --no-suite: every form checked against the ordinary
+    code and differences (a transform against the general path) before it is timed, and
+    the helpers, generators, methods and early returns on the specialised code."""
+    out = tmp_path / "variants.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "variants.py"),
+                           "--quick", "--no-suite", "--samples", "1", "--target", "0.001",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert {"helpers", "branches", "tiny derivatives"} <= {r["family"] for r in rows}
+    assert all(r["path"] == "specialised" for r in rows
+               if r["family"] in ("helpers", "branches"))
+    assert all(_positive(r["grad_s"]) for r in rows)

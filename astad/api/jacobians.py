@@ -9,6 +9,7 @@ shape ``out.shape + in.shape`` (a float for two floats).
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +27,6 @@ from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_deriv
                              leaf_slots)
 from ..compile import calls as compiled
 from ..compile.calls import resolvable_function
-from ..compile.entry import cached
 from ..specialise.value_kinds import floats
 from ..transform.bindings import MISSING
 from .diff import DiffFunction
@@ -325,26 +325,30 @@ def _float_code(transform, kwargs):
     return None if kwargs else diff
 
 
+@functools.lru_cache(maxsize=64)
+def _units(n: int) -> tuple:
+    """The unit vectors of n floats, as tuples."""
+    return tuple(tuple(1.0 if i == k else 0.0 for i in range(n)) for k in range(n))
+
+
 def _hessian_of_floats(known, args, positions, single):
     """``float_hessian`` when every argument is a float, by the code for floats that
     ``known`` (``grad.hvp_known``, found by an earlier call) names, or None."""
-    if known is None or known.floats is None or cached(known.function) is not known.entry \
-            or len(args) != known.arity:
+    if known is None or known.floats is None or len(args) != known.arity or \
+            not known.entry.is_current(known.function):  # (its code, its bindings)
         return None
-    n, code, columns = len(args), known.floats, []
-    for k in positions:
-        tangents = [0.0] * n
-        tangents[k] = 1.0
-        try:
-            out = code(*args, *tangents)
-        except Exception:  # noqa: BLE001 (it only reads its arguments: the general path
-            return None  # runs and raises the error at the user's line)
-        if out is None or not math.isfinite(sum(out[1])):
-            return None  # (a zero times an infinite partial: the general path's result)
-        columns.append(out[1])
+    code, units, n = known.floats, _units(len(args)), len(args)
+    try:  # (one column of H per float: H e_k, and the gradient after it)
+        outs = [code(*args, *units[k]) for k in positions]
+    except Exception:  # noqa: BLE001 (it only reads its arguments: the general path runs
+        return None  # and raises the error at the user's line)
+    if None in outs or not math.isfinite(sum([sum(out[1]) for out in outs])):
+        return None  # (a zero times an infinite partial: the general path's result)
     if single:
-        return columns[0][positions[0]]
-    return tuple([tuple([column[i] for column in columns]) for i in positions])
+        return outs[0][1][positions[0]]
+    if len(positions) == n and positions[-1] == n - 1:  # all of them, in order
+        return tuple(zip(*[out[1] for out in outs]))[:n]
+    return tuple([tuple([out[1][i] for out in outs]) for i in positions])
 
 
 def float_hessian(transform, args, kwargs):

@@ -1,0 +1,125 @@
+"""Jacobians and Hessians of a few floats at the cost of a gradient (issue 27, item 5):
+``jacfwd``, ``jacrev`` and ``jacobian`` of a float-valued function of floats (or lists
+of floats) are its gradient, by the code ``grad`` runs; ``hessian`` of floats is one
+Hessian-vector product per float (api/hvp.py). Checked against the general path (the
+same function behind ``functools.partial``, which no specialised code serves), against
+hand-derived values and finite differences, and that the fast path runs."""
+import dataclasses
+import functools
+import math
+
+import pytest
+
+import astad
+
+
+def two(x, y):
+    return x * math.sin(y) + y * y
+
+
+def with_plain(x, n, mode, y):
+    s = 0.0
+    for k in range(n):
+        s = s + x * x * k * y if mode == "power" else s + x
+    return s
+
+
+def of_lists(xs, c):
+    return sum(v * v * c for v in xs) + math.exp(xs[0] * xs[-1])
+
+
+def branches(x, y):
+    if x > y:
+        return x * x * y
+    return math.log(1.0 + y * y) * x
+
+
+CASES = [
+    (two, (0.3, 0.7), 0), (two, (0.3, 0.7), (0, 1)), (two, (0.3, 0.7), (1, 0)),
+    (two, (0.3, 0.7), 1),
+    (with_plain, (0.9, 4, "power", 1.5), (0, 3)), (with_plain, (0.9, 4, "power", 1.5), 3),
+    (of_lists, ([0.2, -0.4, 0.9], 1.3), 0), (of_lists, ([0.2, -0.4, 0.9], 1.3), (0, 1)),
+    (of_lists, ([0.2, -0.4, 0.9], 1.3), (1, 0)),
+    (branches, (0.8, 0.5), (0, 1)), (branches, (0.2, 0.5), (0, 1)),
+]
+IDS = [f"{fn.__name__}-{argnums}-{k}" for k, (fn, _, argnums) in enumerate(CASES)]
+
+
+def _same(a, b, rel=1e-13):
+    """Equal structure and types, floats to ``rel``."""
+    assert type(a) is type(b), (a, b)
+    if isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y, rel)
+    else:
+        assert a == pytest.approx(b, rel=rel, abs=1e-15)
+
+
+@pytest.mark.parametrize("fn, args, argnums", CASES, ids=IDS)
+@pytest.mark.parametrize("transform", [astad.jacfwd, astad.jacrev, astad.jacobian,
+                                       astad.hessian])
+def test_a_few_floats_agree_with_the_general_path(transform, fn, args, argnums):
+    fast = transform(fn, argnums=argnums)
+    got = fast(*args)
+    _same(got, transform(functools.partial(fn), argnums=argnums)(*args))
+    _same(fast(*args), got, rel=0)  # (again: the kept code)
+    if transform is astad.hessian:
+        assert fast._float_grad is not None and fast._float_grad.hvp_known is not None
+    else:
+        assert fast._float_code is not None
+        _same(got, astad.grad(fn, argnums=argnums)(*args), rel=0)  # the gradient itself
+
+
+def test_the_hessian_of_two_floats_by_hand():
+    x, y = 0.3, 0.7
+    h = astad.hessian(two, argnums=(0, 1))(x, y)
+    want = ((0.0, math.cos(y)), (math.cos(y), -x * math.sin(y) + 2.0))
+    _same(h, want, rel=1e-15)
+    assert astad.hessian(two, argnums=1)(x, y) == pytest.approx(want[1][1], rel=1e-15)
+
+
+def test_the_hessian_of_a_list_by_differences():
+    xs, c = [0.2, -0.4, 0.9], 1.3
+    h = astad.hessian(of_lists)(xs, c)
+    g = astad.grad(of_lists)
+    for j in range(3):
+        up, down = list(xs), list(xs)
+        up[j] += 1e-6
+        down[j] -= 1e-6
+        column = [(a - b) / 2e-6 for a, b in zip(g(up, c), g(down, c))]
+        assert [row[j] for row in h] == pytest.approx(column, rel=1e-6, abs=1e-8)
+
+
+def test_a_non_finite_partial_takes_the_general_path():
+    def root(x, y):
+        return math.sqrt(x) * y
+
+    fast = astad.hessian(root, argnums=(0, 1))
+    general = astad.hessian(functools.partial(root), argnums=(0, 1))
+    for args in ((0.0, 2.0), (4.0, 0.0)):
+        got, want = fast(*args), general(*args)
+        assert repr(got) == repr(want)  # (inf and nan where the general path has them)
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+
+def on_record(p, s):
+    return p.x * p.y * s
+
+
+def test_what_the_fast_path_leaves_to_the_general_one():
+    p = Point(0.5, 2.0)
+    h = astad.hessian(on_record, argnums=(0, 1))(p, 3.0)  # a record: the general path
+    assert h[0].x == (Point(0.0, 3.0), 2.0) and h[1] == (Point(2.0, 0.5), 0.0)
+    jac, aux = astad.jacrev(two, has_aux=False, argnums=0)(0.3, 0.7), None
+    with_aux = astad.jacfwd(lambda x, y: (two(x, y), x), has_aux=True)(0.3, 0.7)
+    assert with_aux == (jac, 0.3) and aux is None
+    vector = astad.jacrev(lambda x, y: [x * y, x + y], argnums=(0, 1))(0.3, 0.7)
+    assert vector == [(0.7, 0.3), (1.0, 1.0)]  # (a list result: the general path)
+    with pytest.raises(astad.AstadError):
+        astad.jacrev(two)(1, 0.7)  # (an int: the general path's error)
