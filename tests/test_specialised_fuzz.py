@@ -1,6 +1,7 @@
 """Random programs in the subset the specialised code takes (every loop form, branches,
 conditional expressions, tuples, helpers inlined or called as nested functions,
-sums of generators and list comprehensions over helpers, recursion, int arguments, a matrix read by rows; ints and lists of numpy.float64 where
+sums of generators and list comprehensions over helpers, recursion, int arguments, a
+matrix read by rows; ints and lists of numpy.float64 where
 floats are taken), each checked against the ordinary code with one tape entry per
 primitive operation (``preaccumulate=False``: the rules' own partials, no specialised
 code) and against forward mode (``astad.jvp``). Deterministic: ``ASTAD_SPECIALISED_FUZZ``
@@ -99,7 +100,7 @@ class Program:
                                     f"sum((v * {self.atom()} for v in xs if v > 0.0), "
                                     f"{self.atom()})",
                                     f"sum([_mix(v, {self.atom()}) for v in xs])",
-                                    f"sum(_soft(v * w, -0.5, 0.5) for v in xs for w in xs)"])
+                                    "sum(_soft(v * w, -0.5, 0.5) for v in xs for w in xs)"])
         if r < 0.95:
             return f"_pair({self.atom()}, {self.atom()})[{self.rng.randint(0, 1)}]"
         return f"abs({self.expr(depth + 1)})"
