@@ -11,9 +11,9 @@ Each family is one computation in several forms (the dot product by ``range`` in
 ``m[i][j]``, ``row = m[i]``, ``for row in m``; a series with its length an int or a
 float; lists of ``numpy.float64`` and 1-d numpy arrays; a tiny function calling helpers, through
 ``value_and_grad`` and ``vjp``; a sum of distances written out, through a helper in a
-loop, a generator over it and a dataclass's method; a helper returning early against
-its if/else written out; a tiny function's ``grad``, ``jacfwd``, ``jacrev`` and
-``hessian``), each timed side by side with its own primal in one run
+loop, a generator over it, a dataclass's method, a local def and a lambda; a helper
+returning early against its if/else written out; a tiny function's ``grad``,
+``jacfwd``, ``jacrev`` and ``hessian``), each timed side by side with its own primal in one run
 (interleaved samples, medians). The first form of a family is its reference: the table
 gives each form's grad / primal and that ratio over the reference's. Then the suite's
 scalar programs (``programs.py``) in the same run, and the issue's goals checked on all
@@ -185,6 +185,17 @@ def distances_method(site, pts):
     return sum(site.dist(q) for q in pts)
 
 
+def distances_local_def(x, pts):
+    def dist(p):  # a closure over x
+        return math.sqrt((p[0] - x[0]) ** 2 + (p[1] - x[1]) ** 2)
+    return sum(dist(p) for p in pts)
+
+
+def distances_lambda(x, pts):
+    square = lambda u: u * u  # noqa: E731 (as users write it)
+    return sum(math.sqrt(square(p[0] - x[0]) + square(p[1] - x[1])) for p in pts)
+
+
 def _clipped(v):
     if v > 0.5:
         return 0.5
@@ -260,7 +271,10 @@ def forms(quick: bool) -> list:
             Form("helpers", "sum of a generator over it", distances_generator, (x, pts),
                  "n=50"),
             Form("helpers", "a dataclass's method", distances_method, (Site(*x), pts),
-                 "n=50")]
+                 "n=50"),
+            Form("helpers", "a local def (a closure)", distances_local_def, (x, pts),
+                 "n=50"),
+            Form("helpers", "a lambda", distances_lambda, (x, pts), "n=50")]
     xs = [rng.uniform(-1, 1) for _ in range(1000)]
     out += [Form("branches", "if/else written out", clipped_inlined, (xs,), "n=1000"),
             Form("branches", "a helper returning early", clipped_helper, (xs,), "n=1000")]

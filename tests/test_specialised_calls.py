@@ -126,6 +126,50 @@ def two_classes(b, bead: Bead, q):  # (Bead's energy is Spring's name too: annot
     return b.dist(q) + bead.energy(2.0)
 
 
+def local_def(x, pts):
+    def distance(p):  # a closure over x
+        return math.sqrt((p[0] - x[0]) ** 2 + (p[1] - x[1]) ** 2)
+    s = 0.0
+    for p in pts:
+        s = s + distance(p)
+    return s
+
+
+def local_lambda(xs, c):
+    sq = lambda u: u * u  # noqa: E731 (as users write it)
+    return sum(sq(v - c) for v in xs)
+
+
+def closure_reads_the_binding_at_the_call(x, y):
+    k = x
+    scaled = lambda u: u * k  # noqa: E731
+    a = scaled(y)
+    k = y * y  # the closure sees this binding from now on
+    return a + scaled(x)
+
+
+def local_def_with_branches_and_shadowing(xs, lo):
+    s = 0.0
+
+    def soft(v):
+        s = v - lo  # its own s, not the caller's
+        if s < 0.0:
+            return 0.1 * s
+        return s * s
+    for v in xs:
+        s = s + soft(v)
+    return s
+
+
+def local_def_in_a_loop(xs, c):
+    total = 0.0
+    for v in xs:
+        def term(t):
+            return t * v + c  # noqa: B023 (called at once: the v of this iteration)
+        total = total + term(c * v)
+    return total
+
+
 XS = [-1.4, -0.3, 0.2, 0.7, 1.1, 1.6]
 YS = [0.5, -0.25, 1.5]
 PTS = [[0.1 * i, 0.2 * i + 1.0] for i in range(6)]
@@ -144,6 +188,11 @@ CASES = [
     (annotated_method, (Body(0.3, 0.4, 2.0), [1.0, -0.5])),
     (method_of_a_made_record, (Body(0.3, 0.4, 2.0), [1.0, -0.5], 1.5)),
     (two_classes, (Body(0.3, 0.4, 2.0), Bead(0.9), [1.0, -0.5])),
+    (local_def, ([0.3, 0.4], PTS)),
+    (local_lambda, (XS, 0.25)),
+    (closure_reads_the_binding_at_the_call, (0.7, -1.3)),
+    (local_def_with_branches_and_shadowing, (XS, -0.2)),
+    (local_def_in_a_loop, (XS, 0.6)),
 ]
 IDS = [fn.__name__ for fn, _ in CASES]
 
@@ -262,3 +311,33 @@ def test_a_method_of_an_unknown_class_still_differentiates():
     for obj in (Bead(0.5), Spring(0.5)):
         value, grad = astad.reverse_diff(ambiguous).value_and_grad(obj)
         assert value == 0.375 and grad.x == 1.5
+
+
+def passes_its_function(xs, c):
+    sq = lambda u: u * u * c  # noqa: E731
+    return sum(map(sq, xs))
+
+
+def recursive_local(x, n):
+    def power(k):
+        return 1.0 if k == 0 else x * power(k - 1)
+    return power(n)
+
+
+def rebound_local(x):
+    g = lambda u: u * u  # noqa: E731
+    a = g(x)
+    g = lambda u: u * u * u  # noqa: E731
+    return a + g(x)
+
+
+@pytest.mark.parametrize("fn, args, want", [
+    (passes_its_function, (XS, 0.5), [v * 1.0 for v in XS]),
+    (recursive_local, (1.1, 5), 5 * 1.1 ** 4),
+    (rebound_local, (0.7,), 2 * 0.7 + 3 * 0.7 ** 2),
+])
+def test_local_functions_the_ordinary_code_keeps(fn, args, want):
+    """A local function used as a value, recursive or rebound: the ordinary code, right."""
+    grads = astad.reverse_diff(fn).grad(*args)
+    got = grads[0] if len(args) > 1 else grads
+    assert got == pytest.approx(want, rel=1e-13)

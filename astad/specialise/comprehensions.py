@@ -11,13 +11,14 @@ it stands for, accumulating into a local of its own.
 so a generator over helpers costs what the loop written by hand costs. Python adds in
 the same order (``start + e1 + e2 ...``), so the value is the same to the last bit. The
 generator's variables live in their own scope in Python; here they are the function's
-locals, so a generator whose variable is also bound or read outside a generator is left
-to the ordinary code.
+locals, so a generator whose variable is also bound or read outside a generator (or a
+function defined inside that binds it) is left to the ordinary code.
 """
 from __future__ import annotations
 
 import gast
 
+from ..front.activity import bound_names
 from .expressions import CannotSpecialise
 from .value_kinds import Float, Plain
 
@@ -75,11 +76,14 @@ def _target_names(target) -> set:
 
 
 def _only_in_comprehensions(root, name: str) -> bool:
-    """Is every use of ``name`` in ``root`` inside a comprehension that binds it?"""
+    """Is every use of ``name`` in ``root`` inside a comprehension that binds it, or a
+    function defined inside that binds it (its own local)?"""
     inside = set()
     for node in gast.walk(root):
         if isinstance(node, _COMPREHENSIONS) and any(
-                name in _target_names(g.target) for g in node.generators):
+                name in _target_names(g.target) for g in node.generators) or \
+                isinstance(node, (gast.FunctionDef, gast.Lambda)) and node is not root and \
+                name in bound_names(node):
             inside.update(id(n) for n in gast.walk(node) if isinstance(n, gast.Name))
     return all(id(n) in inside for n in gast.walk(root)
                if isinstance(n, gast.Name) and n.id == name)

@@ -19,9 +19,10 @@ import weakref
 import gast
 
 from ..transform.preaccumulate import Const, Leaf, Op, differentiate
-from .value_kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
-                    RecordArg, RecordLocal, RecordVal, Row, RowLocal, TupleLocal, TupleVal,
-                    ABSENT, constant_global, nonnegative, plain_record_class, record_fields)
+from .value_kinds import (Alias, Float, FloatLocal, ListArg, LocalFunction, MatrixArg, Plain,
+                          PlainLocal, RecordArg, RecordLocal, RecordVal, Row, RowLocal,
+                          TupleLocal, TupleVal, ABSENT, constant_global, nonnegative,
+                          plain_record_class, record_fields, CannotSpecialise)
 from ..registry import formula, total
 from ..rules.scalar import rule_namespace
 
@@ -36,10 +37,6 @@ _PLAIN_BUILTINS = ("len", "range", "int", "abs", "min", "max", "round", "bool", 
 # calls whose result carries no derivative whatever their arguments
 _NO_DERIVATIVE = ("len", "int", "round", "bool", "floor", "ceil", "trunc", "isinstance",
                   "isfinite", "isinf", "isnan")
-
-
-class CannotSpecialise(Exception):
-    """The code is not of the kind the specialised writer takes: the ordinary code runs."""
 
 
 class Retry(Exception):
@@ -73,24 +70,24 @@ class Expressions:
         return name
 
     def read(self, name: str):
-        """The value of the user's name ``name`` in the scope being written."""
-        scope = self.scope
+        """The value of the user's name ``name`` in the scope being written (or, in a
+        local function, the one it is defined in)."""
+        scope = self.scope.owner(name)
+        if scope is None:  # a global: a constant written into the code (rebuilt if rebound)
+            value = self.scope.resolver.value(name)
+            if value is ABSENT or not constant_global(value):
+                raise CannotSpecialise
+            return Plain(literal(value))
         local = scope.vars.get(name)
         if local is None:
-            if name in scope.local_names:
-                local = scope.local(name, None)
-            else:  # a global: a constant written into the code (rebuilt if rebound)
-                value = scope.resolver.value(name)
-                if value is ABSENT or not constant_global(value):
-                    raise CannotSpecialise
-                return Plain(literal(value))
+            local = scope.local(name, None)
         return local.read()
 
     # -- what an expression is -----------------------------------------------------------
     def active(self, node) -> bool:
         """May ``node``'s value carry a derivative (or hold values that do)?"""
         if isinstance(node, gast.Name):
-            if node.id not in self.scope.vars and node.id not in self.scope.local_names:
+            if self.scope.owner(node.id) is None:
                 return False
             return not isinstance(self.read(node.id), Plain)
         if isinstance(node, (gast.Compare, gast.Constant)) or (
@@ -99,6 +96,8 @@ class Expressions:
         if isinstance(node, gast.BinOp) and isinstance(node.op, gast.FloorDiv):
             return False
         if isinstance(node, gast.Call):
+            if self.local_function(node.func) is not None:
+                return True  # (its free names may carry derivatives)
             if self.no_derivative(node):
                 return False
             return any(self.active(a) for a in node.args) or any(
@@ -129,8 +128,15 @@ class Expressions:
         root = func
         while isinstance(root, gast.Attribute):
             root = root.value
-        return isinstance(root, gast.Name) and (root.id in self.scope.vars or
-                                                root.id in self.scope.local_names)
+        return isinstance(root, gast.Name) and self.scope.owner(root.id) is not None
+
+    def local_function(self, func):
+        """The LocalFunction ``func`` names, or None."""
+        if not isinstance(func, gast.Name):
+            return None
+        scope = self.scope.owner(func.id)
+        local = scope.vars.get(func.id) if scope is not None else None
+        return local if isinstance(local, LocalFunction) else None
 
     # -- values of any kind --------------------------------------------------------------
     volatile = None  # a handle only valid until the next tape entry (scalarloops: _vlast)
@@ -178,6 +184,8 @@ class Expressions:
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
                 isinstance(node.func.value, gast.Name) and self.is_local(node.func.value):
             return self.method_call(node, depth, line)  # p.dist(q)
+        if isinstance(node, gast.Call) and self.local_function(node.func) is not None:
+            return self.inline_local(node, self.local_function(node.func), depth, line)
         if isinstance(node, gast.Call) and not self.is_local(node.func) and \
                 not self.no_derivative(node):
             callee = self.scope.resolver.callee(node.func)

@@ -6,8 +6,18 @@ code is written, rebuilt if the name is rebound or ``g``'s code changes) is writ
 (a float and its handle, a list argument, a tuple, a dataclass kept as its fields), its
 locals renamed ``g_<name>``, its ``return`` the value of the call. So a helper is
 specialised for the kinds it is called with, and costs no call, no tuple and no object
-at run time. A helper that returns before its last statement, calls itself (directly or
-through another helper), or takes ``*args`` is not inlined: the ordinary code runs.
+at run time. The same holds for:
+
+- a helper that returns from branches (``if v > 1.0: return 1.0`` ... ``return v * v``):
+  each return binds the result, the statements after an ``if`` moved into its branches;
+- a dataclass's method (``p.dist(q)``), its class known when the code is written (the
+  entry checks an argument's class);
+- a function the code defines (``def g(t): ...``, ``g = lambda t: ...``), its free names
+  read where it is defined, at the call, as Python reads a closure's.
+
+A helper that calls itself (directly or through another helper), or returns inside a
+loop, is a nested function written for its arguments' kinds; one that takes ``*args``,
+and a local function used as a value, leave the function to the ordinary code.
 """
 from __future__ import annotations
 
@@ -22,8 +32,9 @@ from ..front import fence
 from ..front.activity import bound_names
 from ..front.normalize import normalize
 from ..front.source import parse_function
-from .value_kinds import (Alias, Float, FloatLocal, Plain, PlainLocal, RecordArg, RecordVal,
-                          Resolver, constant_global, plain_record_class)
+from .value_kinds import (Alias, Float, FloatLocal, LocalFunction, Plain, PlainLocal,
+                          RecordArg, RecordVal, Resolver, constant_global,
+                          plain_record_class)
 from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import CannotSpecialise
 
@@ -45,8 +56,7 @@ class Inliner:
             raise CannotSpecialise
         params = [a.id for a in args.posonlyargs + args.args]
         values = self.arguments(node, callee, params, len(args.posonlyargs), depth, line)
-        body = [s for s in root.body if not (isinstance(s, gast.Expr) and isinstance(
-            s.value, gast.Constant))]
+        body = _statements(root.body)
         recursion = callee in self.inlining or callee.__code__ is self.fn.__code__
         one_return = bool(body) and isinstance(body[-1], gast.Return) and \
             body[-1].value is not None and \
@@ -56,23 +66,32 @@ class Inliner:
             # a recursion, or a return inside a loop: a function of its own
             return self.specialised_call(callee, root, filename, params, values, body,
                                          depth, line)
+        dependencies = self.scope.resolver.dependencies
+        dependencies.append((weakref.ref(callee), "__code__", callee.__code__))
+        return self.inlined(callee, callee.__name__, root, params, values, body, branches,
+                            Resolver(callee, dependencies), filename, None, depth, line)
+
+    def inlined(self, key, name, root, params, values, body, branches, resolver, filename,
+                parent, depth, line):
+        """Emit ``body`` (of the function ``root``, named ``name``) with ``params`` bound
+        to ``values``; return its value: that of its last ``return``, or of the result
+        each of ``branches`` binds. ``parent``: the scope a local function's free names
+        are read in (None for a global function's)."""
         # (an argument's handle may be the index of the last entry: the body may record
         # entries before it reads the parameter)
         values = {p: self.saved(v, depth, line) for p, v in values.items()}
         local_names = bound_names(root) | set(params)
         plain = {p for p, v in values.items() if isinstance(v, Plain)}
         activity = seeded_activity(root, local_names, params, plain)
-        dependencies = self.scope.resolver.dependencies
-        dependencies.append((weakref.ref(callee), "__code__", callee.__code__))
-        scope = Scope(callee, root, Resolver(callee, dependencies), activity, local_names,
-                       filename, prefix=f"{callee.__name__}_", call_line=line,
-                       same_file=filename == self.filename)
-        scope.writer = self
+        scope = Scope(self.scope.fn if parent is not None else key, root, resolver, activity,
+                      local_names, filename, prefix=f"{name}_", call_line=line,
+                      same_file=filename == self.filename)
+        scope.writer, scope.parent = self, parent
         assigned = {n.id for n in gast.walk(root) if isinstance(n, gast.Name) and
                     isinstance(n.ctx, gast.Store)}
-        self.emit(depth, f"# inlined: {callee.__name__}({', '.join(params)})", line)
+        self.emit(depth, f"# inlined: {name}({', '.join(params)})", line)
         caller, self.scope = self.scope, scope
-        self.inlining.append(callee)
+        self.inlining.append(key)
         try:
             for p in params:
                 if p in assigned:  # a parameter it rebinds: a local of its own
@@ -91,6 +110,40 @@ class Inliner:
         finally:
             self.inlining.pop()
             self.scope = caller
+
+    # -- functions the code defines ---------------------------------------------------------
+    def define(self, name: str, node) -> None:
+        """``def name(...)`` or ``name = lambda ...`` (``node`` its FunctionDef): bound to
+        a LocalFunction of the scope being written."""
+        args = node.args
+        if self.scope.owner(name) is self.scope and name in self.scope.vars or \
+                node.decorator_list or args.vararg or args.kwarg or args.kwonlyargs or \
+                args.defaults or any(isinstance(n, (gast.Nonlocal, gast.Global, gast.Yield,
+                                                    gast.YieldFrom))
+                                     for n in gast.walk(node)):
+            raise CannotSpecialise  # rebound, decorated, or more than plain parameters
+        self.scope.vars[name] = LocalFunction(node, self.scope)
+
+    def inline_local(self, node, function, depth: int, line: int):
+        """A call of a function the code defines: its body inlined, its free names read
+        where it was defined."""
+        root = function.node
+        params = [a.id for a in root.args.posonlyargs + root.args.args]
+        if node.keywords or len(node.args) != len(params) or function in self.inlining or \
+                any(isinstance(a, gast.Starred) for a in node.args) or \
+                len(self.inlining) >= _MAX_DEPTH or len(self.lines) > _MAX_LINES:
+            raise CannotSpecialise  # keywords, a recursion, or too much code
+        values = dict(zip(params, self.evaluate_all(list(node.args), depth, line)))
+        body = _statements(root.body)
+        one_return = bool(body) and isinstance(body[-1], gast.Return) and \
+            body[-1].value is not None and \
+            not any(isinstance(n, gast.Return) for s in body[:-1] for n in gast.walk(s))
+        branches = None if one_return else _returns_as_branches(body)
+        if not one_return and branches is None:
+            raise CannotSpecialise  # a return inside a loop
+        parent = function.scope
+        return self.inlined(function, root.name, root, params, values, body, branches,
+                            parent.resolver, parent.filename, parent, depth, line)
 
     def method_call(self, node, depth: int, line: int):
         """``p.dist(q)``, ``p`` a dataclass (an argument or one the code made): the
@@ -232,6 +285,20 @@ class Inliner:
 
 
 _RESULT = "return"  # the helper's result, as a user name (a keyword: never the user's)
+
+
+def _statements(body: list) -> list:
+    """A function's statements without its docstring and bare constants."""
+    return [s for s in body if not (isinstance(s, gast.Expr) and isinstance(
+        s.value, gast.Constant))]
+
+
+def lambda_function(name: str, node):
+    """``name = lambda args: body`` as the FunctionDef it stands for."""
+    fields = dict.fromkeys(gast.FunctionDef._fields)
+    fields.update(name=name, args=node.args, decorator_list=[], type_params=[],
+                  body=[gast.copy_location(gast.Return(node.body), node)])
+    return gast.copy_location(gast.FunctionDef(**fields), node)
 
 
 def _returns_as_branches(body: list):

@@ -42,10 +42,11 @@ import gast
 from ..front.activity import shadowed_builtins
 from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import Expressions, Retry
-from .inline import Inliner
-from .value_kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, PlainLocal,
-                    RecordArg, RecordLocal, RecordVal, Resolver, Row, RowLocal, TupleLocal,
-                    TupleVal, int_context_names, parameter_guesses)
+from .inline import Inliner, lambda_function
+from .value_kinds import (Alias, Float, FloatLocal, ListArg, LocalFunction, MatrixArg, Plain,
+                          PlainLocal, RecordArg, RecordLocal, RecordVal, Resolver, Row,
+                          RowLocal, TupleLocal, TupleVal, int_context_names,
+                          parameter_guesses)
 from ..registry import publish
 from .comprehensions import Comprehensions
 from .expressions import CannotSpecialise, parse_with_user_lines
@@ -182,7 +183,12 @@ class Writer(Inliner, Comprehensions, Expressions):
         compound = isinstance(stmt, (gast.If, gast.While, gast.For))
         if not compound:
             self.comment(stmt, depth, line)
-        if isinstance(stmt, gast.Assign):
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Lambda) and \
+                len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name):
+            self.define(stmt.targets[0].id, lambda_function(stmt.targets[0].id, stmt.value))
+        elif isinstance(stmt, gast.FunctionDef):
+            self.define(stmt.name, stmt)
+        elif isinstance(stmt, gast.Assign):
             value = self.evaluate(stmt.value, depth, line)
             if len(stmt.targets) > 1 and not isinstance(value, Plain):
                 raise CannotSpecialise  # a = b = <float>: one value, two names (rare)
@@ -226,7 +232,7 @@ class Writer(Inliner, Comprehensions, Expressions):
     def assign(self, target, value, depth: int, line: int) -> None:
         if isinstance(target, gast.Name):
             local = self.scope.local(target.id, value)
-            if isinstance(local, Alias):
+            if isinstance(local, (Alias, LocalFunction)):
                 raise CannotSpecialise
             self.bind(local, value, depth, line)
         elif isinstance(target, (gast.Tuple, gast.List)) and \

@@ -36,6 +36,17 @@ class Scope:
         self.vars: dict = {}
         self.nonnegative = nonnegative_names(root, activity.inactive & self.local_names)
         self.writer = None
+        self.parent = None  # the body a local function is defined in: its free names'
+
+    def owner(self, name: str):
+        """The scope whose local ``name`` is (this one or one it is defined in), or None
+        for a global."""
+        scope = self
+        while scope is not None:
+            if name in scope.vars or name in scope.local_names:
+                return scope
+            scope = scope.parent
+        return None
 
     def user_line(self, lineno: int) -> int:
         """The line of the user's function a statement of this body is attributed to."""

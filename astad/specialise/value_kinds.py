@@ -33,6 +33,10 @@ from ..runtime import tape as _tape_module
 ABSENT = object()
 
 
+class CannotSpecialise(Exception):
+    """The code is not of the kind the specialised writer takes: the ordinary code runs."""
+
+
 # -- values and the locals that hold them -------------------------------------------------
 class Float:
     """A float (or a number standing for one): the expression of its value, and of its
@@ -182,6 +186,21 @@ class Alias:
 
     def read(self):
         return self.value
+
+
+class LocalFunction:
+    """A function the code defines (``def g(t): ...`` or ``g = lambda t: ...``), never
+    rebound: each call is its body inlined, its free names read in ``scope``, the body
+    it is defined in, as Python reads a closure's (the binding at the call). ``node``:
+    its syntax tree as a FunctionDef. Used as a value (passed, returned), the ordinary
+    code runs."""
+    __slots__ = ("node", "scope")
+
+    def __init__(self, node, scope):
+        self.node, self.scope = node, scope
+
+    def read(self):
+        raise CannotSpecialise
 
 
 # -- static lookups in one function's namespace -------------------------------------------
