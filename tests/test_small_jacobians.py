@@ -1,9 +1,10 @@
-"""Jacobians and Hessians of a few floats at the cost of a gradient (issue 27, item 5):
-``jacfwd``, ``jacrev`` and ``jacobian`` of a float-valued function of floats (or lists
-of floats) are its gradient, by the code ``grad`` runs; ``hessian`` of floats is one
-Hessian-vector product per float (api/hvp.py). Checked against the general path (the
-same function behind ``functools.partial``, which no specialised code serves), against
-hand-derived values and finite differences, and that the fast path runs."""
+"""Jacobians, Hessians and vjp of a few floats at the cost of a gradient (issue 27,
+item 5): ``jacfwd``, ``jacrev`` and ``jacobian`` of a float-valued function of floats
+(or lists of floats) are its gradient, by the code ``grad`` runs; ``hessian`` of floats
+is one Hessian-vector product per float (api/hvp.py); ``astad.vjp`` scales the
+gradient, as ``f.vjp`` does. Checked against the general path (the same function behind
+``functools.partial``, which no specialised code serves), against hand-derived values
+and finite differences, and that the fast path runs."""
 import dataclasses
 import functools
 import math
@@ -11,6 +12,7 @@ import math
 import pytest
 
 import astad
+from astad.api import jacobians
 
 
 def two(x, y):
@@ -59,15 +61,20 @@ def _same(a, b, rel=1e-13):
 @pytest.mark.parametrize("fn, args, argnums", CASES, ids=IDS)
 @pytest.mark.parametrize("transform", [astad.jacfwd, astad.jacrev, astad.jacobian,
                                        astad.hessian])
-def test_a_few_floats_agree_with_the_general_path(transform, fn, args, argnums):
+def test_a_few_floats_agree_with_the_general_path(transform, fn, args, argnums,
+                                                  monkeypatch):
+    want = transform(functools.partial(fn), argnums=argnums)(*args)
+
+    def general_path(*_, **__):
+        raise AssertionError("the general path ran")
+    monkeypatch.setattr(jacobians, "forward", general_path)  # (jacfwd's pass)
+    monkeypatch.setattr(jacobians, "reverse", general_path)  # (jacrev's)
     fast = transform(fn, argnums=argnums)
     got = fast(*args)
-    _same(got, transform(functools.partial(fn), argnums=argnums)(*args))
+    _same(got, want)
     _same(fast(*args), got, rel=0)  # (again: the kept code)
-    if transform is astad.hessian:
-        assert fast._float_grad is not None and fast._float_grad.hvp_known is not None
-    else:
-        assert fast._float_code is not None
+    _same(transform(fn, argnums=argnums)(*args), got, rel=0)  # (made inline)
+    if transform is not astad.hessian:
         _same(got, astad.grad(fn, argnums=argnums)(*args), rel=0)  # the gradient itself
 
 
@@ -123,3 +130,30 @@ def test_what_the_fast_path_leaves_to_the_general_one():
     assert vector == [(0.7, 0.3), (1.0, 1.0)]  # (a list result: the general path)
     with pytest.raises(astad.AstadError):
         astad.jacrev(two)(1, 0.7)  # (an int: the general path's error)
+
+
+@pytest.mark.parametrize("fn, args", [(two, (0.3, 0.7)), (of_lists, ([0.2, -0.4, 0.9], 1.3)),
+                                      (branches, (0.8, 0.5)), (branches, (0.2, 0.5))])
+def test_vjp_of_floats_scales_the_gradient_as_the_pass_gives_it(fn, args):
+    """``astad.vjp`` of a float function of floats runs the code ``f.vjp`` runs (a
+    scaled gradient); every cotangent gives what the pass of the general path gives."""
+    value, pullback = astad.vjp(fn, *args)
+    want_value, general = astad.vjp(functools.partial(fn), *args)
+    assert value == want_value == fn(*args)
+    assert type(pullback) is astad.api.diff.ScaledPullback
+    for c in (1.0, -2.5, 0.0, 3, math.nan, math.inf):
+        got, want = pullback(c), general(c)
+        assert type(got) is tuple and len(got) == len(args)
+        if math.isfinite(c):
+            _same(got, want)
+        else:
+            assert repr(got) == repr(want)
+    assert pullback.tape_length > 0
+
+
+def test_vjp_leaves_ints_aux_and_structures_to_the_pass():
+    value, pullback = astad.vjp(with_plain, 0.9, 4, "power", 1.5)
+    assert type(pullback) is not astad.api.diff.ScaledPullback
+    assert pullback(1.0)[0] == pytest.approx(astad.grad(with_plain)(0.9, 4, "power", 1.5))
+    value, pullback, aux = astad.vjp(lambda x: (x * x, x), 1.5, has_aux=True)
+    assert (value, pullback(1.0), aux) == (2.25, (3.0,), 1.5)

@@ -178,12 +178,9 @@ class DiffFunction:
         return positions, others, single
 
     def selection(self, n_args: int):
-        """Which of the specialised code's gradients (one per argument) to return:
-        ``ALL_GRADIENTS``, one index (a single ``argnums``) or a tuple of indices."""
+        """Which of the specialised code's gradients to return (``selection_of``)."""
         positions, _, single = self._positions(n_args)
-        select = positions[0] if single else (
-            ALL_GRADIENTS if positions == tuple(range(n_args)) else positions)
-        self._select[n_args] = select
+        select = self._select[n_args] = selection_of(positions, single, n_args)
         return select
 
     def _no_float_error(self, args, positions):
@@ -211,35 +208,14 @@ class DiffFunction:
 
     def _specialised(self, args, kwargs):
         """``(value, gradient)`` by the specialised float code (specialise/straight_line.py,
-        specialise/loops.py), or None where it does not apply: other kinds of arguments, a
-        result that is not a float, an enclosing differentiation, an error (the
-        transformed code then runs and raises it at the user's line)."""
+        specialise/loops.py), or None where it does not apply (``specialised``)."""
         entry = self.entry
-        if entry.tapeless is None or kwargs or len(args) != entry.arity or running.stack or \
-                entry.code is not self.fn.__code__ or (
-                    entry.dependencies and not unchanged(entry.dependencies, MISSING)):
-            return None  # (entry.is_current and is_nested, inline: this is per call)
-        try:
-            if entry.tapes:  # specialise/loops.py: a tape of entries (see pause_gc)
-                with pause_gc():
-                    out = entry.tapeless(*args)
-            else:  # specialise/straight_line.py: no tape at all
-                out = entry.tapeless(*args)
-        except Exception:  # noqa: BLE001 (the specialised code only reads its arguments)
-            return None
-        if out is None:  # the arguments are not of the kinds it was written for
-            return None
+        if kwargs or entry.tapeless is None or len(args) != entry.arity:
+            return None  # (before the selection, whose argnums may not fit this call)
         select = self._select.get(len(args))
         if select is None:
             select = self.selection(len(args))
-        if select is ALL_GRADIENTS:
-            return out
-        if type(select) is int:
-            if type(args[select]) not in PLAIN:  # (else: the error no float gives)
-                return out[0], out[1][select]
-        elif not all(type(args[k]) in PLAIN for k in select):
-            return out[0], tuple([out[1][k] for k in select])
-        return None
+        return specialised(entry, self.fn, args, select)
 
     @api_boundary
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
@@ -324,6 +300,44 @@ def specialised_call(diff: DiffFunction, gradient_only: bool):
 
 
 ALL_GRADIENTS = "all"  # (a marker: every gradient, in argument order)
+
+
+def selection_of(positions: tuple, single: bool, n_args: int):
+    """Which of the specialised code's gradients (one per argument) ``argnums`` asks
+    for: ``ALL_GRADIENTS``, one index (a single ``argnums``) or a tuple of indices."""
+    if single:
+        return positions[0]
+    return ALL_GRADIENTS if positions == tuple(range(n_args)) else positions
+
+
+def specialised(entry, fn, args, select, current: bool = False):
+    """``(value, gradient)`` of ``fn`` by its entry's specialised float code
+    (specialise/straight_line.py, specialise/loops.py), the gradients ``select`` names;
+    None where it does not apply: other kinds of arguments, a result that is not a
+    float, an enclosing differentiation, an error (the transformed code then runs and
+    raises it at the user's line). ``current``: the caller knows the entry is."""
+    if entry.tapeless is None or len(args) != entry.arity or running.stack or \
+            not current and (entry.code is not fn.__code__ or (
+                entry.dependencies and not unchanged(entry.dependencies, MISSING))):
+        return None  # (entry.is_current and is_nested, inline: this is per call)
+    try:
+        if entry.tapes:  # specialise/loops.py: a tape of entries (see pause_gc)
+            with pause_gc():
+                out = entry.tapeless(*args)
+        else:  # specialise/straight_line.py: no tape at all
+            out = entry.tapeless(*args)
+    except Exception:  # noqa: BLE001 (the specialised code only reads its arguments)
+        return None
+    if out is None:  # the arguments are not of the kinds it was written for
+        return None
+    if select is ALL_GRADIENTS:
+        return out
+    if type(select) is int:
+        if type(args[select]) not in PLAIN:  # (else: the error no float gives)
+            return out[0], out[1][select]
+    elif not all(type(args[k]) in PLAIN for k in select):
+        return out[0], tuple([out[1][k] for k in select])
+    return None
 
 
 def _short(value) -> str:

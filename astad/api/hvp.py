@@ -207,6 +207,15 @@ def _built(entry, fn):
     return built
 
 
+def floats_code(entry, fn, n: int):
+    """The Hessian-vector code of ``fn`` (``code(*primals, *tangents) -> (t, flat)``,
+    ``flat`` H v then the gradient) when its ``n`` parameters are all floats, or None."""
+    built = _built(entry, fn)
+    if not built or len(built[1]) != n or any(kind != "float" for kind, _ in built[1]):
+        return None
+    return built[0]
+
+
 def hvp_source(entry, fn) -> str | None:
     """The code a Hessian-vector product of ``fn`` runs for floats: forward mode's
     tangent code, then reverse mode's code of it; None where it is not written."""

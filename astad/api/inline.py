@@ -24,7 +24,7 @@ from ..compile import calls as compiled
 from ..runtime.duals import running
 from ..runtime.tape import native
 from ..transform.bindings import MISSING
-from .diff import ALL_GRADIENTS, DiffFunction, specialised_call
+from .diff import DiffFunction, selection_of, specialised_call
 
 # id(function) -> {(argnums, gradient_only): (WeakOwner, SpecialisedCall)}; an id's entry
 # leaves with its function (weakref.finalize), before the id can name another one
@@ -51,10 +51,7 @@ class WeakOwner:
 
     def selection(self, n_args: int):
         """DiffFunction.selection's answer for ``argnums`` (always given here)."""
-        positions, single = argnums_positions(self._argnums, n_args)
-        if single:
-            return positions[0]
-        return ALL_GRADIENTS if positions == tuple(range(n_args)) else positions
+        return selection_of(*argnums_positions(self._argnums, n_args), n_args)
 
     def general(self, *args, **kwargs):
         """The general path (one reverse pass); the entry it finds current is kept."""

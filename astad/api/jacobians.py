@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..errors import InputError, api_boundary
 from ..core.forward_pass import forward
 from ..runtime.array_dual import ArrayDual, index_of
 from ..compile.calls import rev as transformed_callable
-from ..runtime.duals import SCALAR_DUALS
+from ..runtime.duals import SCALAR_DUALS, running
 from ..runtime.tape import sweep_general
 from ..data.tree import leaves, replace_leaves
 from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_derivative,
@@ -28,9 +29,9 @@ from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_deriv
 from ..compile import calls as compiled
 from ..compile.calls import resolvable_function
 from ..specialise.value_kinds import floats
-from ..transform.bindings import MISSING
-from .diff import DiffFunction
-from .transforms import Transform, grad, name_of, split_aux, argnums_positions, reverse
+from .diff import selection_of, specialised
+from .hvp import floats_code, hessian_vector_product
+from .transforms import Transform, name_of, split_aux, argnums_positions, reverse
 
 
 # -- the output's leaves ------------------------------------------------------------------
@@ -297,77 +298,60 @@ def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False,
 
 
 # -- a float function of floats: the code written for floats -------------------------------
+def _float_function(transform, kwargs, n: int):
+    """``(fun, entry, positions, single)``: ``transform``'s function, its current entry
+    and argnums for ``n`` arguments, where the code written for floats may serve it (a
+    plain Python function; no aux, holomorphic or keyword arguments; no enclosing
+    differentiation), else None. What depends on the transform alone is kept on it."""
+    plans = transform.__dict__.get("_float_plans")
+    if plans is None:
+        fun, options = transform.fun, transform.options
+        plans = transform._float_plans = {} if not (
+            options["has_aux"] or options.get("holomorphic") or
+            type(fun) is not types.FunctionType or not resolvable_function(fun)) else False
+    if plans is False or kwargs or running.stack:
+        return None
+    plan = plans.get(n)
+    if plan is None:
+        plan = plans[n] = argnums_positions(transform.options["argnums"], n)
+    fun, entry = transform.fun, transform.__dict__.get("_float_entry")
+    if entry is None or not entry.is_current(fun):
+        entry = transform._float_entry = compiled.transformed(fun)
+    return fun, entry, *plan
+
+
 def float_gradient(transform, args, kwargs):
     """The Jacobian of a plain Python function whose result is a float: its gradient
     (the same structure, JAX's for a scalar output), by the code ``grad`` runs for float
     arguments (specialise/); None where that code does not apply."""
-    diff = _float_code(transform, kwargs)
-    if diff is None:
+    plan = _float_function(transform, kwargs, len(args))
+    if plan is None:
         return None
-    if not diff.entry.is_current(diff.fn):
-        diff.entry = compiled.transformed(diff.fn)
-    out = diff._specialised(args, kwargs)
-    return None if out is None else out[1]
-
-
-def _float_code(transform, kwargs):
-    """The DiffFunction of ``transform``'s function and argnums, kept on the transform
-    (None: options or a callable the code for floats does not serve)."""
-    diff = transform.__dict__.get("_float_code", MISSING)
-    if diff is MISSING:
-        fun, options = transform.fun, transform.options
-        diff = None
-        if not options["has_aux"] and not options.get("holomorphic") and \
-                resolvable_function(fun):
-            diff = DiffFunction(fun, options["argnums"])
-            diff.entry = compiled.transformed(fun)
-        transform._float_code = diff
-    return None if kwargs else diff
-
-
-@functools.lru_cache(maxsize=64)
-def _units(n: int) -> tuple:
-    """The unit vectors of n floats, as tuples."""
-    return tuple(tuple(1.0 if i == k else 0.0 for i in range(n)) for k in range(n))
-
-
-def _hessian_of_floats(known, args, positions, single):
-    """``float_hessian`` when every argument is a float, by the code for floats that
-    ``known`` (``grad.hvp_known``, found by an earlier call) names, or None."""
-    if known is None or known.floats is None or len(args) != known.arity or \
-            not known.entry.is_current(known.function):  # (its code, its bindings)
+    fun, entry, positions, single = plan
+    out = specialised(entry, fun, args, selection_of(positions, single, len(args)), True)
+    if out is None or type(out[0]) is not float and type(out[0]) is not np.float64:
         return None
-    code, units, n = known.floats, _units(len(args)), len(args)
-    try:  # (one column of H per float: H e_k, and the gradient after it)
-        outs = [code(*args, *units[k]) for k in positions]
-    except Exception:  # noqa: BLE001 (it only reads its arguments: the general path runs
-        return None  # and raises the error at the user's line)
-    if None in outs or not math.isfinite(sum([sum(out[1]) for out in outs])):
-        return None  # (a zero times an infinite partial: the general path's result)
-    if single:
-        return outs[0][1][positions[0]]
-    if len(positions) == n and positions[-1] == n - 1:  # all of them, in order
-        return tuple(zip(*[out[1] for out in outs]))[:n]
-    return tuple([tuple([out[1][i] for out in outs]) for i in positions])
+    return out[1]
 
 
 def float_hessian(transform, args, kwargs):
-    """``hessian(f)(*args)`` for float and list-of-float arguments: one Hessian-vector
-    product per differentiated float (api/hvp.py: reverse mode over forward mode's code
-    for floats), assembled as ``jacfwd(jacrev(f))`` gives it; None where that code does
-    not apply."""
-    gradient = transform.__dict__.get("_float_grad", MISSING)
-    if gradient is MISSING:  # (once: jacfwd(jacrev(f)) with the same options, for floats)
-        inner, gradient = transform.fun, None
-        if type(inner) is jacrev and inner.options == transform.options and \
-                _float_code(inner, {}) is not None:
-            gradient = grad(inner.fun, transform.options["argnums"])
-        transform._float_grad = gradient
-    if gradient is None or kwargs:
+    """``hessian(f)(*args)`` (``jacfwd(jacrev(f))``, the same options) for float and
+    list-of-float arguments: one Hessian-vector product per differentiated float
+    (api/hvp.py: reverse mode over forward mode's code for floats), assembled as the
+    general path gives it; None where that code does not apply."""
+    inner = transform.fun
+    if type(inner) is not jacrev or inner.options != transform.options:
         return None
-    positions, single = gradient._selection(len(args))
+    plan = _float_function(inner, kwargs, len(args))
+    if plan is None:
+        return None
+    fun, entry, positions, single = plan
     if floats(*args):  # (the common case, whose fixed cost shows)
-        found = _hessian_of_floats(gradient.hvp_known, args, positions, single)
+        known = inner.__dict__.get("_hvp_code")  # (the code found for this entry)
+        if known is None or known[0] is not entry or known[1] != len(args):
+            known = inner._hvp_code = (entry, len(args), floats_code(entry, fun, len(args)))
+        code = known[2]
+        found = None if code is None else _hessian_of_floats(code, args, positions, single)
         if found is not None:
             return found
     sizes = []
@@ -398,7 +382,7 @@ def float_hessian(transform, args, kwargs):
             else:
                 tangents[k] = [0.0] * size
                 tangents[k][m] = 1.0
-            out = gradient.hessian_vector(args, tuple(tangents))
+            out = hessian_vector_product(entry, fun, positions, single, args, tangents)
             if out is None:
                 return None
             columns[k, m] = out[1] if not single else (out[1],)
@@ -413,6 +397,29 @@ def float_hessian(transform, args, kwargs):
     rows = [row(i, None) if size is None else [row(i, e) for e in range(size)]
             for i, size in enumerate(sizes)]
     return rows[0] if single else tuple(rows)
+
+
+@functools.lru_cache(maxsize=64)
+def _units(n: int) -> tuple:
+    """The unit vectors of n floats, as tuples."""
+    return tuple(tuple(1.0 if i == k else 0.0 for i in range(n)) for k in range(n))
+
+
+def _hessian_of_floats(code, args, positions, single):
+    """``float_hessian`` when every argument is a float, by the Hessian-vector ``code``
+    for floats (``code(*primals, *tangents)``), or None."""
+    units, n = _units(len(args)), len(args)
+    try:  # (one column of H per float: H e_k, and the gradient after it)
+        outs = [code(*args, *units[k]) for k in positions]
+    except Exception:  # noqa: BLE001 (it only reads its arguments: the general path runs
+        return None  # and raises the error at the user's line)
+    if None in outs or not math.isfinite(sum([sum(out[1]) for out in outs])):
+        return None  # (a zero times an infinite partial: the general path's result)
+    if single:
+        return outs[0][1][positions[0]]
+    if len(positions) == n and positions[-1] == n - 1:  # all of them, in order
+        return tuple(zip(*[out[1] for out in outs]))[:n]
+    return tuple([tuple([out[1][i] for out in outs]) for i in positions])
 
 
 __all__ = ["jacfwd", "jacrev", "jacobian", "hessian"]

@@ -31,6 +31,7 @@ from ..compile.entry import CACHE, cached
 from . import pickling
 from ..transform.bindings import MISSING
 from .diff import DiffFunction, Pullback, float_result_gradient, reverse_pass, specialised_call
+from ..core.reverse_pass import ScaledPullback, pause_gc, snapshot
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
@@ -271,10 +272,53 @@ class _VjpFunction:
         return pass_.gradients(adjoint, arrays, sweep_general if is_nested() else sweep)
 
 
+class _Taped:
+    """What a ScaledPullback of ``astad.vjp`` runs for a cotangent it cannot scale (nan,
+    inf, an array): reverse mode's pass of ``fun`` (its DiffFunction, made then)."""
+
+    def __init__(self, fun, n: int):
+        self.fun, self.n = fun, n
+
+    def _forward(self, args, kwargs):
+        return DiffFunction(self.fun, tuple(range(self.n)))._forward(args, kwargs)
+
+
+def _float_vjp(fun, primals):
+    """``vjp`` of a float-valued plain function of floats and lists of floats by the
+    code written for them (as ``f.vjp`` runs it): the value and a pullback scaling the
+    gradient; None where that code does not apply."""
+    if type(fun) is not types.FunctionType or running.stack or \
+            not resolvable_function(fun):
+        return None
+    for p in primals:
+        if type(p) is not float and not (type(p) is list and floats(*p) and p):
+            return None  # (ints, arrays, structures: the pass, as JAX's vjp)
+    entry = compiled.transformed(fun)
+    if entry.tapeless is None or len(primals) != entry.arity:
+        return None
+    try:
+        if entry.tapes:
+            with pause_gc():
+                out = entry.tapeless(*primals)
+        else:
+            out = entry.tapeless(*primals)
+    except Exception:  # noqa: BLE001 (it only reads its arguments: the pass raises it)
+        return None
+    if out is None or type(out[0]) is not float:
+        return None
+    pullback = ScaledPullback(_Taped(fun, len(primals)), tuple(map(snapshot, primals)),
+                              out[1])
+    return out[0], pullback
+
+
 @api_boundary
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False):
     """``(out, vjp_fn)`` (with ``has_aux``: ``(out, vjp_fn, aux)``): ``vjp_fn(ct)`` gives
     one cotangent per primal, as a tuple, for a cotangent ``ct`` shaped like ``out``."""
+    if not has_aux and primals:
+        found = _float_vjp(fun, primals)
+        if found is not None:
+            return found
     pass_ = reverse(fun, primals, {}, tuple(range(len(primals))))
     out, aux = split_aux(pass_.result, has_aux, fun)
     value = pass_.primal_of(out)

@@ -37,7 +37,7 @@ _setattr = object.__setattr__
 _LIBRARY_DIRS = tuple({os.path.normcase(p) for p in (
     sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib"),
     sysconfig.get_paths().get("purelib"), sysconfig.get_paths().get("platlib"),
-    os.path.dirname(os.path.abspath(__file__))) if p})
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) if p})  # (astad's own)
 _NOT_DATA = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
              types.MethodType, staticmethod, classmethod, property)
 

@@ -4,12 +4,17 @@ it stands for, accumulating into a local of its own.
 ``sum(f(p, x) for p in pts if p[0] > 0.0)`` is written as
 
     total = 0
+    total_terms = []
     for p, p_slot in zip(pts, pts_slots):
         if p[0] > 0.0:
-            total = total + <f(p, x), its helper inlined>
+            <f(p, x), its helper inlined, into t>
+            total_terms.append(t)
+            total = total + t
+    total = sum(total_terms, 0)
 
-so a generator over helpers costs what the loop written by hand costs. Python adds in
-the same order (``start + e1 + e2 ...``), so the value is the same to the last bit. The
+so a generator over helpers costs what the loop written by hand costs. The fold gives
+the derivative (a partial 1 for each term); the value is Python's own ``sum`` of the same
+terms, to the last bit (from Python 3.12 a compensated sum, not the fold). The
 generator's variables live in their own scope in Python; here they are the function's
 locals, so a generator whose variable is also bound or read outside a generator (or a
 function defined inside that binds it) is left to the ordinary code.
@@ -20,7 +25,7 @@ import gast
 
 from ..front.activity import bound_names
 from .expressions import CannotSpecialise
-from .value_kinds import Float, Plain
+from .value_kinds import Alias, Float, Plain
 
 _COMPREHENSIONS = (gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
 
@@ -44,11 +49,14 @@ class Comprehensions:
         start = self.evaluate(node.args[1], depth, line) if len(node.args) == 2 else \
             Plain("0")
         active = scope.activity.active(generator.elt) or isinstance(start, Float)
-        total = "sum()"  # (not an identifier: never a user's name)
-        scope.vars[total] = self.new_local("total", Float("", "") if active else Plain(""),
-                                           active, own=False)
+        total, item = "sum()", "sum() item"  # (not identifiers: never a user's names)
+        local = scope.vars[total] = self.new_local(
+            "total", Float("", "") if active else Plain(""), active, own=False)
         try:
-            self.bind(scope.vars[total], start, depth, line)
+            self.bind(local, start, depth, line)
+            first = self.stable(start.value, depth, line)
+            terms = self.fresh(f"{local.name}_terms")
+            self.emit(depth, f"{terms} = []", line)
             inner = depth
             for comprehension in generator.generators:
                 columns, element = self.iteration(comprehension.iter, inner, line)
@@ -60,15 +68,28 @@ class Comprehensions:
                 for test in comprehension.ifs:
                     self.emit(inner, f"if {self.plain(test, inner, line, quiet=True)}:", line)
                     inner += 1
+            value = self.saved(self.evaluate(generator.elt, inner, line), inner, line)
+            if isinstance(value, Float):
+                value = Float(self.stable(value.value, inner, line), value.handle)
+            elif isinstance(value, Plain):
+                value = Plain(self.stable(value.value, inner, line), value.param)
+            else:
+                raise CannotSpecialise  # a sum of tuples, lists or records
+            self.emit(inner, f"{terms}.append({value.value})", line)
+            scope.vars[item] = Alias(value)
             added = gast.BinOp(gast.Name(total, gast.Load(), None, None), gast.Add(),
-                               generator.elt)
-            gast.copy_location(added, generator.elt)
+                               gast.Name(item, gast.Load(), None, None))
             self.assign(gast.Name(total, gast.Store(), None, None),
-                        self.evaluate(added, inner, line), inner, line)
+                        self.evaluate(gast.copy_location(added, generator.elt), inner, line),
+                        inner, line)
             self.loops -= len(generator.generators)
-            return scope.vars[total].read()
+            # the value as Python's sum rounds it (from 3.12, compensated: not the fold
+            # above, which gives the derivative: a partial 1 for each term)
+            self.emit(depth, f"{local.name} = sum({terms}, {first})", line)
+            return local.read()
         finally:
             del scope.vars[total]
+            scope.vars.pop(item, None)
 
 
 def _target_names(target) -> set:
