@@ -12,7 +12,8 @@ Each family is one computation in several forms (the dot product by ``range`` in
 float; lists of ``numpy.float64`` and 1-d numpy arrays; a tiny function calling helpers, through
 ``value_and_grad`` and ``vjp``; a sum of distances written out, through a helper in a
 loop, a generator over it, a dataclass's method, a local def and a lambda; a helper
-returning early against its if/else written out; a tiny function's ``grad``,
+returning early against its if/else written out; a recurrence carried in locals,
+written into a list and appended to one; a tiny function's ``grad``,
 ``jacfwd``, ``jacrev`` and ``hessian``), each timed side by side with its own primal in one run
 (interleaved samples, medians). The first form of a family is its reference: the table
 gives each form's grad / primal and that ratio over the reference's. Then the suite's
@@ -219,6 +220,33 @@ def clipped_helper(xs):
     return s
 
 
+def recurrence_in_locals(xs, c):
+    prev = xs[0] * 2.0
+    s = prev * prev
+    for i in range(1, len(xs)):
+        prev = prev * c + xs[i]
+        s = s + prev * prev
+    return s
+
+
+def recurrence_in_a_list(xs, c):
+    ys = [0.0] * len(xs)
+    ys[0] = xs[0] * 2.0
+    for i in range(1, len(xs)):
+        ys[i] = ys[i - 1] * c + xs[i]
+    return sum(y * y for y in ys)
+
+
+def recurrence_appended(xs, c):
+    ys = [xs[0] * 2.0]
+    for i in range(1, len(xs)):
+        ys.append(ys[-1] * c + xs[i])
+    total = 0.0
+    for y in ys:
+        total = total + y * y
+    return total
+
+
 def _vjp(f):
     def value_and_pullback(*args):
         value, pullback = f.vjp(*args)
@@ -278,6 +306,12 @@ def forms(quick: bool) -> list:
     xs = [rng.uniform(-1, 1) for _ in range(1000)]
     out += [Form("branches", "if/else written out", clipped_inlined, (xs,), "n=1000"),
             Form("branches", "a helper returning early", clipped_helper, (xs,), "n=1000")]
+    out += [Form("lists", "values carried in locals", recurrence_in_locals, (xs, 0.5),
+                 "n=1000"),
+            Form("lists", "written into a list, then summed", recurrence_in_a_list,
+                 (xs, 0.5), "n=1000"),
+            Form("lists", "appended to a list, then read", recurrence_appended, (xs, 0.5),
+                 "n=1000")]
     # and a tiny function's Jacobians and Hessian within a small constant of its gradient
     out += [Form("tiny derivatives", kind, tiny, (0.3, 1.7), call=kind)
             for kind in ("grad", "jacfwd", "jacrev", "hessian")]

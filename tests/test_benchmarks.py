@@ -184,7 +184,7 @@ def test_variants_quick_checks_every_form(tmp_path):
                           timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
-    assert {"helpers", "branches", "tiny derivatives"} <= {r["family"] for r in rows}
+    assert {"helpers", "branches", "lists", "tiny derivatives"} <= {r["family"] for r in rows}
     assert all(r["path"] == "specialised" for r in rows
-               if r["family"] in ("helpers", "branches"))
+               if r["family"] in ("helpers", "branches", "lists"))
     assert all(_positive(r["grad_s"]) for r in rows)

@@ -170,6 +170,45 @@ def local_def_in_a_loop(xs, c):
     return total
 
 
+def list_built_then_read(xs, w):  # lists the code makes (specialise/lists.py)
+    ys = []
+    for x in xs:
+        ys.append(math.tanh(w * x))
+    s = 0.0
+    for i in range(len(ys)):
+        s = s + ys[i] * ys[-1 - i]
+    return s + sum(ys)
+
+
+def list_preallocated(xs, c):
+    n = len(xs)
+    ys = [0.0] * n
+    for i in range(1, n):
+        ys[i] = ys[i - 1] * c + xs[i]
+    ys[0] = xs[0] * 2.0
+    return sum(y * y for y in ys)
+
+
+def list_overwritten(xs):
+    ys = [0.0] * 2
+    for x in xs:
+        ys[0] = ys[0] + x
+        ys[1] = ys[0] * x  # (reads the value just written, with its own slot)
+    return ys[0] * ys[1]
+
+
+def _push_square(ys, v):
+    ys.append(v * v)
+    return v
+
+
+def list_filled_by_a_helper(xs, c):
+    ys = []
+    for x in xs:
+        ys.append(_push_square(ys, x * c))
+    return sum(ys, c)
+
+
 XS = [-1.4, -0.3, 0.2, 0.7, 1.1, 1.6]
 YS = [0.5, -0.25, 1.5]
 PTS = [[0.1 * i, 0.2 * i + 1.0] for i in range(6)]
@@ -193,6 +232,10 @@ CASES = [
     (closure_reads_the_binding_at_the_call, (0.7, -1.3)),
     (local_def_with_branches_and_shadowing, (XS, -0.2)),
     (local_def_in_a_loop, (XS, 0.6)),
+    (list_built_then_read, (XS, 0.7)),
+    (list_preallocated, (XS, 0.5)),
+    (list_overwritten, (XS,)),
+    (list_filled_by_a_helper, (XS, 1.5)),
 ]
 IDS = [fn.__name__ for fn, _ in CASES]
 
@@ -341,3 +384,36 @@ def test_local_functions_the_ordinary_code_keeps(fn, args, want):
     grads = astad.reverse_diff(fn).grad(*args)
     got = grads[0] if len(args) > 1 else grads
     assert got == pytest.approx(want, rel=1e-13)
+
+
+def list_returned(xs):
+    ys = []
+    for x in xs:
+        ys.append(x * x)
+    return ys
+
+
+def list_aliased(xs):
+    ys = [0.0] * 2
+    zs = ys
+    zs[0] = xs[0] * 3.0  # (writes ys too)
+    return ys[0] + ys[1]
+
+
+def list_popped(xs):
+    ys = []
+    for x in xs:
+        ys.append(x * x)
+    ys.pop()
+    return sum(ys)
+
+
+def test_what_a_made_list_leaves_to_the_ordinary_code():
+    """A list returned, bound to a second name or changed by another method: the
+    ordinary code, with Python's meaning."""
+    assert codegen.build(list_aliased).tapeless is None
+    assert astad.reverse_diff(list_aliased).grad(XS)[0] == 3.0
+    assert astad.reverse_diff(list_popped).grad(XS) == pytest.approx(
+        [2.0 * v for v in XS[:-1]] + [0.0])
+    jac = astad.jacrev(list_returned)(XS)
+    assert jac[1][1] == 2.0 * XS[1] and jac[1][0] == 0.0

@@ -1,8 +1,8 @@
 """Random programs in the subset the specialised code takes (every loop form, branches,
-conditional expressions, tuples, helpers inlined or called as nested functions,
-sums of generators and list comprehensions over helpers, recursion, int arguments, a
-matrix read by rows; ints and lists of numpy.float64 where
-floats are taken), each checked against the ordinary code with one tape entry per
+conditional expressions, tuples, helpers inlined or called as nested functions, sums of
+generators and list comprehensions over helpers, lists built and written, recursion,
+int arguments, a matrix read by rows; ints and lists of numpy.float64 where floats are
+taken), each checked against the ordinary code with one tape entry per
 primitive operation (``preaccumulate=False``: the rules' own partials, no specialised
 code) and against forward mode (``astad.jvp``). Deterministic: ``ASTAD_SPECIALISED_FUZZ``
 programs (default 40) from seed ``ASTAD_SPECIALISED_SEED`` (default 0)."""
@@ -54,6 +54,16 @@ def _power(a, k):
     return a * _power(a, k - 1)
 
 
+def _smooth_list(vs, w):
+    ys = []
+    for v in vs:
+        ys.append(math.tanh(w * v))
+    out = [0.0] * len(ys)
+    for i in range(len(ys)):
+        out[i] = ys[i] * ys[-1 - i] + out[i - 1]
+    return sum(out)
+
+
 def _norm(vs):
     total = 0.0
     for v in vs:
@@ -100,7 +110,8 @@ class Program:
                                     f"sum((v * {self.atom()} for v in xs if v > 0.0), "
                                     f"{self.atom()})",
                                     f"sum([_mix(v, {self.atom()}) for v in xs])",
-                                    "sum(_soft(v * w, -0.5, 0.5) for v in xs for w in xs)"])
+                                    "sum(_soft(v * w, -0.5, 0.5) for v in xs for w in xs)",
+                                    f"_smooth_list(xs, {self.atom()})"])
         if r < 0.95:
             return f"_pair({self.atom()}, {self.atom()})[{self.rng.randint(0, 1)}]"
         return f"abs({self.expr(depth + 1)})"

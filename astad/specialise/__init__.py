@@ -7,7 +7,8 @@ floats, a list of lists of floats or a dataclass of floats, each float a local o
   tape) and its forward-mode code (forward.py);
 - value_kinds.py says what the writers know of each value; expressions.py writes expressions;
   inline.py inlines the helpers, methods and local functions a function calls;
-  comprehensions.py writes ``sum`` of a generator as its loop;
+  comprehensions.py writes ``sum`` of a generator as its loop; lists.py the lists the code
+  makes and writes;
 - ``Writer`` (loops.py) is the writers' base class: statements there, expressions in
   expressions.py, inlined calls in inline.py; a ``Scope`` is one function body being
   written (the user's function, or one inlined call of a helper); a writer that meets

@@ -35,12 +35,20 @@ class Comprehensions:
 
     @staticmethod
     def is_comprehension_sum(node, callee) -> bool:
+        """``sum(<generator>)``, or ``sum(xs)`` of a name (a list: its generator)."""
         return callee is sum and not node.keywords and 1 <= len(node.args) <= 2 and \
-            isinstance(node.args[0], (gast.GeneratorExp, gast.ListComp))
+            isinstance(node.args[0], (gast.GeneratorExp, gast.ListComp, gast.Name))
 
     def comprehension_sum(self, node, depth: int, line: int):
         """The value of ``sum(<generator>[, start])``, its loop emitted before it."""
         generator = node.args[0]
+        active = None
+        if isinstance(generator, gast.Name):  # sum(xs): sum(x for x in xs)
+            active = self.active(generator)
+            term = self.fresh("term")
+            generator = gast.GeneratorExp(gast.Name(term, gast.Load(), None, None), [
+                gast.comprehension(gast.Name(term, gast.Store(), None, None), generator,
+                                   [], 0)])
         scope = self.scope
         if self.static_binding or any(g.is_async for g in generator.generators) or \
                 not all(_only_in_comprehensions(scope.root, name)
@@ -48,7 +56,9 @@ class Comprehensions:
             raise CannotSpecialise  # straight-line code, or a name Python keeps apart
         start = self.evaluate(node.args[1], depth, line) if len(node.args) == 2 else \
             Plain("0")
-        active = scope.activity.active(generator.elt) or isinstance(start, Float)
+        if active is None:
+            active = scope.activity.active(generator.elt)
+        active = active or isinstance(start, Float)
         total, item = "sum()", "sum() item"  # (not identifiers: never a user's names)
         local = scope.vars[total] = self.new_local(
             "total", Float("", "") if active else Plain(""), active, own=False)

@@ -19,7 +19,8 @@ import weakref
 import gast
 
 from ..transform.preaccumulate import Const, Leaf, Op, differentiate
-from .value_kinds import (Alias, Float, FloatLocal, ListArg, LocalFunction, MatrixArg, Plain,
+from .value_kinds import (Alias, Float, FloatLocal, ListArg, ListLocal, LocalFunction,
+                          MatrixArg, Plain,
                           PlainLocal, RecordArg, RecordLocal, RecordVal, Row, RowLocal,
                           TupleLocal, TupleVal, ABSENT, constant_global, nonnegative,
                           plain_record_class, record_fields, CannotSpecialise)
@@ -257,7 +258,7 @@ class Expressions:
         if isinstance(value, Float) and value.param is not None and kind == "list":
             raise Retry(value.param, "matrix")  # an element of a list parameter, as a list
         return value if isinstance(value, (ListArg, MatrixArg, Row, TupleVal, RecordVal,
-                                           RecordArg)) else None
+                                           RecordArg, ListLocal)) else None
 
     def constant_index(self, node, length: int) -> int:
         if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
@@ -533,7 +534,7 @@ class Expressions:
                 f"({value.value})"
         if quiet and isinstance(value, (Float, Row)):
             return value.value
-        if quiet and isinstance(value, (ListArg, MatrixArg)):
+        if quiet and isinstance(value, (ListArg, MatrixArg, ListLocal)):
             return value.name
         raise CannotSpecialise  # a derivative would be lost (or a record used as a value)
 
@@ -578,6 +579,9 @@ class Expressions:
         container = self.container(node.value, depth, line)
         if isinstance(container, TupleVal):
             return container.items[self.constant_index(node.slice, len(container.items))]
+        if isinstance(container, ListLocal):
+            return self.list_element(container, self.index(node.slice, "k", depth, line),
+                                     depth, line)
         if not isinstance(container, (ListArg, Row, MatrixArg)):
             raise CannotSpecialise
         k = self.index(node.slice, "k", depth, line)

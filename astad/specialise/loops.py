@@ -43,18 +43,20 @@ from ..front.activity import shadowed_builtins
 from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import Expressions, Retry
 from .inline import Inliner, lambda_function
-from .value_kinds import (Alias, Float, FloatLocal, ListArg, LocalFunction, MatrixArg, Plain,
+from .value_kinds import (Alias, Float, FloatLocal, ListArg, ListLocal, LocalFunction,
+                          MatrixArg, Plain,
                           PlainLocal, RecordArg, RecordLocal, RecordVal, Resolver, Row,
                           RowLocal, TupleLocal, TupleVal, int_context_names,
                           parameter_guesses)
 from ..registry import publish
 from .comprehensions import Comprehensions
+from .lists import Lists
 from .expressions import CannotSpecialise, parse_with_user_lines
 
 publish("plain_types", frozenset({int, bool, str, type(None)}))
 
 
-class Writer(Inliner, Comprehensions, Expressions):
+class Writer(Inliner, Comprehensions, Lists, Expressions):
     """Writes one specialised function: statements here, expressions in specialise/expressions.py,
     inlined calls in inline.py. The default mode records a flat tape."""
 
@@ -93,8 +95,8 @@ class Writer(Inliner, Comprehensions, Expressions):
         if isinstance(like, RecordVal):
             return RecordLocal(like.cls, {f: self.new_local(f"{base}_{f}", v, active, False)
                                           for f, v in like.fields.items()})
-        if isinstance(like, (ListArg, MatrixArg, RecordArg)):
-            raise CannotSpecialise  # a list or a record argument rebound to a local
+        if isinstance(like, (ListArg, MatrixArg, RecordArg, ListLocal)):
+            raise CannotSpecialise  # a list or a record bound to a second name
         if isinstance(like, Float) and not active:
             raise CannotSpecialise  # the analysis found it constant, yet it gets a derivative
         name = base if own else self.fresh(base)
@@ -188,6 +190,13 @@ class Writer(Inliner, Comprehensions, Expressions):
             self.define(stmt.targets[0].id, lambda_function(stmt.targets[0].id, stmt.value))
         elif isinstance(stmt, gast.FunctionDef):
             self.define(stmt.name, stmt)
+        elif isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and (
+                isinstance(stmt.targets[0], gast.Name) and
+                self.make_list(stmt.targets[0].id, stmt.value, depth, line) or
+                self.write_element(stmt.targets[0], stmt.value, depth, line)):
+            pass  # a list made, or an element of one written (specialise/lists.py)
+        elif isinstance(stmt, gast.Expr) and self.append(stmt, depth, line):
+            pass
         elif isinstance(stmt, gast.Assign):
             value = self.evaluate(stmt.value, depth, line)
             if len(stmt.targets) > 1 and not isinstance(value, Plain):
@@ -327,6 +336,8 @@ class Writer(Inliner, Comprehensions, Expressions):
         value = self.evaluate(node, depth, line)
         if isinstance(value, ListArg):
             return [value.name, self.handles(value)], Float("", "", value.param)
+        if isinstance(value, ListLocal):
+            return [value.name, value.handles], Float("", "")
         if isinstance(value, Row):
             row = self.stable(value.value, depth, line)
             return [row, self.handles(Row(row, value.handle))], Float("", "")

@@ -188,6 +188,18 @@ class Alias:
         return self.value
 
 
+class ListLocal:
+    """A list of floats the code makes (specialise/lists.py): ``name`` holds its values,
+    ``handles`` each value's handle (a slot, or a tangent)."""
+    __slots__ = ("name", "handles")
+
+    def __init__(self, name: str, handles: str):
+        self.name, self.handles = name, handles
+
+    def read(self):
+        return self
+
+
 class LocalFunction:
     """A function the code defines (``def g(t): ...`` or ``g = lambda t: ...``), never
     rebound: each call is its body inlined, its free names read in ``scope``, the body

@@ -1,0 +1,106 @@
+"""Lists of floats the code makes, in the float-specialised code.
+
+``ys = []`` (or ``[0.0] * n``), then ``ys.append(v)`` or ``ys[i] = v``, then reads of
+``ys[k]``, ``for y in ys``, ``len(ys)`` and ``sum(ys)``: the list is a ``ListLocal``,
+two lists side by side in the written code, its values and each value's handle (its
+tape slot, or its tangent), so a write is two stores and a read two loads, with no
+tape entry of its own. A value written is read back with the handle it was written
+with, as the taped code reads the dual it stored. Anything else done with the list (it
+is returned, passed where its values are not read one by one, bound to a second name)
+leaves the function to the ordinary code.
+"""
+from __future__ import annotations
+
+import gast
+
+from .value_kinds import CannotSpecialise, Float, ListLocal, Plain
+
+
+class Lists:
+    """The writer's half that makes and writes lists (loops.Writer)."""
+
+    def make_list(self, name: str, node, depth: int, line: int) -> bool:
+        """``name = []`` or ``name = [c] * n`` (``c`` a number): a ListLocal, and True;
+        False if ``node`` makes no such list."""
+        if isinstance(node, gast.List) and not node.elts:
+            size = None
+        elif isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult) and \
+                isinstance(node.left, gast.List) and len(node.left.elts) == 1 and \
+                isinstance(node.left.elts[0], gast.Constant) and \
+                type(node.left.elts[0].value) in (int, float):
+            size = self.plain(node.right, depth, line, quiet=True)
+            fill = repr(node.left.elts[0].value)
+        else:
+            return False
+        if self.static_binding:
+            raise CannotSpecialise  # (straight-line code: handles are names, not lists)
+        local = self.scope.vars.get(name)
+        if local is None:
+            if self.scope.owner(name) is not self.scope:
+                raise CannotSpecialise  # (a local function's: not its own name)
+            base = self.scope.prefix + name
+            local = self.scope.vars[name] = ListLocal(
+                base if not self.scope.prefix else self.fresh(base),
+                self.fresh(f"{base}{self.names['suffix']}s"))
+        elif not isinstance(local, ListLocal):
+            raise CannotSpecialise  # a name bound to a float elsewhere, or an argument
+        if size is None:
+            self.emit(depth, f"{local.name} = []", line)
+            self.emit(depth, f"{local.handles} = []", line)
+        else:
+            size = self.stable(size, depth, line)
+            self.emit(depth, f"{local.name} = [{fill}] * {size}", line)
+            self.emit(depth, f"{local.handles} = [{self.constant}] * {size}", line)
+        return True
+
+    def listed(self, node):
+        """The ListLocal ``node`` names (through a helper's parameter too), or None."""
+        if not isinstance(node, gast.Name) or self.scope.owner(node.id) is None:
+            return None
+        value = self.read(node.id)
+        return value if isinstance(value, ListLocal) else None
+
+    def stored(self, node, depth: int, line: int):
+        """The value of ``node`` as a (value, handle) pair of names, to be stored."""
+        value = self.saved(self.evaluate(node, depth, line), depth, line)
+        if isinstance(value, Float):
+            return self.stable(value.value, depth, line), value.handle or self.constant
+        if isinstance(value, Plain):
+            if value.param is not None:
+                self.flows(value.param)
+            return self.stable(value.value, depth, line), self.constant
+        raise CannotSpecialise  # a list of tuples, lists or records
+
+    def append(self, stmt, depth: int, line: int) -> bool:
+        """``ys.append(v)`` of a ListLocal: True once written, else False."""
+        call = stmt.value
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and
+                call.func.attr == "append" and len(call.args) == 1 and not call.keywords):
+            return False
+        local = self.listed(call.func.value)
+        if local is None:
+            return False
+        value, handle = self.stored(call.args[0], depth, line)
+        self.emit(depth, f"{local.name}.append({value})", line)
+        self.emit(depth, f"{local.handles}.append({handle})", line)
+        return True
+
+    def write_element(self, target, value_node, depth: int, line: int) -> bool:
+        """``ys[i] = v`` of a ListLocal: True once written, else False."""
+        if not isinstance(target, gast.Subscript) or isinstance(target.slice, gast.Slice):
+            return False
+        local = self.listed(target.value)
+        if local is None:
+            return False
+        value, handle = self.stored(value_node, depth, line)  # (Python: the value first)
+        k = self.index(target.slice, "k", depth, line)
+        self.emit(depth, f"{local.name}[{k}] = {value}", line)
+        self.emit(depth, f"{local.handles}[{k}] = {handle}", line)
+        return True
+
+    def list_element(self, local, k: str, depth: int, line: int):
+        """``ys[k]`` of a ListLocal: its value and the handle stored with it, read now."""
+        x, h = self.temp("x"), self.temp("h")
+        self.emit(depth, f"{x} = {local.name}[{k}]", line)
+        self.emit(depth, f"{h} = {local.handles}[{k}]", line)
+        return Float(x, h)
