@@ -197,6 +197,12 @@ def list_overwritten(xs):
     return ys[0] * ys[1]
 
 
+def list_display(x, y):
+    v = [x * y, x + y, 2]
+    v[2] = v[0] * v[1] + v[2]
+    return sum(v) + v[-1]
+
+
 def _push_square(ys, v):
     ys.append(v * v)
     return v
@@ -236,6 +242,7 @@ CASES = [
     (list_preallocated, (XS, 0.5)),
     (list_overwritten, (XS,)),
     (list_filled_by_a_helper, (XS, 1.5)),
+    (list_display, (0.7, -1.3)),
 ]
 IDS = [fn.__name__ for fn, _ in CASES]
 

@@ -1,6 +1,6 @@
 """Lists of floats the code makes, in the float-specialised code.
 
-``ys = []`` (or ``[0.0] * n``), then ``ys.append(v)`` or ``ys[i] = v``, then reads of
+``ys = []`` (or ``[a, b]``, ``[0.0] * n``), then ``ys.append(v)`` or ``ys[i] = v``, then reads of
 ``ys[k]``, ``for y in ys``, ``len(ys)`` and ``sum(ys)``: the list is a ``ListLocal``,
 two lists side by side in the written code, its values and each value's handle (its
 tape slot, or its tangent), so a write is two stores and a read two loads, with no
@@ -20,9 +20,10 @@ class Lists:
     """The writer's half that makes and writes lists (loops.Writer)."""
 
     def make_list(self, name: str, node, depth: int, line: int) -> bool:
-        """``name = []`` or ``name = [c] * n`` (``c`` a number): a ListLocal, and True;
-        False if ``node`` makes no such list."""
-        if isinstance(node, gast.List) and not node.elts:
+        """``name = [a, b, ...]`` (``[]`` too) or ``name = [c] * n`` (``c`` a number): a
+        ListLocal, and True; False if ``node`` makes no such list."""
+        if isinstance(node, gast.List) and not any(isinstance(e, gast.Starred)
+                                                   for e in node.elts):
             size = None
         elif isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult) and \
                 isinstance(node.left, gast.List) and len(node.left.elts) == 1 and \
@@ -44,9 +45,10 @@ class Lists:
                 self.fresh(f"{base}{self.names['suffix']}s"))
         elif not isinstance(local, ListLocal):
             raise CannotSpecialise  # a name bound to a float elsewhere, or an argument
-        if size is None:
-            self.emit(depth, f"{local.name} = []", line)
-            self.emit(depth, f"{local.handles} = []", line)
+        if size is None:  # (a display: its elements evaluated first, as Python does)
+            pairs = [self.stored(e, depth, line) for e in node.elts]
+            self.emit(depth, f"{local.name} = [{', '.join(v for v, _ in pairs)}]", line)
+            self.emit(depth, f"{local.handles} = [{', '.join(h for _, h in pairs)}]", line)
         else:
             size = self.stable(size, depth, line)
             self.emit(depth, f"{local.name} = [{fill}] * {size}", line)
