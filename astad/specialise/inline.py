@@ -58,9 +58,7 @@ class Inliner:
         values = self.arguments(node, callee, params, len(args.posonlyargs), depth, line)
         body = _statements(root.body)
         recursion = callee in self.inlining or callee.__code__ is self.fn.__code__
-        one_return = bool(body) and isinstance(body[-1], gast.Return) and \
-            body[-1].value is not None and \
-            not any(isinstance(n, gast.Return) for s in body[:-1] for n in gast.walk(s))
+        one_return = _one_return(body)
         branches = None if recursion or one_return else _returns_as_branches(body)
         if recursion or not one_return and branches is None:
             # a recursion, or a return inside a loop: a function of its own
@@ -116,11 +114,10 @@ class Inliner:
         """``def name(...)`` or ``name = lambda ...`` (``node`` its FunctionDef): bound to
         a LocalFunction of the scope being written."""
         args = node.args
-        if self.scope.owner(name) is self.scope and name in self.scope.vars or \
-                node.decorator_list or args.vararg or args.kwarg or args.kwonlyargs or \
-                args.defaults or any(isinstance(n, (gast.Nonlocal, gast.Global, gast.Yield,
-                                                    gast.YieldFrom))
-                                     for n in gast.walk(node)):
+        if name in self.scope.vars or node.decorator_list or args.vararg or args.kwarg or \
+                args.kwonlyargs or args.defaults or any(
+                    isinstance(n, (gast.Nonlocal, gast.Global, gast.Yield, gast.YieldFrom))
+                    for n in gast.walk(node)):
             raise CannotSpecialise  # rebound, decorated, or more than plain parameters
         self.scope.vars[name] = LocalFunction(node, self.scope)
 
@@ -135,9 +132,7 @@ class Inliner:
             raise CannotSpecialise  # keywords, a recursion, or too much code
         values = dict(zip(params, self.evaluate_all(list(node.args), depth, line)))
         body = _statements(root.body)
-        one_return = bool(body) and isinstance(body[-1], gast.Return) and \
-            body[-1].value is not None and \
-            not any(isinstance(n, gast.Return) for s in body[:-1] for n in gast.walk(s))
+        one_return = _one_return(body)
         branches = None if one_return else _returns_as_branches(body)
         if not one_return and branches is None:
             raise CannotSpecialise  # a return inside a loop
@@ -291,6 +286,13 @@ def _statements(body: list) -> list:
     """A function's statements without its docstring and bare constants."""
     return [s for s in body if not (isinstance(s, gast.Expr) and isinstance(
         s.value, gast.Constant))]
+
+
+def _one_return(body: list) -> bool:
+    """Does ``body`` return a value at its end, and only there?"""
+    return bool(body) and isinstance(body[-1], gast.Return) and \
+        body[-1].value is not None and \
+        not any(isinstance(n, gast.Return) for s in body[:-1] for n in gast.walk(s))
 
 
 def lambda_function(name: str, node):
