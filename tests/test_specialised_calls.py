@@ -424,3 +424,21 @@ def test_what_a_made_list_leaves_to_the_ordinary_code():
         [2.0 * v for v in XS[:-1]] + [0.0])
     jac = astad.jacrev(list_returned)(XS)
     assert jac[1][1] == 2.0 * XS[1] and jac[1][0] == 0.0
+
+
+@pytest.mark.parametrize("inner, x", [
+    (lambda c: astad.grad(lambda d: local_lambda(XS, d))(c), 0.25),
+    (lambda w: astad.grad(lambda v: list_built_then_read(XS, v))(w), 0.7),
+    (lambda x: astad.grad(scaled_range_sum)(x), 0.7),
+    (lambda y: astad.grad(list_display, argnums=1)(0.7, y), -1.3),
+    (lambda c: astad.grad(method_of_a_made_record, argnums=2)(
+        Body(0.3, 0.4, 2.0), [1.0, -0.5], c), 1.5),
+], ids=["lambda", "list", "generator", "display", "method"])
+def test_the_constructs_compose_in_a_gradient_of_a_gradient(inner, x):
+    """A derivative of a gradient whose code inlines these constructs: by reverse mode
+    over it and by forward mode over it, against central differences of the gradient."""
+    h = 1e-5
+    fd = (inner(x + h) - inner(x - h)) / (2 * h)
+    second = astad.grad(inner)(x)
+    assert second == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    assert astad.jvp(inner, (x,), (1.0,))[1] == pytest.approx(second, rel=1e-12, abs=1e-14)

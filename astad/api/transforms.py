@@ -30,8 +30,9 @@ from ..compile import calls as compiled
 from ..compile.entry import CACHE, cached
 from . import pickling
 from ..transform.bindings import MISSING
-from .diff import DiffFunction, Pullback, float_result_gradient, reverse_pass, specialised_call
-from ..core.reverse_pass import ScaledPullback, pause_gc, snapshot
+from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
+                   reverse_pass, specialised, specialised_call)
+from ..core.reverse_pass import ScaledPullback, snapshot
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
@@ -287,23 +288,12 @@ def _float_vjp(fun, primals):
     """``vjp`` of a float-valued plain function of floats and lists of floats by the
     code written for them (as ``f.vjp`` runs it): the value and a pullback scaling the
     gradient; None where that code does not apply."""
-    if type(fun) is not types.FunctionType or running.stack or \
-            not resolvable_function(fun):
+    if type(fun) is not types.FunctionType or not resolvable_function(fun):
         return None
     for p in primals:
         if type(p) is not float and not (type(p) is list and floats(*p) and p):
             return None  # (ints, arrays, structures: the pass, as JAX's vjp)
-    entry = compiled.transformed(fun)
-    if entry.tapeless is None or len(primals) != entry.arity:
-        return None
-    try:
-        if entry.tapes:
-            with pause_gc():
-                out = entry.tapeless(*primals)
-        else:
-            out = entry.tapeless(*primals)
-    except Exception:  # noqa: BLE001 (it only reads its arguments: the pass raises it)
-        return None
+    out = specialised(compiled.transformed(fun), fun, primals, ALL_GRADIENTS, current=True)
     if out is None or type(out[0]) is not float:
         return None
     pullback = ScaledPullback(_Taped(fun, len(primals)), tuple(map(snapshot, primals)),

@@ -20,10 +20,9 @@ import gast
 
 from ..transform.preaccumulate import Const, Leaf, Op, differentiate
 from .value_kinds import (Alias, Float, FloatLocal, ListArg, ListLocal, LocalFunction,
-                          MatrixArg, Plain,
-                          PlainLocal, RecordArg, RecordLocal, RecordVal, Row, RowLocal,
-                          TupleLocal, TupleVal, ABSENT, constant_global, nonnegative,
-                          plain_record_class, record_fields, CannotSpecialise)
+                          MatrixArg, Plain, PlainLocal, RecordArg, RecordLocal, RecordVal,
+                          Row, RowLocal, TupleLocal, TupleVal, ABSENT, CannotSpecialise,
+                          constant_global, nonnegative, plain_record_class, record_fields)
 from ..registry import formula, total
 from ..rules.scalar import rule_namespace
 
@@ -185,8 +184,10 @@ class Expressions:
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
                 isinstance(node.func.value, gast.Name) and self.is_local(node.func.value):
             return self.method_call(node, depth, line)  # p.dist(q)
-        if isinstance(node, gast.Call) and self.local_function(node.func) is not None:
-            return self.inline_local(node, self.local_function(node.func), depth, line)
+        local_function = self.local_function(node.func) if isinstance(node, gast.Call) \
+            else None
+        if local_function is not None:
+            return self.inline_local(node, local_function, depth, line)
         if isinstance(node, gast.Call) and not self.is_local(node.func) and \
                 not self.no_derivative(node):
             callee = self.scope.resolver.callee(node.func)

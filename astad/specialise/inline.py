@@ -183,7 +183,8 @@ class Inliner:
         return cls
 
     def specialised_call(self, callee, root, filename, params, values, body, depth, line):
-        """A call of ``callee`` that cannot be inlined (it recurses, or returns early): a
+        """A call of ``callee`` that cannot be inlined (it recurses, or returns inside a
+        loop): a
         nested function written for the kinds of its arguments (floats and plain
         values), once per kinds, called with each float's handle beside it."""
         if self.static_binding:
@@ -245,7 +246,7 @@ class Inliner:
             first = scope.user_line(root.lineno)
             self.functions_text += [
                 (f"    # {callee.__name__}({', '.join(params)}), written for its arguments' "
-                 "kinds (it recurses, or returns early)", first),
+                 "kinds (it recurses, or returns inside a loop)", first),
                 (f"    {self.function_header(name, formal)}", first)] + self.lines
         finally:
             self.inlining.pop()

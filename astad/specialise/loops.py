@@ -44,9 +44,8 @@ from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import Expressions, Retry
 from .inline import Inliner, lambda_function
 from .value_kinds import (Alias, Float, FloatLocal, ListArg, ListLocal, LocalFunction,
-                          MatrixArg, Plain,
-                          PlainLocal, RecordArg, RecordLocal, RecordVal, Resolver, Row,
-                          RowLocal, TupleLocal, TupleVal, int_context_names,
+                          MatrixArg, Plain, PlainLocal, RecordArg, RecordLocal, RecordVal,
+                          Resolver, Row, RowLocal, TupleLocal, TupleVal, int_context_names,
                           parameter_guesses)
 from ..registry import publish
 from .comprehensions import Comprehensions
@@ -102,7 +101,7 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
         name = base if own else self.fresh(base)
         if active:
             return FloatLocal(name, self.fresh(name + self.names["suffix"]),
-                              getattr(like, "param", None) if isinstance(like, Float) else None)
+                              like.param if isinstance(like, Float) else None)
         return PlainLocal(name)
 
     def record_field(self, record, name: str):
