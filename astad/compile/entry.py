@@ -36,7 +36,7 @@ class Entry:
     __slots__ = ("function", "code", "dependencies", "taped", "tapeless", "tapes", "arity",
                  "forward", "forward_unchecked", "hvp", "transformed_source",
                  "specialised_source", "forward_source", "source", "helpers", "recipe",
-                 "__weakref__")
+                 "cell_recipes", "__weakref__")
 
     def __init__(self, fn, taped, dependencies: list, source: str, tapeless=None,
                  specialised: str = ""):
@@ -58,6 +58,9 @@ class Entry:
         # (its code, each free variable's cell: ("cell", cell), ("user", k) the function's
         # k-th closure cell, or ("itself", None))
         self.recipe = None
+        # the artifacts that read the function's closure cells, by role -> how each is
+        # bound to a function's cells (with_cells)
+        self.cell_recipes: dict = {}
 
     def is_current(self, fn) -> bool:
         """Was this written from ``fn``'s code, and does every binding it was written for
@@ -73,7 +76,7 @@ class Template:
     (only functions without defaults make one), so a function made at run time over a
     large array is not kept alive by it."""
 
-    __slots__ = ("recipe", "globals", "dependencies", "artifacts", "doc")
+    __slots__ = ("recipe", "globals", "dependencies", "artifacts", "doc", "cell_recipes")
     SHARED = ("tapeless", "tapes", "forward", "forward_unchecked", "specialised_source",
               "forward_source", "source", "helpers", "transformed_source")
 
@@ -81,8 +84,9 @@ class Template:
         taped = entry.taped
         self.recipe, self.globals, self.doc = entry.recipe, taped.__globals__, taped.__doc__
         self.dependencies = entry.dependencies  # (no weak reference to the function: it
-        self.artifacts = {slot: getattr(entry, slot) for slot in self.SHARED}  # has no
-        # defaults)
+        self.artifacts = {slot: getattr(entry, slot) for slot in self.SHARED  # has no
+                          if slot not in entry.cell_recipes}  # defaults; no cell either)
+        self.cell_recipes = entry.cell_recipes
 
 
 def template_of(entry: Entry, fn) -> Template | None:
@@ -118,8 +122,18 @@ def rebound(template: Template, fn) -> Entry | None:
                   template.artifacts["transformed_source"])
     for slot, value in template.artifacts.items():
         setattr(entry, slot, value)  # (written for kinds of values, not for the function)
-    entry.recipe = template.recipe
+    for slot, recipe in template.cell_recipes.items():
+        setattr(entry, slot, with_cells(recipe, fn))
+    entry.recipe, entry.cell_recipes = template.recipe, template.cell_recipes
     return entry
+
+
+def with_cells(recipe: tuple, fn):
+    """The specialised code ``recipe`` describes (its code, globals, and the positions in
+    ``fn``'s closure of the cells it reads), as a function over ``fn``'s cells."""
+    code, namespace, positions = recipe
+    return types.FunctionType(code, namespace, code.co_name, None,
+                              tuple(fn.__closure__[k] for k in positions))
 
 
 def _contents(cell):

@@ -35,7 +35,7 @@ from ..rules.scalar import rule_namespace
 from ..specialise import specialise
 from ..transform.bindings import distinct
 from ..transform.reverse import Names, transform
-from .entry import Entry, remember
+from .entry import Entry, remember, with_cells
 from .render import render
 
 
@@ -68,7 +68,9 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
         entry.helpers = tuple(resolve.helpers)
     if tapeless is not None:
         function, text = tapeless
-        entry.tapeless = _compile_as(function, fn, parsed.filename)
+        entry.tapeless, recipe = _compile_as(function, fn, parsed.filename)
+        if recipe is not None:  # (it reads the user's closure: bound again per function)
+            entry.cell_recipes = {"tapeless": recipe}
         said = re.match(r"\s*# every argument (.*?): ", text.split("\n")[1])
         kinds = said.group(1) if said else "a float"
         entry.specialised_source = (
@@ -78,10 +80,10 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
         entry.tapes = "gradient_of(" in text
     if forward is not None:  # forward mode on float arguments
         function, text, unchecked = forward
-        entry.forward = _compile_as(function, fn, parsed.filename)
+        entry.forward = _compile_as(function, fn, parsed.filename)[0]
         entry.forward_source = text
         if unchecked is not None:
-            entry.forward_unchecked = _compile_as(unchecked, fn, parsed.filename)
+            entry.forward_unchecked = _compile_as(unchecked, fn, parsed.filename)[0]
     return entry
 
 
@@ -116,10 +118,38 @@ def _rules_text(rules: list, filename: str) -> str:
 
 def _compile_as(function: ast.FunctionDef, fn, filename: str):
     """A function written for ``fn`` (specialised code), compiled: a traceback through it
-    names the user's function, as one through the taped code does."""
-    compiled = compile_rules([(function.name, function)], filename)[function.name]
-    compiled.__code__ = compiled.__code__.replace(co_name=fn.__name__)
-    return compiled
+    names the user's function, as one through the taped code does; and, if it reads
+    closure variables of ``fn`` by name (``astad_cells``), how it is bound to another
+    function's cells (``(code, globals, positions in fn's closure)``, entry.with_cells),
+    else None."""
+    cells = getattr(function, "astad_cells", ())
+    if not cells:
+        compiled = compile_rules([(function.name, function)], filename)[function.name]
+        compiled.__code__ = compiled.__code__.replace(co_name=fn.__name__)
+        return compiled, None
+    namespace = rule_namespace()
+    namespace.update(function.astad_callees)
+    prelude = [ast.Assign(targets=[ast.Name(n, ast.Store())], value=ast.Constant(None))
+               for n in cells]  # (so that the function reads them as free variables)
+    factory = ast.FunctionDef(
+        name="_astad_cells", args=ast.arguments(posonlyargs=[], args=[], vararg=None,
+                                                kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                                defaults=[]),
+        body=prelude + [function, ast.Return(ast.Name(function.name, ast.Load()))],
+        decorator_list=[], returns=None)
+    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
+        factory.type_params = []
+    module = ast.Module(body=[factory], type_ignores=[])
+    _locate(factory, function.lineno)
+    valid_positions(module)
+    code = compile(module, filename, "exec", dont_inherit=True)
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType)
+                 and c.co_name == function.name).replace(co_name=fn.__name__)
+    remember(inner)
+    free = fn.__code__.co_freevars
+    recipe = (inner, namespace, tuple(free.index(name) for name in inner.co_freevars))
+    return with_cells(recipe, fn), recipe
 
 
 def compile_rules(rules: list, filename: str) -> dict:

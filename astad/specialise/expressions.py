@@ -19,7 +19,8 @@ import weakref
 import gast
 
 from ..transform.preaccumulate import Const, Leaf, Op, differentiate
-from .value_kinds import (Alias, Float, FloatLocal, ListArg, ListLocal, LocalFunction,
+from .value_kinds import (Alias, Float, FloatLocal, FreeFunction, ListArg, ListLocal,
+                          LocalFunction,
                           MatrixArg, Plain, PlainLocal, RecordArg, RecordLocal, RecordVal,
                           Row, RowLocal, TupleLocal, TupleVal, ABSENT, CannotSpecialise,
                           constant_global, nonnegative, plain_record_class, record_fields)
@@ -73,6 +74,11 @@ class Expressions:
         """The value of the user's name ``name`` in the scope being written (or, in a
         local function, the one it is defined in)."""
         scope = self.scope.owner(name)
+        if scope is None and name in self.scope.resolver.free:  # a closure's: its cell
+            value = self.free_value(name)
+            if isinstance(value, FreeFunction):
+                raise CannotSpecialise  # (a function used as a value)
+            return value
         if scope is None:  # a global: a constant written into the code (rebuilt if rebound)
             value = self.scope.resolver.value(name)
             if value is ABSENT or not constant_global(value):
@@ -96,7 +102,8 @@ class Expressions:
         if isinstance(node, gast.BinOp) and isinstance(node.op, gast.FloorDiv):
             return False
         if isinstance(node, gast.Call):
-            if self.local_function(node.func) is not None:
+            if self.local_function(node.func) is not None or \
+                    self.free_function(node.func) is not None:
                 return True  # (its free names may carry derivatives)
             if self.no_derivative(node):
                 return False
@@ -137,6 +144,14 @@ class Expressions:
         scope = self.scope.owner(func.id)
         local = scope.vars.get(func.id) if scope is not None else None
         return local if isinstance(local, LocalFunction) else None
+
+    def free_function(self, func):
+        """The FreeFunction ``func`` names (a function in a closure cell), or None."""
+        if not isinstance(func, gast.Name) or func.id not in self.scope.resolver.free or \
+                self.scope.owner(func.id) is not None:
+            return None
+        value = self.free_value(func.id)
+        return value if isinstance(value, FreeFunction) else None
 
     # -- values of any kind --------------------------------------------------------------
     volatile = None  # a handle only valid until the next tape entry (scalarloops: _vlast)
@@ -188,6 +203,9 @@ class Expressions:
             else None
         if local_function is not None:
             return self.inline_local(node, local_function, depth, line)
+        free = self.free_function(node.func) if isinstance(node, gast.Call) else None
+        if free is not None:
+            return self.inline_free(node, free, depth, line)
         if isinstance(node, gast.Call) and not self.is_local(node.func) and \
                 not self.no_derivative(node):
             callee = self.scope.resolver.callee(node.func)
@@ -543,6 +561,9 @@ class Expressions:
         if node.keywords or any(isinstance(a, gast.Starred) for a in node.args) or \
                 self.is_local(node.func):
             raise CannotSpecialise
+        free = self.free_function(node.func)
+        if free is not None:
+            return self._plain_value(self.inline_free(node, free, depth, line), quiet, None)
         callee = self.scope.resolver.callee(node.func)
         name = getattr(callee, "__name__", "")
         if isinstance(callee, types.FunctionType) and \
@@ -601,14 +622,16 @@ class Expressions:
 
 
 def parse_with_user_lines(lines: list, default_line: int | None = None,
-                          names: dict | None = None):
+                          names: dict | None = None, cells: tuple = ()):
     """The function written as ``lines`` of (text, user line), parsed, each node carrying
     the user's line (``default_line`` where a line has none), so a traceback through it
     names the user's file and statement; and its text. ``names``: the objects its text
-    names beside astad's rules (the classes whose methods it inlined)."""
+    names beside astad's rules (the classes whose methods it inlined); ``cells``: the
+    user's closure variables it reads by name (compiled as a closure over their cells)."""
     text = "\n".join(line for line, _ in lines) + "\n"
     function = ast.parse(text).body[0]
     function.astad_callees = dict(names or {})
+    function.astad_cells = tuple(cells)
     user_line = [lineno or default_line for _, lineno in lines]
     for node in ast.walk(function):
         if "lineno" in node._attributes:

@@ -43,6 +43,8 @@ class ForwardWriter(Writer):
     local; a list argument's ``start`` (a matrix's ``starts``) is the list of its
     tangents, a row's handle the row of its tangents."""
 
+    reads_cells = False  # (its unchecked form has no prologue: a closure's, the ordinary code)
+
     volatile = None  # (every tangent is a local of its own)
     zero_guards = False  # (see above: a tangent that is not finite runs the duals)
 

@@ -32,9 +32,10 @@ from ..front import fence
 from ..front.activity import bound_names
 from ..front.normalize import normalize
 from ..front.source import parse_function
-from .value_kinds import (Alias, Float, FloatLocal, LocalFunction, Plain, PlainLocal,
-                          RecordArg, RecordVal, Resolver, constant_global,
-                          plain_record_class)
+from ..registry import rule_name
+from .value_kinds import (FREE_CONSTANTS, Alias, Float, FloatLocal, FreeFunction,
+                          LocalFunction, Plain, PlainLocal, RecordArg, RecordVal, Resolver,
+                          constant_global, plain_record_class)
 from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import CannotSpecialise
 
@@ -45,11 +46,14 @@ _MAX_LINES = 4000        # generated lines: beyond, the ordinary code is smaller
 class Inliner:
     """The writer's half that inlines calls (scalarloops.Writer)."""
 
-    def inline(self, node, callee, depth: int, line: int):
-        """Emit the body of ``callee`` for the call ``node``; return the call's value."""
+    def inline(self, node, callee, depth: int, line: int, cells: str | None = None):
+        """Emit the body of ``callee`` for the call ``node``; return the call's value.
+        ``cells``: the written code's expression of the closure of a function held in a
+        closure cell (inline_free), whose own free names are read through it."""
         if len(self.inlining) >= _MAX_DEPTH or len(self.lines) > _MAX_LINES or \
-                not isinstance(callee, types.FunctionType) or callee.__code__.co_freevars:
-            raise CannotSpecialise  # a closure, or too much code: the ordinary code
+                not isinstance(callee, types.FunctionType) or \
+                callee.__code__.co_freevars and cells is None:
+            raise CannotSpecialise  # a global closure, or too much code: the ordinary code
         root, filename = _helper_tree(callee)
         args = root.args
         if args.vararg or args.kwarg or args.kwonlyargs:
@@ -61,13 +65,74 @@ class Inliner:
         one_return = _one_return(body)
         branches = None if recursion or one_return else _returns_as_branches(body)
         if recursion or not one_return and branches is None:
+            if cells is not None:
+                raise CannotSpecialise  # (a function of its own reads no cell)
             # a recursion, or a return inside a loop: a function of its own
             return self.specialised_call(callee, root, filename, params, values, body,
                                          depth, line)
         dependencies = self.scope.resolver.dependencies
-        dependencies.append((weakref.ref(callee), "__code__", callee.__code__))
-        return self.inlined(callee, callee.__name__, root, params, values, body, branches,
-                            Resolver(callee, dependencies), filename, None, depth, line)
+        if cells is None:  # (a closure's function: its code is checked when the code runs)
+            dependencies.append((weakref.ref(callee), "__code__", callee.__code__))
+        return self.inlined(callee, root.name, root, params, values, body, branches,
+                            Resolver(callee, dependencies, cells), filename, None, depth,
+                            line)
+
+    # -- closures: the cells of the function written, read when its code runs ----------
+    def free_value(self, name: str):
+        """The value of ``name``, a free name of the function being written (a closure
+        variable of the user's function, or of a function held in one of its cells):
+        read from its cell at the start of the written code, and its kind checked there,
+        so that every function of the same code, over other cells, runs this code (or,
+        given other kinds, the transformed code). A number, a string or None is a plain
+        value (a closure's float is not differentiated: a gradient is of the arguments);
+        a function is inlined where it is called (``FreeFunction``)."""
+        resolver = self.scope.resolver
+        fn = resolver.fn
+        if not self.reads_cells or name == "__class__":
+            raise CannotSpecialise
+        k = fn.__code__.co_freevars.index(name)
+        try:
+            value = fn.__closure__[k].cell_contents
+        except ValueError:
+            raise CannotSpecialise from None  # an empty cell
+        text = name if resolver.cells is None else f"{resolver.cells}[{k}].cell_contents"
+        known = self.free.get(text)
+        if known is not None:
+            return known
+        if resolver.cells is None:
+            if name in rule_helpers():
+                raise CannotSpecialise  # (it would hide a function the written code calls)
+            local = name  # (the written code is a closure over the same cells)
+            self.cells.append(name)
+        else:
+            local = self.fresh(f"{self.names['temp']}free_{name}")
+            self.prologue.append(f"{local} = {text}")
+        if type(value) in FREE_CONSTANTS:
+            known = Plain(local)
+            self.prologue.append(f"if type({local}) not in ad.free_constants:")
+        elif isinstance(value, types.FunctionType) and value.__defaults__ is None and \
+                value.__kwdefaults__ is None and rule_name(value)[0] is None:
+            code = self.fresh(f"{self.names['temp']}code_{name}")
+            namespace = self.fresh(f"{self.names['temp']}globals_{name}")
+            self.classes[code], self.classes[namespace] = value.__code__, value.__globals__
+            known = FreeFunction(local, value)
+            self.prologue.append(
+                f"if type({local}) is not ad.function or {local}.__code__ is not {code} or "
+                f"{local}.__globals__ is not {namespace} or {local}.__defaults__ is not None "
+                f"or {local}.__kwdefaults__ is not None or {local} in ad.rule_records:")
+        else:
+            raise CannotSpecialise  # (a list, an array, an object: the ordinary code)
+        self.prologue.append("    return None  # a closure over other kinds of values: the "
+                             "transformed code runs instead")
+        self.free[text] = known
+        return known
+
+    def inline_free(self, node, free, depth: int, line: int):
+        """A call of a function held in a closure cell: its body inlined for its code,
+        its own free names read through its closure."""
+        if free.fn in self.inlining:
+            raise CannotSpecialise  # a recursion through a closure: the ordinary code
+        return self.inline(node, free.fn, depth, line, cells=f"{free.name}.__closure__")
 
     def inlined(self, key, name, root, params, values, body, branches, resolver, filename,
                 parent, depth, line):
@@ -338,6 +403,8 @@ def _helper_tree(callee):
     try:
         parsed = parse_function(callee)
         root = parsed.node  # (found by its code object: decorators changed nothing)
+        if isinstance(root, gast.Lambda):
+            root = lambda_function("_lambda", root)
         if not isinstance(root, gast.FunctionDef):
             raise CannotSpecialise
         fence.check(root, parsed.filename)

@@ -60,6 +60,7 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
     inlined calls in inline.py. The default mode records a flat tape."""
 
     zero_guards = True  # a zero adjoint or tangent passes nothing on (fuse.differentiate)
+    reads_cells = True  # a closure's cells read in the prologue (inline.free_value)
 
     def __init__(self, fn, names, taken: set, int_names: set):
         self.fn = fn
@@ -77,6 +78,10 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
         self.function = None  # the nested function being written (None: the body)
         self.returns_from = None  # the scope whose return statements are written as such
         self.classes: dict = {}  # name in the code -> a class whose methods it inlined
+        # (or a closure's function's code and globals, which the prologue checks)
+        self.free: dict = {}  # a closure cell's expression -> its value (free_value)
+        self.prologue: list = []  # what reads and checks them, before the body
+        self.cells: list = []  # the user's closure variables the written code reads
 
     def emit(self, depth: int, text: str, lineno: int) -> None:
         self.lines.append(("    " * depth + text, lineno))
@@ -544,7 +549,7 @@ def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: 
         else:
             lines.append((text.replace(", _width_, ", f", {width}, "), line))
     head = [(text.replace("{width}", str(width)), line) for text, line in head]
-    return parse_with_user_lines(head + lines, root.lineno, writer.classes)
+    return parse_with_user_lines(head + lines, root.lineno, writer.classes, writer.cells)
 
 
 def user_scope(writer, root, fn, params, kinds, local_names, filename, found):
@@ -599,6 +604,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
         if checks:
             text += [f"if {' or '.join(checks)}:",
                      "    return None  # other arguments: the transformed code runs instead"]
+        text += writer.prologue
         exact = []  # the names saying that the arguments are the common case
         if floats:  # floats; an int (a constant: its gradient itself), a numpy.float64
             exact.append(f"{temp}floats")

@@ -240,7 +240,7 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
             head += [("        if " + " and ".join(f"type({p}) in ad.integers" for p in floats)
                       + ":", first), ("            return None  # no float: the transformed "
                                       "code says so", first)]
-    head += [(f"    {text}", first) for text in reads]
+    head += [(f"    {text}", first) for text in writer.prologue + reads]
     value, _, line = writer.result
     backward = writer.backward(first, inputs)
     lines = head + writer.lines + [(f"    {text}", at) for text, at in backward]
@@ -248,7 +248,7 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
         lines.append((f"    if not {temp}floats:", line))
         lines.append((f"        return {value}, {tuple_text(exact)}", line))
     lines.append((f"    return {value}, {tuple_text(gradients)}", line))
-    return parse_with_user_lines(lines, first, writer.classes)
+    return parse_with_user_lines(lines, first, writer.classes, writer.cells)
 
 
 __all__ = ["write_straight_line", "parse_with_user_lines", "CannotSpecialise", "tidy"]

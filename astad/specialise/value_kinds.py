@@ -200,6 +200,20 @@ class ListLocal:
         return self
 
 
+class FreeFunction:
+    """A function held in a closure cell of the function being written (``inner`` in
+    ``lambda v: -inner(v)``): each call is its body inlined, as a helper's is, for the
+    code it has now; the written code reads the cell in its prologue and checks that the
+    function there has that code (``name``: the local it is read into)."""
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name: str, fn):
+        self.name, self.fn = name, fn
+
+    def read(self):
+        raise CannotSpecialise  # (a function used as a value: the ordinary code)
+
+
 class LocalFunction:
     """A function the code defines (``def g(t): ...`` or ``g = lambda t: ...``), never
     rebound: each call is its body inlined, its free names read in ``scope``, the body
@@ -218,14 +232,18 @@ class LocalFunction:
 # -- static lookups in one function's namespace -------------------------------------------
 class Resolver:
     """What the free names of one function's code refer to now (its globals, then the
-    builtins; a closure variable is not resolved), each lookup recorded as a dependency
-    (namespace, name, value): the code is rebuilt when one changes."""
+    builtins), each lookup recorded as a dependency (namespace, name, value): the code is
+    rebuilt when one changes. A closure variable is not resolved here: the written code
+    reads its cell when it runs (inline.Inliner.free_value), through ``cells``, the
+    expression of the function's closure in the written code (None: the written code is
+    itself a closure over the same cells, and reads the name)."""
 
-    def __init__(self, fn, dependencies: list):
+    def __init__(self, fn, dependencies: list, cells: str | None = None):
         self.fn = fn
         self.globals = fn.__globals__
         self.free = set(fn.__code__.co_freevars)
         self.dependencies = dependencies
+        self.cells = cells
 
     def value(self, name: str):
         if name in self.free:
@@ -702,6 +720,11 @@ publish("tape_gradient_of", tape_gradient_of)
 publish("record_values", record_values)
 publish("plain_gradient", plain_gradient)
 publish("number_gradient", number_gradient)
+# a closure's values the written code reads as plain values (inline.Inliner.free_value)
+FREE_CONSTANTS = frozenset({float, int, bool, str, type(None)})
+publish("free_constants", FREE_CONSTANTS)
+publish("function", types.FunctionType)
+publish("rule_records", RECORDS)
 publish("quiet_types", frozenset({int, bool, str, type(None), float, _FLOAT64}))
 publish("numbers", frozenset({float, _FLOAT64, int, bool}))
 publish("integers", _INTEGERS)

@@ -1,0 +1,239 @@
+"""Closures on the specialised path (issue 27, items 1, 2 and 6): a function that reads
+its closure's numbers, or calls a function held in a closure cell (a lambda over a
+lambda, a nested ``def`` calling another), runs the code written for floats, its cells
+read when it runs, so every function made again of the same code runs it with its own
+cells. A cell of another kind (an array, a dual of an enclosing differentiation, a
+function of other code or with a rule of its own) runs the ordinary code. Checked
+against the ordinary transformed code, central differences, forward mode and values
+derived by hand."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import astad
+from astad.compile import calls
+
+
+def scaled_sine(a):
+    return lambda x: a * math.sin(x) * x
+
+
+def power_sum(k, n):  # a float scale, an int bound
+    def f(xs):
+        s = 0.0
+        for i in range(n):
+            s = s + xs[i] ** 2 * k
+        return s
+    return f
+
+
+def switched(flag, c):  # a bool tested, a float
+    def f(x, y):
+        if flag:
+            return x * y + c * math.exp(x)
+        return x - y * c
+    return f
+
+
+def saddle(p0, p1):  # (Siskind and Pearlmutter's saddle: a lambda over a lambda)
+    inner = lambda q: (p0 * p0 + p1 * p1) - (q[0] * q[0] + q[1] * q[1])  # noqa: E731
+    return lambda v: -inner(v) * p0
+
+
+def chain_of_closures(a, b):
+    def g(t):
+        return math.exp(a * t) + b
+
+    def h(t):
+        return g(t) * g(-t) + b  # a closure calling a closure
+
+    return lambda x, y: h(x) + h(y) * a
+
+
+def generator_in_closure(w, shift):
+    def loss(xs):
+        return sum(math.tanh(w * x - shift) for x in xs)
+    return loss
+
+
+XS = [0.3, -1.2, 0.8, 1.5]
+CASES = [  # (factory, two sets of its arguments, the made function's arguments)
+    (scaled_sine, [(2.0,), (-0.5,)], (0.7,)),
+    (power_sum, [(1.5, 3), (-2.0, 4)], (XS,)),
+    (switched, [(True, 0.5), (False, 2.0)], (0.4, -1.1)),
+    (saddle, [(1.0, 2.0), (0.5, -0.25)], ([0.3, 0.4],)),
+    (chain_of_closures, [(0.5, 1.0), (-0.3, 2)], (0.4, -0.9)),
+    (generator_in_closure, [(0.7, 0.1), (-1.3, 0.5)], (XS,)),
+]
+IDS = [factory.__name__ for factory, _, _ in CASES]
+
+
+def _taped(fn, args):
+    """The ordinary transformed code's value and gradient."""
+    return astad.reverse_diff(fn).value_and_grad.__self__._value_and_grad_taped(args, {})
+
+
+def _differences(fn, args, h=1e-6):
+    """Central differences of ``fn`` in each float of its arguments."""
+    out = []
+    for k, a in enumerate(args):
+        if isinstance(a, list):
+            row = []
+            for i in range(len(a)):
+                up, down = list(a), list(a)
+                up[i] += h
+                down[i] -= h
+                row.append((fn(*args[:k], up, *args[k + 1:]) -
+                            fn(*args[:k], down, *args[k + 1:])) / (2 * h))
+            out.append(row)
+        else:
+            out.append((fn(*args[:k], a + h, *args[k + 1:]) -
+                        fn(*args[:k], a - h, *args[k + 1:])) / (2 * h))
+    return out
+
+
+@pytest.mark.parametrize("factory, settings, args", CASES, ids=IDS)
+def test_closures_run_the_specialised_code_with_their_own_cells(factory, settings, args):
+    for setting in settings:
+        fn = factory(*setting)
+        entry = calls.transformed(fn)
+        assert entry.tapeless is not None
+        specialised = entry.tapeless(*args)
+        assert specialised is not None  # the cells were of the kinds it was written for
+        value, grads = astad.reverse_diff(fn).value_and_grad(*args)
+        want_value, want = _taped(fn, args)
+        assert value == want_value == fn(*args) == specialised[0]
+        grads = grads if len(args) > 1 else (grads,)
+        want = want if len(args) > 1 else (want,)
+        for g, w, d in zip(grads, want, _differences(fn, args)):
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+            np.testing.assert_allclose(g, d, rtol=1e-6, atol=1e-8)
+
+
+def test_functions_made_again_share_one_build_and_read_their_own_cells():
+    builds = []
+    original = calls.build
+
+    def counting(fn, *rest):
+        builds.append(fn)
+        return original(fn, *rest)
+
+    def saddle_again(p0, p1):  # (its code built here first)
+        inner = lambda q: (p0 * p0 + p1 * p1) - (q[0] * q[0] + q[1] * q[1])  # noqa: E731
+        return lambda v: -inner(v) * p0
+
+    calls.build = counting
+    try:
+        for k in range(6):
+            p0, p1 = 0.5 + k, 1.0 - 0.25 * k
+            fn = saddle_again(p0, p1)
+            entry = calls.transformed(fn)
+            assert entry.tapeless([0.3, 0.4]) is not None
+            g = astad.grad(fn)([0.3, 0.4])
+            assert g == pytest.approx([2 * 0.3 * p0, 2 * 0.4 * p0], rel=1e-14)
+    finally:
+        calls.build = original
+    assert len([fn for fn in builds if fn.__code__ is saddle_again(1.0, 1.0).__code__]) == 1
+
+
+def test_a_rebound_cell_is_read_at_each_call():
+    a = 1.0
+    f = lambda x: a * x * x  # noqa: E731
+    grad = astad.grad(f)
+    assert grad(2.0) == 4.0
+    a = 3.0
+    assert grad(2.0) == 12.0
+    a = np.float64(0.5)  # another kind: the ordinary code, still right
+    assert grad(2.0) == 2.0
+    a = 2
+    assert grad(2.0) == 8.0
+
+
+def test_cells_of_other_kinds_run_the_ordinary_code():
+    fn = scaled_sine(2.0)
+    assert calls.transformed(fn).tapeless(0.7) is not None
+    for a in (np.float64(2.0), np.array(2.0), [2.0][0]):
+        other = scaled_sine(a)
+        value, g = astad.value_and_grad(other)(0.7)
+        assert value == pytest.approx(other(0.7), rel=1e-15)
+        assert g == pytest.approx(2.0 * (math.cos(0.7) * 0.7 + math.sin(0.7)), rel=1e-14)
+    weights = np.array([1.0, -2.0])
+    other = scaled_sine(weights)  # an array in the cell: an array result
+    assert calls.transformed(other).tapeless(0.7) is None
+    np.testing.assert_allclose(astad.jacobian(other)(0.7),
+                               weights * (math.cos(0.7) * 0.7 + math.sin(0.7)), rtol=1e-14)
+
+
+def test_a_function_of_other_code_in_the_cell_runs_its_own_code():
+    def twice(g):
+        return lambda x: g(x) * 2.0
+
+    square = twice(lambda t: t * t)
+    cube = twice(lambda t: t ** 3)  # the same outer code, another inner code
+    builtin = twice(math.sin)  # not Python code: the ordinary code calls it
+    assert calls.transformed(square).tapeless(2.0) is not None
+    assert calls.transformed(cube).tapeless(2.0) is None
+    assert astad.grad(square)(2.0) == 8.0
+    assert astad.grad(cube)(2.0) == 24.0
+    assert astad.grad(builtin)(2.0) == pytest.approx(2.0 * math.cos(2.0), rel=1e-15)
+
+
+def test_a_function_with_a_rule_of_its_own_keeps_its_rule():
+    def surrogate(t):
+        return t * t
+
+    def wrap(g):
+        return lambda x: g(x) + x
+
+    fn = wrap(surrogate)
+    assert astad.grad(fn)(3.0) == 7.0  # written for surrogate's code, inlined
+    astad.register_vjp(surrogate, lambda g, result, t: g * 100.0)
+    try:
+        assert astad.grad(fn)(3.0) == 101.0  # the rule, not the body
+        assert astad.grad(wrap(surrogate))(3.0) == 101.0
+    finally:
+        from astad.registry import RECORDS, renew
+        RECORDS.pop(surrogate, None)
+        renew(surrogate)
+    assert astad.grad(wrap(surrogate))(3.0) == 7.0
+
+
+def test_a_closure_over_a_name_like_a_rules_function():
+    def make(sin):  # a float named like the rule the written code calls
+        return lambda x: math.sin(x) * sin
+    value, g = astad.value_and_grad(make(2.0))(0.5)
+    assert value == math.sin(0.5) * 2.0
+    assert g == pytest.approx(2.0 * math.cos(0.5), rel=1e-15)
+
+
+def test_an_empty_cell_raises_as_python_does_then_works():
+    def late():
+        f = lambda x: x * b  # noqa: E731 (b is assigned below)
+        with pytest.raises(NameError):
+            astad.grad(f)(3.0)
+        b = 2.0
+        return astad.grad(f)(3.0)
+    assert late() == 2.0
+
+
+def test_nested_differentiation_through_a_closure_over_an_outer_value():
+    """The inner function's cell holds a dual of the outer differentiation: the inner
+    gradient's derivative is a mixed second derivative, by hand."""
+    def inner_slope(a):  # d/dx (a x^2 sin x) at x = 0.3
+        return astad.grad(lambda x: a * x * x * math.sin(x))(0.3)
+
+    x = 0.3
+    slope = 2 * x * math.sin(x) + x * x * math.cos(x)
+    assert inner_slope(1.7) == pytest.approx(1.7 * slope, rel=1e-14)
+    assert astad.grad(inner_slope)(1.7) == pytest.approx(slope, rel=1e-14)
+    assert astad.jvp(inner_slope, (1.7,), (2.0,))[1] == pytest.approx(2.0 * slope, rel=1e-14)
+
+    def saddle_value(p):  # the saddle's inner gradient, differentiated in p
+        g = astad.grad(saddle(p[0], p[1]))([0.3, 0.4])  # = [0.6 p0, 0.8 p0]
+        return g[0] * g[1]
+
+    assert astad.grad(saddle_value)([1.5, 2.0]) == pytest.approx([2 * 0.48 * 1.5, 0.0],
+                                                                   abs=1e-14)
