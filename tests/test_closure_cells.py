@@ -59,6 +59,37 @@ def generator_in_closure(w, shift):
     return loss
 
 
+def magnitude(v):
+    return math.sqrt(sum(vi * vi for vi in v))
+
+
+def distance(u, v):
+    return magnitude([a - b for a, b in zip(u, v)])  # a list comprehension as an argument
+
+
+def potential(charges):  # (the particle problem's: a closure over a list of lists)
+    def p(x):
+        return sum(1.0 / distance(x, c) for c in charges)
+    return p
+
+
+def weighted_data(data, weights):  # a list and a tuple of data, read by index and zip
+    def loss(w):
+        s = 0.0
+        for i in range(len(data)):
+            s = s + weights[i] * (w[0] * data[i] + w[1] - data[-1 - i]) ** 2
+        return s + sum(a * b for a, b in zip(w, weights))
+    return loss
+
+
+def comprehension_list(c):
+    def f(xs):
+        ys = [math.sin(c * x) for x in xs if x > -1.0]
+        zs = [y * y for y in ys]
+        return sum(zs) + ys[0] * len(ys) + magnitude([x * c for x in xs])
+    return f
+
+
 XS = [0.3, -1.2, 0.8, 1.5]
 CASES = [  # (factory, two sets of its arguments, the made function's arguments)
     (scaled_sine, [(2.0,), (-0.5,)], (0.7,)),
@@ -67,6 +98,11 @@ CASES = [  # (factory, two sets of its arguments, the made function's arguments)
     (saddle, [(1.0, 2.0), (0.5, -0.25)], ([0.3, 0.4],)),
     (chain_of_closures, [(0.5, 1.0), (-0.3, 2)], (0.4, -0.9)),
     (generator_in_closure, [(0.7, 0.1), (-1.3, 0.5)], (XS,)),
+    (potential, [([[10.0, 9.7], [10.0, 0.0]],), ([(1.0, 2.0), [3, -1.5], [0.5, 0.5]],)],
+     ([0.5, 7.0],)),
+    (weighted_data, [([1.0, 2.0, 3.5], (0.5, 1.0, 2.0)), ((1, -2, 0.5, 4.0), [1.0] * 4)],
+     ([0.3, -0.7],)),
+    (comprehension_list, [(0.7,), (2,)], (XS,)),
 ]
 IDS = [factory.__name__ for factory, _, _ in CASES]
 
@@ -137,6 +173,35 @@ def test_functions_made_again_share_one_build_and_read_their_own_cells():
     finally:
         calls.build = original
     assert len([fn for fn in builds if fn.__code__ is saddle_again(1.0, 1.0).__code__]) == 1
+
+
+def test_data_holding_outer_values_runs_the_ordinary_code():
+    """A closure's list that holds a dual of an enclosing differentiation (the particle
+    problem's charges, moved by the outer variable) is not plain data: the derivative
+    through it is kept."""
+    def energy(w):
+        p = potential([[10.0, 10.0 - w], [10.0, 0.0]])
+        g = astad.grad(p)([0.5, 7.0])
+        return g[0] * w + p([0.5, 7.0])
+
+    h = 1e-6
+    want = (energy(0.3 + h) - energy(0.3 - h)) / (2 * h)
+    assert astad.grad(energy)(0.3) == pytest.approx(want, rel=1e-7)
+    inner = potential([[10.0, 9.7], [10.0, 0.0]])
+    assert calls.transformed(inner).tapeless([0.5, 7.0]) is not None
+    for data in ([[10.0, astad.grad], [1.0, 0.0]], [[10.0, np.float64(9.7)], [10.0, 0.0]]):
+        assert calls.transformed(potential(data)).tapeless([0.5, 7.0]) is None
+
+
+def test_a_closures_list_is_read_as_it_is_when_the_code_runs():
+    data = [1.0, 2.0]
+    loss = lambda w: sum(w * d for d in data)  # noqa: E731
+    assert astad.grad(loss)(0.5) == 3.0
+    data.append(4.0)  # the same list, longer
+    assert astad.grad(loss)(0.5) == 7.0
+    data[0] = [1.0]  # not numbers any more: Python's error, from the ordinary code
+    with pytest.raises(TypeError):
+        astad.grad(loss)(0.5)
 
 
 def test_a_rebound_cell_is_read_at_each_call():

@@ -1,5 +1,6 @@
 """``sum(<generator>)`` in the float-specialised code: the generator written as the loop
-it stands for, accumulating into a local of its own.
+it stands for, accumulating into a local of its own; and a list comprehension as a value,
+the loop appending to a list the code makes (specialise/lists.py).
 
 ``sum(f(p, x) for p in pts if p[0] > 0.0)`` is written as
 
@@ -50,10 +51,7 @@ class Comprehensions:
                 gast.comprehension(gast.Name(term, gast.Store(), None, None), generator,
                                    [], 0)])
         scope = self.scope
-        if self.static_binding or any(g.is_async for g in generator.generators) or \
-                not all(_only_in_comprehensions(scope.root, name)
-                        for g in generator.generators for name in _target_names(g.target)):
-            raise CannotSpecialise  # straight-line code, or a name Python keeps apart
+        self.check_comprehension(generator)
         start = self.evaluate(node.args[1], depth, line) if len(node.args) == 2 else \
             Plain("0")
         if active is None:
@@ -67,17 +65,7 @@ class Comprehensions:
             first = self.stable(start.value, depth, line)
             terms = self.fresh(f"{local.name}_terms")
             self.emit(depth, f"{terms} = []", line)
-            inner = depth
-            for comprehension in generator.generators:
-                columns, element = self.iteration(comprehension.iter, inner, line)
-                targets = self.loop_targets(comprehension.target, element)
-                iterable = columns[0] if len(columns) == 1 else f"zip({', '.join(columns)})"
-                self.emit(inner, f"for {', '.join(targets)} in {iterable}:", line)
-                self.loops += 1
-                inner += 1
-                for test in comprehension.ifs:
-                    self.emit(inner, f"if {self.plain(test, inner, line, quiet=True)}:", line)
-                    inner += 1
+            inner = self.comprehension_loops(generator, depth, line)
             value = self.saved(self.evaluate(generator.elt, inner, line), inner, line)
             if isinstance(value, Float):
                 value = Float(self.stable(value.value, inner, line), value.handle)
@@ -100,6 +88,42 @@ class Comprehensions:
         finally:
             del scope.vars[total]
             scope.vars.pop(item, None)
+
+
+    def check_comprehension(self, generator) -> None:
+        """Refuse what the loop cannot stand for."""
+        if self.static_binding or any(g.is_async for g in generator.generators) or \
+                not all(_only_in_comprehensions(self.scope.root, name)
+                        for g in generator.generators for name in _target_names(g.target)):
+            raise CannotSpecialise  # straight-line code, or a name Python keeps apart
+
+    def comprehension_loops(self, generator, depth: int, line: int) -> int:
+        """Emit the ``for`` and ``if`` lines of ``generator``; return the depth of its
+        element (the caller takes ``self.loops`` back down by the number of ``for``s)."""
+        inner = depth
+        for comprehension in generator.generators:
+            columns, element = self.iteration(comprehension.iter, inner, line)
+            targets = self.loop_targets(comprehension.target, element)
+            iterable = columns[0] if len(columns) == 1 else f"zip({', '.join(columns)})"
+            self.emit(inner, f"for {', '.join(targets)} in {iterable}:", line)
+            self.loops += 1
+            inner += 1
+            for test in comprehension.ifs:
+                self.emit(inner, f"if {self.plain(test, inner, line, quiet=True)}:", line)
+                inner += 1
+        return inner
+
+    def fill_list(self, local, generator, depth: int, line: int) -> None:
+        """``[e for ...]``: the ListLocal ``local`` made empty, then appended to by the
+        comprehension's loop (specialise/lists.py reads it)."""
+        self.check_comprehension(generator)
+        self.emit(depth, f"{local.name} = []", line)
+        self.emit(depth, f"{local.handles} = []", line)
+        inner = self.comprehension_loops(generator, depth, line)
+        value, handle = self.stored(generator.elt, inner, line)
+        self.emit(inner, f"{local.name}.append({value})", line)
+        self.emit(inner, f"{local.handles}.append({handle})", line)
+        self.loops -= len(generator.generators)
 
 
 def _target_names(target) -> set:

@@ -196,6 +196,8 @@ class Expressions:
             return Plain(literal(node.value))
         if isinstance(node, gast.Tuple) and isinstance(node.ctx, gast.Load):
             return TupleVal(self.evaluate_all(node.elts, depth, line))
+        if isinstance(node, gast.ListComp):  # (a helper's argument, say)
+            return self.made_list(node, depth, line)
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
                 isinstance(node.func.value, gast.Name) and self.is_local(node.func.value):
             return self.method_call(node, depth, line)  # p.dist(q)
@@ -278,6 +280,16 @@ class Expressions:
             raise Retry(value.param, "matrix")  # an element of a list parameter, as a list
         return value if isinstance(value, (ListArg, MatrixArg, Row, TupleVal, RecordVal,
                                            RecordArg, ListLocal)) else None
+
+    def plain_container(self, node) -> bool:
+        """Is ``node`` (a name, or an element of one) a value with no derivative that no
+        parameter stands behind: a closure's list, or an element read from one?"""
+        while isinstance(node, gast.Subscript) and not isinstance(node.slice, gast.Slice):
+            node = node.value
+        if not isinstance(node, gast.Name):
+            return False
+        value = self.read(node.id)
+        return isinstance(value, Plain) and value.param is None
 
     def constant_index(self, node, length: int) -> int:
         if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
@@ -598,6 +610,9 @@ class Expressions:
     def element(self, node, depth: int, line: int):
         """``xs[k]``, ``row[k]``, ``m[i][j]``, ``m[i]``, ``t[0]``: the element's value
         (a float element read into a local, with its handle)."""
+        if self.plain_container(node.value):  # (a closure's data: a plain value)
+            index = self.plain(node.slice, depth, line, quiet=True)
+            return Plain(f"{self.plain(node.value, depth, line, quiet=True)}[{index}]")
         container = self.container(node.value, depth, line)
         if isinstance(container, TupleVal):
             return container.items[self.constant_index(node.slice, len(container.items))]

@@ -35,7 +35,7 @@ from ..front.source import parse_function
 from ..registry import rule_name
 from .value_kinds import (FREE_CONSTANTS, Alias, Float, FloatLocal, FreeFunction,
                           LocalFunction, Plain, PlainLocal, RecordArg, RecordVal, Resolver,
-                          constant_global, plain_record_class)
+                          constant_global, plain_data, plain_record_class)
 from .scope import Scope, rule_helpers, seeded_activity
 from .expressions import CannotSpecialise
 
@@ -110,6 +110,9 @@ class Inliner:
         if type(value) in FREE_CONSTANTS:
             known = Plain(local)
             self.prologue.append(f"if type({local}) not in ad.free_constants:")
+        elif plain_data(value):  # a list or tuple of data: read, never written
+            known = Plain(local)
+            self.prologue.append(f"if not ad.plain_data({local}):")
         elif isinstance(value, types.FunctionType) and value.__defaults__ is None and \
                 value.__kwdefaults__ is None and rule_name(value)[0] is None:
             code = self.fresh(f"{self.names['temp']}code_{name}")

@@ -1,10 +1,10 @@
 """Lists of floats the code makes, in the float-specialised code.
 
-``ys = []`` (or ``[a, b]``, ``[0.0] * n``), then ``ys.append(v)`` or ``ys[i] = v``, then reads of
-``ys[k]``, ``for y in ys``, ``len(ys)`` and ``sum(ys)``: the list is a ``ListLocal``,
-two lists side by side in the written code, its values and each value's handle (its
-tape slot, or its tangent), so a write is two stores and a read two loads, with no
-tape entry of its own. A value written is read back with the handle it was written
+``ys = []`` (or ``[a, b]``, ``[0.0] * n``, ``[e for ...]``), then ``ys.append(v)`` or
+``ys[i] = v``, then reads of ``ys[k]``, ``for y in ys``, ``len(ys)`` and ``sum(ys)``: the
+list is a ``ListLocal``, two lists side by side in the written code, its values and each
+value's handle (its tape slot, or its tangent), so a write is two stores and a read two
+loads, with no tape entry of its own. A value written is read back with the handle it was written
 with, as the taped code reads the dual it stored. Anything else done with the list (it
 is returned, passed where its values are not read one by one, bound to a second name)
 leaves the function to the ordinary code.
@@ -22,8 +22,10 @@ class Lists:
     def make_list(self, name: str, node, depth: int, line: int) -> bool:
         """``name = [a, b, ...]`` (``[]`` too) or ``name = [c] * n`` (``c`` a number): a
         ListLocal, and True; False if ``node`` makes no such list."""
-        if isinstance(node, gast.List) and not any(isinstance(e, gast.Starred)
-                                                   for e in node.elts):
+        if isinstance(node, gast.ListComp):
+            size = "comprehension"
+        elif isinstance(node, gast.List) and not any(isinstance(e, gast.Starred)
+                                                     for e in node.elts):
             size = None
         elif isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult) and \
                 isinstance(node.left, gast.List) and len(node.left.elts) == 1 and \
@@ -45,7 +47,9 @@ class Lists:
                 self.fresh(f"{base}{self.names['suffix']}s"))
         elif not isinstance(local, ListLocal):
             raise CannotSpecialise  # a name bound to a float elsewhere, or an argument
-        if size is None:  # (a display: its elements evaluated first, as Python does)
+        if size == "comprehension":
+            self.fill_list(local, node, depth, line)
+        elif size is None:  # (a display: its elements evaluated first, as Python does)
             pairs = [self.stored(e, depth, line) for e in node.elts]
             self.emit(depth, f"{local.name} = [{', '.join(v for v, _ in pairs)}]", line)
             self.emit(depth, f"{local.handles} = [{', '.join(h for _, h in pairs)}]", line)
@@ -54,6 +58,16 @@ class Lists:
             self.emit(depth, f"{local.name} = [{fill}] * {size}", line)
             self.emit(depth, f"{local.handles} = [{self.constant}] * {size}", line)
         return True
+
+    def made_list(self, node, depth: int, line: int):
+        """A list comprehension used as a value (a helper's argument): a ListLocal of
+        its own."""
+        if self.static_binding:
+            raise CannotSpecialise
+        name = self.fresh(f"{self.names['temp']}list")
+        local = ListLocal(name, self.fresh(f"{name}{self.names['suffix']}s"))
+        self.fill_list(local, node, depth, line)
+        return local
 
     def listed(self, node):
         """The ListLocal ``node`` names (through a helper's parameter too), or None."""

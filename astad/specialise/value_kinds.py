@@ -722,7 +722,24 @@ publish("plain_gradient", plain_gradient)
 publish("number_gradient", number_gradient)
 # a closure's values the written code reads as plain values (inline.Inliner.free_value)
 FREE_CONSTANTS = frozenset({float, int, bool, str, type(None)})
+_PLAIN_DATA = FREE_CONSTANTS | {list, tuple}
+
+
+def plain_data(value, depth: int = 0) -> bool:
+    """Is ``value`` (a list or tuple) a closure's data the written code reads as plain
+    values: numbers, strings, None, and lists or tuples of those, nothing that carries a
+    derivative (a dual of an enclosing differentiation, an array)?"""
+    if type(value) is not list and type(value) is not tuple:
+        return False
+    kinds = set(map(type, value))
+    if kinds <= FREE_CONSTANTS:
+        return True
+    return kinds <= _PLAIN_DATA and depth < 8 and all(
+        plain_data(v, depth + 1) for v in value if type(v) is list or type(v) is tuple)
+
+
 publish("free_constants", FREE_CONSTANTS)
+publish("plain_data", plain_data)
 publish("function", types.FunctionType)
 publish("rule_records", RECORDS)
 publish("quiet_types", frozenset({int, bool, str, type(None), float, _FLOAT64}))
