@@ -188,3 +188,19 @@ def test_variants_quick_checks_every_form(tmp_path):
     assert all(r["path"] == "specialised" for r in rows
                if r["family"] in ("helpers", "branches", "lists"))
     assert all(_positive(r["grad_s"]) for r in rows)
+
+
+@pytest.mark.slow
+def test_nested_quick_checks_every_pair(tmp_path):
+    """benchmarks/nested.py --quick: saddle and particle give the same answer with
+    astad's inner gradients as with hand-written ones, and each closure pair agrees,
+    before they are timed; the table and JSON are written."""
+    out = tmp_path / "nested.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nested.py"), "--quick",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["pair"] for r in rows][:2] == ["saddle", "particle"]
+    assert all(_positive(r["fast_s"]) and _positive(r["slow_s"]) for r in rows)
+    assert "| saddle |" in out.with_suffix(".md").read_text()

@@ -302,3 +302,70 @@ def test_nested_differentiation_through_a_closure_over_an_outer_value():
 
     assert astad.grad(saddle_value)([1.5, 2.0]) == pytest.approx([2 * 0.48 * 1.5, 0.0],
                                                                    abs=1e-14)
+
+
+def test_a_lambda_made_per_call_runs_the_code_of_its_kind_and_keeps_nothing():
+    from astad.compile import entry
+
+    def model(a, x, y):
+        return a * math.sin(x) * y + math.exp(-a * x)
+
+    astad.grad(lambda x, y: model(0.1, x, y))(0.7, 1.5)  # (its code written once)
+    held = len(entry.CACHE)
+    for k in range(8):
+        a = 0.5 + k
+        dx = a * math.cos(0.7) * 1.5 - a * math.exp(-a * 0.7)
+        dy = a * math.sin(0.7)
+        f = lambda x, y: model(a, x, y)  # noqa: E731, B023 (called now)
+        assert astad.grad(f)(0.7, 1.5) == pytest.approx(dx, rel=1e-14)
+        value, g = astad.value_and_grad(lambda x, y: model(a, x, y), argnums=(0, 1))(0.7, 1.5)  # noqa: B023
+        assert value == model(a, 0.7, 1.5) and g == pytest.approx((dx, dy), rel=1e-14)
+        assert astad.grad(lambda x, y: model(a, x, y), argnums=1)(0.7, 1.5) == \
+            pytest.approx(dy, rel=1e-14)  # noqa: B023
+        with pytest.raises(TypeError):  # (Python's own error, from the ordinary code)
+            astad.grad(lambda x, y: model(a, x, y))(0.7)  # noqa: B023
+        assert astad.grad(lambda x, y: model(a, x, y))(np.float64(0.7), 1.5) == \
+            pytest.approx(dx, rel=1e-14)  # noqa: B023 (another kind: the ordinary code)
+    assert len(entry.CACHE) <= held + 8  # (only the calls of other kinds kept an entry)
+
+
+class Scaled:
+    def __init__(self, k):
+        self.k = k
+
+    @property
+    def twice(self):
+        return 2.0 * self.k
+
+
+class Shifted:
+    def __init__(self, k):
+        self.k = k
+
+    @property
+    def twice(self):
+        return self.k + 2.0
+
+
+def test_functions_made_again_over_a_class_take_the_code_written_for_that_class():
+    builds = []
+    original = calls.build
+
+    def counting(fn, *rest):
+        builds.append(fn.__code__)
+        return original(fn, *rest)
+
+    def over(cls):
+        return lambda x: cls(x * x).twice * x
+
+    calls.build = counting
+    try:
+        for _ in range(3):
+            assert astad.grad(over(Scaled))(1.5) == pytest.approx(6 * 1.5 ** 2, rel=1e-14)
+        assert astad.grad(over(Shifted))(1.5) == pytest.approx(3 * 1.5 ** 2 + 2.0,
+                                                               rel=1e-14)
+        assert astad.grad(over(Scaled))(1.5) == pytest.approx(6 * 1.5 ** 2, rel=1e-14)
+    finally:
+        calls.build = original
+    code = over(Scaled).__code__
+    assert builds.count(code) == 3  # once per change of class, not once per function

@@ -320,12 +320,18 @@ def specialised(entry, fn, args, select, current: bool = False):
             not current and (entry.code is not fn.__code__ or (
                 entry.dependencies and not unchanged(entry.dependencies, MISSING))):
         return None  # (entry.is_current and is_nested, inline: this is per call)
+    return run_specialised(entry.tapeless, entry.tapes, args, select)
+
+
+def run_specialised(tapeless, tapes: bool, args, select):
+    """``(value, gradient)`` by the specialised code ``tapeless`` (``tapes``: it builds a
+    tape), the gradients ``select`` names; None where it does not apply (``specialised``)."""
     try:
-        if entry.tapes:  # specialise/loops.py: a tape of entries (see pause_gc)
+        if tapes:  # specialise/loops.py: a tape of entries (see pause_gc)
             with pause_gc():
-                out = entry.tapeless(*args)
+                out = tapeless(*args)
         else:  # specialise/straight_line.py: no tape at all
-            out = entry.tapeless(*args)
+            out = tapeless(*args)
     except Exception:  # noqa: BLE001 (the specialised code only reads its arguments)
         return None
     if out is None:  # the arguments are not of the kinds it was written for

@@ -23,8 +23,9 @@ from ..argnums import argnums_positions
 from ..compile import calls as compiled
 from ..runtime.duals import running
 from ..runtime.tape import native
-from ..transform.bindings import MISSING
-from .diff import DiffFunction, selection_of, specialised_call
+from ..transform.bindings import MISSING, unchanged
+from ..compile.entry import BY_CODE, closure_classes, with_cells
+from .diff import DiffFunction, run_specialised, selection_of, specialised_call
 
 # id(function) -> {(argnums, gradient_only): (WeakOwner, SpecialisedCall)}; an id's entry
 # leaves with its function (weakref.finalize), before the id can name another one
@@ -86,3 +87,29 @@ def plain_call(fun, argnums, gradient_only: bool, kind: str):
         found = calls[key] = (owner, native.SpecialisedCall(
             owner, owner.general, running, MISSING, specialised_call, gradient_only))
     return found[1]
+
+
+def made_again(fun, args: tuple, select, gradient_only: bool):
+    """The first call of a transform of ``fun``, a function made again (a lambda or nested
+    ``def`` evaluated anew, of code written for before: compile/entry.BY_CODE), by the
+    specialised code written for the first such function, bound to ``fun``'s cells for
+    this call: no entry, kept call or finaliser of its own, which a function made per
+    call would pay for at every call. ``MISSING`` where that does not apply (the kept
+    call is then made: api/transforms.py)."""
+    if id(fun) in _CALLS or running.stack:
+        return MISSING  # (a function with a kept call; an enclosing differentiation)
+    template = BY_CODE.get((fun.__code__, True, False))
+    if template is None or fun.__globals__ is not template.globals or \
+            fun.__defaults__ is not None or fun.__kwdefaults__ is not None or \
+            len(args) != fun.__code__.co_argcount or \
+            closure_classes(fun) != template.classes:
+        return MISSING
+    recipe = template.cell_recipes.get("tapeless")
+    tapeless = with_cells(recipe, fun) if recipe is not None else \
+        template.artifacts["tapeless"]
+    if tapeless is None or not unchanged(template.dependencies, MISSING):
+        return MISSING
+    out = run_specialised(tapeless, template.artifacts["tapes"], args, select)
+    if out is None:
+        return MISSING
+    return out[1] if gradient_only else out

@@ -31,12 +31,12 @@ from ..compile.entry import CACHE, cached
 from . import pickling
 from ..transform.bindings import MISSING
 from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
-                   reverse_pass, specialised, specialised_call)
+                   reverse_pass, selection_of, specialised, specialised_call)
 from ..core.reverse_pass import ScaledPullback, snapshot
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
-from .inline import plain_call
+from .inline import made_again, plain_call
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
 from ..specialise.value_kinds import floats
 from ..compile.calls import rev as transformed_callable, resolvable_function
@@ -178,9 +178,16 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
             argnums = positions[0] if single else positions
             if self._plain is None and not self._called:
-                # the first call: the call kept per function and argnums (api/inline.py),
-                # which a transform made inline finds made (None: the Python runtime)
+                # the first call: a function made again runs the code of its kind bound
+                # to its cells; else the call kept per function and argnums
+                # (api/inline.py), which a transform made inline finds made (None: the
+                # Python runtime)
                 self._called = True
+                if not kwargs:
+                    out = made_again(fun, args, selection_of(positions, single, len(args)),
+                                     self.gradient_only)
+                    if out is not MISSING:
+                        return out
                 shared = plain_call(fun, argnums, self.gradient_only, self.kind)
                 if shared is not None:
                     return shared(*args, **kwargs)

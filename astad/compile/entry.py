@@ -76,12 +76,14 @@ class Template:
     (only functions without defaults make one), so a function made at run time over a
     large array is not kept alive by it."""
 
-    __slots__ = ("recipe", "globals", "dependencies", "artifacts", "doc", "cell_recipes")
+    __slots__ = ("recipe", "globals", "dependencies", "artifacts", "doc", "cell_recipes",
+                 "classes")
     SHARED = ("tapeless", "tapes", "forward", "forward_unchecked", "specialised_source",
               "forward_source", "source", "helpers", "transformed_source")
 
-    def __init__(self, entry: Entry):
+    def __init__(self, entry: Entry, classes: tuple = ()):
         taped = entry.taped
+        self.classes = classes  # (position, class) of each class in the closure
         self.recipe, self.globals, self.doc = entry.recipe, taped.__globals__, taped.__doc__
         self.dependencies = entry.dependencies  # (no weak reference to the function: it
         self.artifacts = {slot: getattr(entry, slot) for slot in self.SHARED  # has no
@@ -92,19 +94,26 @@ class Template:
 def template_of(entry: Entry, fn) -> Template | None:
     if entry.recipe is None or fn.__defaults__ is not None or fn.__kwdefaults__ is not None:
         return None
-    return Template(entry)
+    return Template(entry, closure_classes(fn))
+
+
+def closure_classes(fn) -> tuple:
+    """``(position, class)`` of each class in ``fn``'s closure: the code is written for
+    them (the properties they define, transform/reverse.py), so a function made again
+    takes the code only if its closure holds the same classes at the same places."""
+    return tuple((k, value) for k, value in enumerate(map(_contents, fn.__closure__ or ()))
+                 if isinstance(value, type))
 
 
 def rebound(template: Template, fn) -> Entry | None:
     """The code of ``template``, written for another function of ``fn``'s code (a lambda
     or nested ``def`` made again: a new function object, the same code), bound to ``fn``'s
-    closure cells; None where it does not apply to ``fn`` (other globals, defaults, a
-    class in its closure, or a binding the code was written for has changed)."""
+    closure cells; None where it does not apply to ``fn`` (other globals, defaults,
+    another class in its closure, or a binding the code was written for has changed)."""
     if fn.__globals__ is not template.globals or fn.__defaults__ is not None or \
-            fn.__kwdefaults__ is not None or \
-            any(isinstance(_contents(cell), type) for cell in fn.__closure__ or ()) or \
+            fn.__kwdefaults__ is not None or closure_classes(fn) != template.classes or \
             not unchanged(template.dependencies, MISSING):
-        return None  # (a class in the closure: its properties shape the code written)
+        return None  # (another class in the closure: its properties shape the code)
     code, cells = template.recipe
     closure, itself = [], None
     for kind, cell in cells:
