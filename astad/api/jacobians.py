@@ -29,7 +29,13 @@ from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_deriv
 from ..compile import calls as compiled
 from ..compile.calls import resolvable_function
 from ..specialise.value_kinds import floats
-from .diff import selection_of, specialised
+from ..compile.entry import UNBUILT
+from ..compile.pipeline import compile_rules, front
+from ..errors import AstadError
+from ..specialise.expressions import CannotSpecialise
+from ..specialise.loops import write_scalar_loops
+from ..core.reverse_pass import PLAIN
+from .diff import ALL_GRADIENTS, run_specialised, selection_of, specialised
 from .hvp import floats_code, hessian_vector_product
 from .transforms import Transform, name_of, split_aux, argnums_positions, reverse
 
@@ -328,10 +334,56 @@ def float_gradient(transform, args, kwargs):
     if plan is None:
         return None
     fun, entry, positions, single = plan
-    out = specialised(entry, fun, args, selection_of(positions, single, len(args)), True)
-    if out is None or type(out[0]) is not float and type(out[0]) is not np.float64:
+    select = selection_of(positions, single, len(args))
+    out = specialised(entry, fun, args, select, True)
+    if out is None:  # (a tuple of floats: each output's gradient, its row)
+        return _float_rows(entry, fun, args, select)
+    if type(out[0]) is not float and type(out[0]) is not np.float64:
         return None
     return out[1]
+
+
+def _float_rows(entry, fun, args, select):
+    """The Jacobian of a plain Python function whose result is a tuple or list of floats,
+    by the code written for its rows (entry.rows: specialise/loops.py with ``rows``), as
+    the general path gives it: the result's container of each output's gradient; None
+    where that code does not apply."""
+    rows = entry.rows
+    if rows is UNBUILT:
+        rows = entry.rows = _rows_code(entry, fun)
+    if rows is None or len(args) != entry.arity:
+        return None
+    out = run_specialised(rows, True, args, ALL_GRADIENTS)
+    if out is None:
+        return None
+    if type(select) is int:
+        if type(args[select]) in PLAIN:
+            return None  # (the error no float gives: the general path's)
+        picked = [g[select] for g in out[1]]
+    elif select is ALL_GRADIENTS:
+        picked = list(out[1])
+    else:
+        if all(type(args[k]) in PLAIN for k in select):
+            return None
+        picked = [tuple([g[k] for k in select]) for g in out[1]]
+    return picked if type(out[0]) is list else tuple(picked)
+
+
+def _rows_code(entry, fn):
+    """The code of ``fn`` for a Jacobian's rows, compiled; None where it cannot be
+    written. The bindings it was written for join the entry's (as Hessian code's do)."""
+    try:
+        parsed, node, local_names, _ = front(fn)
+        found: list = []
+        written = write_scalar_loops(node, fn, local_names, parsed.filename, found,
+                                     rows=True)
+    except (AstadError, CannotSpecialise):
+        return None
+    if written is None:
+        return None
+    function, _ = written
+    entry.dependencies.extend(found)
+    return compile_rules([(function.name, function)], parsed.filename)[function.name]
 
 
 def float_hessian(transform, args, kwargs):

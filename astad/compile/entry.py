@@ -12,6 +12,8 @@ An ``Entry`` is what astad wrote for one Python function (and one choice of
 - ``forward``: forward mode on float arguments, ``forward(*args, *tangents) -> (value,
   tangent)``; ``forward_unchecked``, the same without its argument checks;
 - ``hvp``: Hessian-vector code (api/hvp.py), written when first asked for;
+- ``rows``: for a function returning a tuple of floats, its values and every output's
+  gradient (api/jacobians.py: a Jacobian's rows), written when first asked for;
 - the texts ``.source`` shows, and ``helpers``: the plain Python functions whose
   transformed versions this code calls (compile/helpers.py shows their code after its own).
 
@@ -34,7 +36,7 @@ class Entry:
     """What astad wrote for one function (see the module docstring)."""
 
     __slots__ = ("function", "code", "dependencies", "taped", "tapeless", "tapes", "arity",
-                 "forward", "forward_unchecked", "hvp", "transformed_source",
+                 "forward", "forward_unchecked", "hvp", "rows", "transformed_source",
                  "specialised_source", "forward_source", "source", "helpers", "recipe",
                  "cell_recipes", "__weakref__")
 
@@ -49,6 +51,7 @@ class Entry:
         self.arity = fn.__code__.co_argcount
         self.forward = self.forward_unchecked = None
         self.hvp = UNBUILT
+        self.rows = UNBUILT
         self.transformed_source = source
         self.specialised_source = specialised
         self.forward_source = None

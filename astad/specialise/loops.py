@@ -61,6 +61,7 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
 
     zero_guards = True  # a zero adjoint or tangent passes nothing on (fuse.differentiate)
     reads_cells = True  # a closure's cells read in the prologue (inline.free_value)
+    rows = False  # written for a Jacobian's rows: a tuple of floats returned (return_rows)
 
     def __init__(self, fn, names, taken: set, int_names: set):
         self.fn = fn
@@ -207,6 +208,9 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
                 raise CannotSpecialise  # a = b = <float>: one value, two names (rare)
             for target in stmt.targets:
                 self.assign(target, value, depth, line)
+        elif isinstance(stmt, gast.Return) and self.rows and stmt.value is not None and \
+                self.scope is self.returns_from:
+            self.return_rows(stmt.value, depth, line)
         elif isinstance(stmt, gast.Return):
             if stmt.value is None or self.scope is not self.returns_from:
                 raise CannotSpecialise  # (an inlined helper's return is written by inline.py)
@@ -410,6 +414,30 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
                          f"{value}, {handle}, {self.names['sink']}, "
                          f"{self.names['layout']})", line)
 
+    def return_rows(self, node, depth: int, line: int) -> None:
+        """``return a, b`` (or ``[a, b]``) in the code written for a Jacobian's rows
+        (``rows``): each output's value and handle, each swept once
+        (value_kinds.tape_rows_of)."""
+        if self.function is not None or not isinstance(node, (gast.Tuple, gast.List)) or \
+                not node.elts or any(isinstance(e, gast.Starred) for e in node.elts):
+            raise CannotSpecialise  # (one float: the gradient's own code)
+        values, handles = [], []
+        for value in [self.saved(v, depth, line)
+                      for v in self.evaluate_all(node.elts, depth, line)]:
+            if isinstance(value, Plain):
+                if value.param is not None:
+                    raise Retry(value.param, "float")  # the result depends on it
+                value = Float(value.value, self.constant)
+            if not isinstance(value, Float):
+                raise CannotSpecialise  # a tuple of tuples, lists or records
+            values.append(self.stable(value.value, depth, line))
+            handles.append(value.handle)
+        kind = "list" if isinstance(node, gast.List) else "tuple"
+        names = self.names
+        self.emit(depth, f"return ad.tape_rows_of({names['tape']}, _width_, "
+                         f"{tuple_text(values)}, {tuple_text(handles)}, {names['sink']}, "
+                         f"{names['layout']}, {kind!r})", line)
+
     def function_header(self, name: str, formal: list) -> str:
         """A nested function's ``def``: it takes the entries' state and gives it back."""
         names = self.names
@@ -518,11 +546,14 @@ def write_attempts(write, params: list, root):
     return None
 
 
-def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: list):
+def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: list,
+                       rows: bool = False):
     """The specialised value-and-gradient function of ``root`` (a normalized
     gast.FunctionDef of ``fn``, before the transform), with a flat tape, as
     ``(ast.FunctionDef, text)``, or None if its body is not code of this kind. The
-    global bindings it was specialised on are added to ``dependencies``."""
+    global bindings it was specialised on are added to ``dependencies``. ``rows``: for
+    a function returning a tuple of floats, the values and every output's gradient
+    (api/jacobians.py; its closure's cells are not read: no recipe binds them)."""
     prepared = prepare(root, fn, local_names, "_i")
     if prepared is None:
         return None
@@ -531,6 +562,8 @@ def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: 
     def write(kinds, int_names):
         found: list = []
         writer = Writer(fn, dict(names), set(taken), int_names)
+        if rows:
+            writer.rows, writer.reads_cells = True, False
         head = _taped_head(writer, root, fn, params, kinds, local_names, filename, found)
         writer.block(body, 1)  # (falling off the end returns None: the ordinary code runs)
         return writer, head(), found

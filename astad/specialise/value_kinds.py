@@ -526,6 +526,26 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
     return value, tuple([_gradient(adjoint, plan) for plan in layout])
 
 
+def tape_rows_of(tape: list, width: int, values: tuple, indices: tuple, sink: int,
+                 layout: tuple, kind: str):
+    """``(values, rows)`` for the code specialise/loops.py writes for a Jacobian's rows
+    (a function returning a tuple, or a list, of floats): the values as the function
+    returns them and, for each, the gradients of the arguments as ``tape_gradient_of``
+    gives them, one sweep of the flat tape per output. None for a value that is not a
+    float."""
+    if any(type(v) is not float and type(v) is not _FLOAT64 for v in values):
+        return None
+    size = sink + 1 + len(tape) // (2 * width)
+    rows = []
+    for k, index in enumerate(indices):
+        adjoint = [0.0] * size
+        adjoint[index] = 1.0
+        last = k == len(indices) - 1  # (a sweep frees what it passed: the others, a copy)
+        _tape_module.sweep_flat(tape if last else list(tape), width, adjoint, sink + 1)
+        rows.append(tuple([_gradient(adjoint, plan) for plan in layout]))
+    return (list(values) if kind == "list" else values), rows
+
+
 def number_gradient(value, cotangent):
     """The gradient of a float argument given another number: an int is a constant (its
     gradient None), a numpy.float64 gets a cotangent of its own type."""
@@ -717,6 +737,7 @@ if _tape_module.native is not None:
 
 # what generated code calls (through ``ad``, in the rules' namespace)
 publish("tape_gradient_of", tape_gradient_of)
+publish("tape_rows_of", tape_rows_of)
 publish("record_values", record_values)
 publish("plain_gradient", plain_gradient)
 publish("number_gradient", number_gradient)
