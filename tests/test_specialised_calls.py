@@ -215,6 +215,14 @@ def list_filled_by_a_helper(xs, c):
     return sum(ys, c)
 
 
+def _gap(u, v):  # iterates its arguments: an element of a list of lists, zipped
+    return math.sqrt(sum((a - b) ** 2 for a, b in zip(u, v)))
+
+
+def potential_of(x, charges):
+    return sum(1.0 / _gap(x, c) for c in charges) + _gap([a * a for a in x], charges[0])
+
+
 XS = [-1.4, -0.3, 0.2, 0.7, 1.1, 1.6]
 YS = [0.5, -0.25, 1.5]
 PTS = [[0.1 * i, 0.2 * i + 1.0] for i in range(6)]
@@ -243,6 +251,7 @@ CASES = [
     (list_overwritten, (XS,)),
     (list_filled_by_a_helper, (XS, 1.5)),
     (list_display, (0.7, -1.3)),
+    (potential_of, ([0.5, 7.0], [[10.0, 9.7], [10.0, 0.0], [-3.0, 4.0]])),
 ]
 IDS = [fn.__name__ for fn, _ in CASES]
 

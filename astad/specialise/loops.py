@@ -355,6 +355,8 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
             if value.param is not None:
                 raise Retry(value.param, "list")
             return [value.value], Plain("")
+        if isinstance(value, Float) and value.param is not None:
+            raise Retry(value.param, "matrix")  # an element of a list parameter, iterated
         raise CannotSpecialise
 
     def reversed_column(self, column: str) -> str:
