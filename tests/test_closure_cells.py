@@ -369,3 +369,92 @@ def test_functions_made_again_over_a_class_take_the_code_written_for_that_class(
         calls.build = original
     code = over(Scaled).__code__
     assert builds.count(code) == 3  # once per change of class, not once per function
+
+
+@pytest.mark.parametrize("factory, settings, args", CASES, ids=IDS)
+def test_forward_mode_of_closures_runs_the_code_written_for_floats(factory, settings, args):
+    for setting in settings:
+        fn = factory(*setting)
+        entry = calls.transformed(fn)
+        tangents = tuple([0.5] * len(a) if isinstance(a, list) else -1.5 for a in args)
+        assert entry.forward is not None
+        assert entry.forward(*args, *tangents) is not None  # (its cells' kinds checked)
+        value, tangent = astad.jvp(fn, args, tangents)
+        grads = astad.grad(fn, argnums=tuple(range(len(args))))(*args)
+        want = sum(float(np.dot(g, t)) for g, t in zip(grads, tangents))
+        assert value == fn(*args)
+        assert tangent == pytest.approx(want, rel=1e-12, abs=1e-14)
+
+
+def test_forward_mode_of_a_closure_over_other_kinds_runs_the_transformed_code():
+    fn = scaled_sine(2.0)
+    calls.transformed(fn)
+    other = scaled_sine(np.float64(2.0))
+    entry = calls.transformed(other)
+    assert entry.forward_unchecked(0.7, 1.0) is None  # (the compiled jvp's fallback)
+    assert astad.jvp(other, (0.7,), (1.0,))[1] == pytest.approx(
+        2.0 * (math.cos(0.7) * 0.7 + math.sin(0.7)), rel=1e-14)
+
+    def inner_slope(a):  # a dual of an enclosing reverse pass in the cell
+        return astad.jvp(lambda x: a * x * x, (0.3,), (1.0,))[1]  # = 0.6 a
+    assert astad.grad(inner_slope)(1.7) == pytest.approx(0.6, rel=1e-14)
+
+
+@pytest.mark.parametrize("factory, settings, args", CASES, ids=IDS)
+def test_hessians_of_closures_agree_with_the_general_path(factory, settings, args):
+    import functools
+    for setting in settings:
+        fn = factory(*setting)
+        argnums = tuple(range(len(args)))
+        got = astad.hessian(fn, argnums=argnums)(*args)
+        want = astad.hessian(functools.partial(fn), argnums=argnums)(*args)
+        np.testing.assert_allclose(np.array(_flat(got)), np.array(_flat(want)),
+                                   rtol=1e-11, atol=1e-13)
+        direction = tuple([0.5] * len(a) if isinstance(a, list) else -1.5 for a in args)
+        product = astad.jvp(astad.grad(fn, argnums=argnums), args, direction)[1]
+        expected = astad.jvp(astad.grad(functools.partial(fn), argnums=argnums), args,
+                             direction)[1]
+        np.testing.assert_allclose(np.array(_flat(product)), np.array(_flat(expected)),
+                                   rtol=1e-11, atol=1e-13)
+
+
+def _flat(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [x for item in value for x in _flat(item)]
+    return [float(value)]
+
+
+def test_a_hessian_of_a_closure_runs_the_code_written_for_floats_and_checks_its_cells():
+    from astad.api import hvp
+    fn = scaled_sine(2.0)
+    entry = calls.transformed(fn)
+    code = hvp.floats_code(entry, fn, 1)
+    assert code is not None and code.__code__.co_freevars == ("a",)
+    x = 0.7
+    second = 2.0 * (2 * math.cos(x) - x * math.sin(x))
+    assert astad.hessian(fn)(x) == pytest.approx(second, rel=1e-14)
+    other = scaled_sine(np.float64(2.0))  # (its own entry: written for its cell's kind)
+    assert hvp.floats_code(calls.transformed(other), other, 1) is None
+    assert astad.hessian(other)(x) == pytest.approx(second, rel=1e-14)
+
+    def rebindable():
+        a = 2.0
+
+        def set_a(value):
+            nonlocal a
+            a = value
+        return (lambda t: a * math.sin(t) * t), set_a
+
+    fn, set_a = rebindable()
+    entry = calls.transformed(fn)
+    code = hvp.floats_code(entry, fn, 1)
+    assert astad.hessian(fn)(x) == pytest.approx(second, rel=1e-14)
+    set_a(np.float64(2.0))  # the cell, changed: the code written for a float says no
+    assert code(x, 1.0) is None
+    assert astad.hessian(fn)(x) == pytest.approx(second, rel=1e-14)
+    set_a(3.0)
+    assert astad.hessian(fn)(x) == pytest.approx(1.5 * second, rel=1e-14)
+
+    def curvature(a):  # a dual of an enclosing differentiation in the cell
+        return astad.hessian(scaled_sine(a))(x)
+    assert astad.grad(curvature)(2.0) == pytest.approx(second / 2.0, rel=1e-13)

@@ -243,3 +243,25 @@ def test_rows_of_other_kinds_give_the_general_paths_answer():
         return (x * x, "a")
     assert astad.jacrev(with_text)(2.0) == astad.jacrev(functools.partial(with_text))(2.0) \
         == (4.0, "a")
+
+
+@pytest.mark.parametrize("fn, args", [(residual, (CAM, [0.5, -0.3, 1.2], 0.01)),
+                                      (as_list, (0.4, -1.3))],
+                         ids=["residual", "as_list"])
+def test_vjp_of_a_tuple_of_floats_sums_the_outputs_rows(fn, args, monkeypatch):
+    general_value, general = astad.vjp(functools.partial(fn), *args)
+    m = len(general_value)
+    kind = type(general_value)
+    cotangents = [kind([1.0] + [0.0] * (m - 1)), kind([0.5 * (k - 1) for k in range(m)]),
+                  kind([None] * (m - 1) + [2]), kind([0.0] * m), kind([None] * m),
+                  kind([math.nan] + [1.0] * (m - 1)), kind([1.0] * m)]
+    value, pullback = astad.vjp(fn, *args)
+    assert value == general_value == fn(*args) and type(value) is kind
+    assert type(pullback).__name__ == "RowsPullback"  # (the rows' code ran)
+    other = tuple(cotangents[1]) if kind is list else list(cotangents[1])
+    for c in cotangents + [other]:  # (another container: the tape's answer)
+        got, want = pullback(c), general(c)
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert type(g) is type(w)
+            assert g == pytest.approx(w, rel=1e-13, abs=1e-15, nan_ok=True)

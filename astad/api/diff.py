@@ -16,6 +16,10 @@ from typing import Any
 
 
 from ..compile import calls as compiled
+from ..compile.entry import UNBUILT
+from ..compile.pipeline import compile_rules, front
+from ..specialise.expressions import CannotSpecialise
+from ..specialise.loops import write_scalar_loops
 from ..transform.bindings import MISSING, unchanged
 
 from .. import display
@@ -344,6 +348,36 @@ def run_specialised(tapeless, tapes: bool, args, select):
     elif not all(type(args[k]) in PLAIN for k in select):
         return out[0], tuple([out[1][k] for k in select])
     return None
+
+
+def specialised_rows(entry, fn, args):
+    """``(values, rows)`` of ``fn``, a function returning a tuple (or list) of floats, by
+    the code written for its rows (``entry.rows``, written when first asked for:
+    specialise/loops.py with ``rows``): its values and, for each, the gradients of all
+    the arguments; None where that code does not apply (as ``specialised``)."""
+    rows = entry.rows
+    if rows is UNBUILT:
+        rows = entry.rows = _rows_code(entry, fn)
+    if rows is None or len(args) != entry.arity or running.stack:
+        return None
+    return run_specialised(rows, True, args, ALL_GRADIENTS)
+
+
+def _rows_code(entry, fn):
+    """The code of ``fn`` for a Jacobian's rows, compiled; None where it cannot be
+    written. The bindings it was written for join the entry's (as Hessian code's do)."""
+    try:
+        parsed, node, local_names, _ = front(fn)
+        found: list = []
+        written = write_scalar_loops(node, fn, local_names, parsed.filename, found,
+                                     rows=True)
+    except (AstadError, CannotSpecialise):
+        return None
+    if written is None:
+        return None
+    function, _ = written
+    entry.dependencies.extend(found)
+    return compile_rules([(function.name, function)], parsed.filename)[function.name]
 
 
 def _short(value) -> str:

@@ -23,7 +23,7 @@ import math
 import re
 
 from ..compile.entry import UNBUILT
-from ..compile.pipeline import compile_rules, front
+from ..compile.pipeline import compile_as, front
 from ..errors import AstadError
 from .diff import DiffFunction
 from ..specialise.expressions import CannotSpecialise
@@ -89,7 +89,8 @@ def tangent_function(fn):
         return None
     lines = [f"def {node.name}_tangent({', '.join(primals + tangents)}):",
              f"    # d/dt {fn.__name__}(x + t v) at t = 0, with plain floats: each tangent a "
-             "local *_dot (api/hvp.py)"]
+             "local *_dot (api/hvp.py)"]  # (a closure's cells: read as fn reads them,
+    # checked by the prologue of the reverse code written from this)
     body = writer.functions_text + writer.lines
     body = body if writer.functions_text else _without_dead(body)
     lines += [text for text, _ in inline_single_uses(body, writer.names["temp"])]
@@ -97,7 +98,8 @@ def tangent_function(fn):
     filename = f"<astad: the tangent of {fn.__qualname__} ({parsed.filename}:{node.lineno})>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     function = ast.parse(text).body[0]
-    compiled = compile_rules([(function.name, function)], filename)[function.name]
+    function.astad_callees, function.astad_cells = {}, tuple(writer.cells)
+    compiled = compile_as(function, fn, filename, keep_name=True)[0]  # (fn's cells)
     return compiled, plans, found
 
 
@@ -161,7 +163,7 @@ def hvp_function(fn):
     if written is None:  # (a recursive helper returning its tangent with its value)
         return _general_reverse(tangent, plans, found)
     function, text = written
-    compiled = compile_rules([(function.name, function)], parsed.filename)[function.name]
+    compiled = compile_as(function, tangent, parsed.filename, keep_name=True)[0]
     return compiled, plans, text, found
 
 

@@ -29,13 +29,8 @@ from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_deriv
 from ..compile import calls as compiled
 from ..compile.calls import resolvable_function
 from ..specialise.value_kinds import floats
-from ..compile.entry import UNBUILT
-from ..compile.pipeline import compile_rules, front
-from ..errors import AstadError
-from ..specialise.expressions import CannotSpecialise
-from ..specialise.loops import write_scalar_loops
 from ..core.reverse_pass import PLAIN
-from .diff import ALL_GRADIENTS, run_specialised, selection_of, specialised
+from .diff import ALL_GRADIENTS, selection_of, specialised, specialised_rows
 from .hvp import floats_code, hessian_vector_product
 from .transforms import Transform, name_of, split_aux, argnums_positions, reverse
 
@@ -345,15 +340,10 @@ def float_gradient(transform, args, kwargs):
 
 def _float_rows(entry, fun, args, select):
     """The Jacobian of a plain Python function whose result is a tuple or list of floats,
-    by the code written for its rows (entry.rows: specialise/loops.py with ``rows``), as
-    the general path gives it: the result's container of each output's gradient; None
-    where that code does not apply."""
-    rows = entry.rows
-    if rows is UNBUILT:
-        rows = entry.rows = _rows_code(entry, fun)
-    if rows is None or len(args) != entry.arity:
-        return None
-    out = run_specialised(rows, True, args, ALL_GRADIENTS)
+    by the code written for its rows (diff.specialised_rows), as the general path gives
+    it: the result's container of each output's gradient; None where that code does not
+    apply."""
+    out = specialised_rows(entry, fun, args)
     if out is None:
         return None
     if type(select) is int:
@@ -367,23 +357,6 @@ def _float_rows(entry, fun, args, select):
             return None
         picked = [tuple([g[k] for k in select]) for g in out[1]]
     return picked if type(out[0]) is list else tuple(picked)
-
-
-def _rows_code(entry, fn):
-    """The code of ``fn`` for a Jacobian's rows, compiled; None where it cannot be
-    written. The bindings it was written for join the entry's (as Hessian code's do)."""
-    try:
-        parsed, node, local_names, _ = front(fn)
-        found: list = []
-        written = write_scalar_loops(node, fn, local_names, parsed.filename, found,
-                                     rows=True)
-    except (AstadError, CannotSpecialise):
-        return None
-    if written is None:
-        return None
-    function, _ = written
-    entry.dependencies.extend(found)
-    return compile_rules([(function.name, function)], parsed.filename)[function.name]
 
 
 def float_hessian(transform, args, kwargs):

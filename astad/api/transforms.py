@@ -31,8 +31,9 @@ from ..compile.entry import CACHE, cached
 from . import pickling
 from ..transform.bindings import MISSING
 from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
-                   reverse_pass, selection_of, specialised, specialised_call)
-from ..core.reverse_pass import ScaledPullback, snapshot
+                   reverse_pass, selection_of, specialised, specialised_call,
+                   specialised_rows)
+from ..core.reverse_pass import RowsPullback, ScaledPullback, snapshot
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
@@ -292,16 +293,24 @@ class _Taped:
 
 
 def _float_vjp(fun, primals):
-    """``vjp`` of a float-valued plain function of floats and lists of floats by the
-    code written for them (as ``f.vjp`` runs it): the value and a pullback scaling the
-    gradient; None where that code does not apply."""
+    """``vjp`` of a plain function of floats and lists of floats returning a float (or a
+    tuple of floats) by the code written for them (as ``f.vjp`` runs it): the value and
+    a pullback scaling the gradient (summing the outputs' scaled gradients); None where
+    that code does not apply."""
     if type(fun) is not types.FunctionType or not resolvable_function(fun):
         return None
     for p in primals:
         if type(p) is not float and not (type(p) is list and floats(*p) and p):
             return None  # (ints, arrays, structures: the pass, as JAX's vjp)
-    out = specialised(compiled.transformed(fun), fun, primals, ALL_GRADIENTS, current=True)
-    if out is None or type(out[0]) is not float:
+    entry = compiled.transformed(fun)
+    out = specialised(entry, fun, primals, ALL_GRADIENTS, current=True)
+    if out is None:  # (a tuple of floats: each output's gradient, a pullback summing them)
+        out = specialised_rows(entry, fun, primals)
+        if out is None:
+            return None
+        return out[0], RowsPullback(_Taped(fun, len(primals)),
+                                    tuple(map(snapshot, primals)), *out)
+    if type(out[0]) is not float:
         return None
     pullback = ScaledPullback(_Taped(fun, len(primals)), tuple(map(snapshot, primals)),
                               out[1])

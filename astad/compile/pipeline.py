@@ -66,11 +66,10 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
     entry.recipe = recipe
     if resolve is not None:
         entry.helpers = tuple(resolve.helpers)
+    recipes: dict = {}
     if tapeless is not None:
         function, text = tapeless
-        entry.tapeless, recipe = _compile_as(function, fn, parsed.filename)
-        if recipe is not None:  # (it reads the user's closure: bound again per function)
-            entry.cell_recipes = {"tapeless": recipe}
+        entry.tapeless, recipes["tapeless"] = compile_as(function, fn, parsed.filename)
         said = re.match(r"\s*# every argument (.*?): ", text.split("\n")[1])
         kinds = said.group(1) if said else "a float"
         entry.specialised_source = (
@@ -80,10 +79,13 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
         entry.tapes = "gradient_of(" in text
     if forward is not None:  # forward mode on float arguments
         function, text, unchecked = forward
-        entry.forward = _compile_as(function, fn, parsed.filename)[0]
+        entry.forward, recipes["forward"] = compile_as(function, fn, parsed.filename)
         entry.forward_source = text
         if unchecked is not None:
-            entry.forward_unchecked = _compile_as(unchecked, fn, parsed.filename)[0]
+            entry.forward_unchecked, recipes["forward_unchecked"] = compile_as(
+                unchecked, fn, parsed.filename)
+    # (the code reading the user's closure, bound again for each function of this code)
+    entry.cell_recipes = {role: made for role, made in recipes.items() if made is not None}
     return entry
 
 
@@ -116,36 +118,21 @@ def _rules_text(rules: list, filename: str) -> str:
     return text
 
 
-def _compile_as(function: ast.FunctionDef, fn, filename: str):
+def compile_as(function: ast.FunctionDef, fn, filename: str, keep_name: bool = False):
     """A function written for ``fn`` (specialised code), compiled: a traceback through it
-    names the user's function, as one through the taped code does; and, if it reads
-    closure variables of ``fn`` by name (``astad_cells``), how it is bound to another
-    function's cells (``(code, globals, positions in fn's closure)``, entry.with_cells),
-    else None."""
+    names the user's function (unless ``keep_name``), as one through the taped code
+    does; and, if it reads closure variables of ``fn`` by name (``astad_cells``), how it
+    is bound to another function's cells (``(code, globals, positions in fn's
+    closure)``, entry.with_cells), else None."""
     cells = getattr(function, "astad_cells", ())
+    name = function.name if keep_name else fn.__name__
     if not cells:
         compiled = compile_rules([(function.name, function)], filename)[function.name]
-        compiled.__code__ = compiled.__code__.replace(co_name=fn.__name__)
+        compiled.__code__ = compiled.__code__.replace(co_name=name)
         return compiled, None
     namespace = rule_namespace()
     namespace.update(function.astad_callees)
-    prelude = [ast.Assign(targets=[ast.Name(n, ast.Store())], value=ast.Constant(None))
-               for n in cells]  # (so that the function reads them as free variables)
-    factory = ast.FunctionDef(
-        name="_astad_cells", args=ast.arguments(posonlyargs=[], args=[], vararg=None,
-                                                kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                                defaults=[]),
-        body=prelude + [function, ast.Return(ast.Name(function.name, ast.Load()))],
-        decorator_list=[], returns=None)
-    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
-        factory.type_params = []
-    module = ast.Module(body=[factory], type_ignores=[])
-    _locate(factory, function.lineno)
-    valid_positions(module)
-    code = compile(module, filename, "exec", dont_inherit=True)
-    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType)
-                 and c.co_name == function.name).replace(co_name=fn.__name__)
+    inner = _closure_code(function, cells, filename).replace(co_name=name)
     remember(inner)
     free = fn.__code__.co_freevars
     recipe = (inner, namespace, tuple(free.index(name) for name in inner.co_freevars))
@@ -178,23 +165,8 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
     display_name = function_ast.name
     function_ast = copy.copy(function_ast)
     function_ast.name = names.factory_def
-    prelude = [ast.Assign(targets=[ast.Name(n, ast.Store())], value=ast.Constant(None))
-               for n in [names.ad] + list(rules) + user_freevars]
-    factory = ast.FunctionDef(
-        name="_astad_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None,
-                                                  kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                                  defaults=[]),
-        body=prelude + [function_ast, ast.Return(ast.Name(function_ast.name, ast.Load()))],
-        decorator_list=[], returns=None)
-    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
-        factory.type_params = []
-    module = ast.Module(body=[factory], type_ignores=[])
-    _locate(factory, function_ast.lineno)
-    code = compile(module, filename, "exec", dont_inherit=True)
-    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType)
-                 and c.co_name == function_ast.name)
-    inner = inner.replace(co_name=display_name)
+    inner = _closure_code(function_ast, [names.ad] + list(rules) + user_freevars,
+                          filename).replace(co_name=display_name)
     if hasattr(inner, "co_qualname"):
         inner = inner.replace(co_qualname=fn.__qualname__)
     remember(inner)
@@ -220,6 +192,28 @@ def _compile(function_ast: ast.FunctionDef, fn, filename: str, names: Names,
     if itself is not None:
         itself.cell_contents = rev
     return rev, (inner, tuple(recipe))
+
+
+def _closure_code(function: ast.FunctionDef, free: list, filename: str) -> types.CodeType:
+    """The code of ``function`` compiled as a closure whose free variables are the names
+    ``free`` (each read from a cell: the function built from it is given the cells)."""
+    prelude = [ast.Assign(targets=[ast.Name(n, ast.Store())], value=ast.Constant(None))
+               for n in free]  # (locals of a factory: free variables of the function)
+    factory = ast.FunctionDef(
+        name="_astad_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None,
+                                                  kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                                  defaults=[]),
+        body=prelude + [function, ast.Return(ast.Name(function.name, ast.Load()))],
+        decorator_list=[], returns=None)
+    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
+        factory.type_params = []
+    module = ast.Module(body=[factory], type_ignores=[])
+    _locate(factory, function.lineno)
+    valid_positions(module)
+    code = compile(module, filename, "exec", dont_inherit=True)
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return next(c for c in factory_code.co_consts if isinstance(c, types.CodeType)
+                and c.co_name == function.name)
 
 
 def _locate(factory: ast.AST, lineno: int) -> None:

@@ -81,6 +81,56 @@ class ScaledPullback(Pullback):
         return self._tape().tape_length
 
 
+class RowsPullback(ScaledPullback):
+    """The pullback of a tuple (or list) of floats whose every output's gradient the
+    specialised code gave (its rows): ``pullback(c)`` is the sum of ``c[k]`` times row
+    ``k``, a None or zero cotangent adding nothing, and no tape is kept. A cotangent of
+    another kind (another container, a number that is not finite, an array, a dual of an
+    enclosing level) takes the tape, as ``ScaledPullback``'s does."""
+
+    def __init__(self, function, args, values, rows):
+        super().__init__(function, args, None)
+        self._kind, self._rows = type(values), rows
+
+    @api_boundary
+    def __call__(self, cotangent: Any) -> Any:
+        rows = self._rows
+        if type(cotangent) is self._kind and len(cotangent) == len(rows):
+            total = None
+            for c, row in zip(cotangent, rows):
+                t = type(c)
+                if c is None or (t is float or t is int) and c == 0:
+                    continue
+                if t is not float and t is not int or c - c != 0.0:
+                    break  # (not a finite number: the tape)
+                term = _scaled(row, float(c), {})
+                total = term if total is None else _added(total, term)
+                if total is None:
+                    break  # (a structure the sum does not take: the tape)
+            else:
+                if total is not None:  # (every output's cotangent zero: the tape's zeros)
+                    return total
+        return self._tape()(cotangent)
+
+
+def _added(a, b):
+    """The sum of two gradients of one structure (floats in lists and tuples, None or a
+    constant elsewhere), or None for any other structure."""
+    t = type(a)
+    if t is not type(b):
+        return None
+    if t is float or t is np.float64:
+        return a + b
+    if a is None or t in PLAIN:
+        return a
+    if (t is list or t is tuple) and len(a) == len(b):
+        items = [_added(x, y) for x, y in zip(a, b)]
+        if any(item is None and x is not None for item, x in zip(items, a)):
+            return None
+        return items if t is list else tuple(items)
+    return None
+
+
 def _scaled(gradient, c: float, memo: dict):
     """``gradient`` (floats in lists, tuples and records, constants elsewhere) times
     ``c``, with the same structure and aliasing."""

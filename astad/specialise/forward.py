@@ -43,7 +43,6 @@ class ForwardWriter(Writer):
     local; a list argument's ``start`` (a matrix's ``starts``) is the list of its
     tangents, a row's handle the row of its tangents."""
 
-    reads_cells = False  # (its unchecked form has no prologue: a closure's, the ordinary code)
 
     volatile = None  # (every tangent is a local of its own)
     zero_guards = False  # (see above: a tangent that is not finite runs the duals)
@@ -107,10 +106,15 @@ def write_forward(root, fn, local_names: set, filename: str, dependencies: list)
     writer, head, found = written
     dependencies.extend(found)
     body = writer.functions_text + inline_single_uses(writer.lines, writer.names["temp"])
-    function, text = parse_with_user_lines(head + body, root.lineno, writer.classes)
+    # (a closure's cells read and checked: in the unchecked form too, whose caller checks
+    # only the arguments, and takes the ordinary code where it returns None)
+    prologue = [(f"    {text}", root.lineno) for text in writer.prologue]
+    function, text = parse_with_user_lines(head + prologue + body, root.lineno,
+                                           writer.classes, writer.cells)
     unchecked = None  # the same without the checks, for callers that made them (all floats)
     if all(writer.kinds[p] == "float" for p in writer.params):
-        unchecked = parse_with_user_lines(head[:2] + body, root.lineno, writer.classes)[0]
+        unchecked = parse_with_user_lines(head[:2] + prologue + body, root.lineno,
+                                          writer.classes, writer.cells)[0]
     return function, text, unchecked
 
 
