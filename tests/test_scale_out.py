@@ -328,3 +328,12 @@ def test_function_defined_in_main_travels_by_value(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "21"
+
+
+def test_a_pullback_of_a_tuple_of_floats_does_not_pickle_either():
+    def pair(r, theta):
+        return (r * math.cos(theta), r * theta)
+    for _, pullback in (astad.vjp(pair, 2.0, 0.5), astad.reverse_diff(pair).vjp(2.0, 0.5)):
+        assert type(pullback).__name__ == "RowsPullback"
+        with pytest.raises(TypeError, match="Pullback cannot be pickled.*call .vjp"):
+            pickle.dumps(pullback)

@@ -265,3 +265,28 @@ def test_vjp_of_a_tuple_of_floats_sums_the_outputs_rows(fn, args, monkeypatch):
         for g, w in zip(got, want):
             assert type(g) is type(w)
             assert g == pytest.approx(w, rel=1e-13, abs=1e-15, nan_ok=True)
+
+
+@pytest.mark.parametrize("argnums", [(0, 1, 2), 1, (2, 0), None])
+def test_a_decorated_functions_vjp_of_a_tuple_of_floats_sums_its_rows(argnums):
+    args = (CAM, [0.5, -0.3, 1.2], 0.01)
+    fast = astad.reverse_diff(residual, argnums=argnums)
+    general = astad.reverse_diff(lambda *a: residual(*a), argnums=argnums)  # (*args: no
+    value, pullback = fast.vjp(*args)                                     # code for floats)
+    want_value, want_pullback = general.vjp(*args)
+    assert value == want_value == residual(*args)
+    assert type(pullback).__name__ == "RowsPullback"
+    assert type(want_pullback).__name__ == "Pullback"
+    for c in [(1.0, 0.0), (0.25, -2.0), (None, 1.5), (math.inf, 1.0)]:
+        got, want = pullback(c), want_pullback(c)
+        _close(got, want)
+
+
+def _close(got, want):
+    assert type(got) is type(want), (got, want)
+    if isinstance(want, (list, tuple)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _close(g, w)
+    else:
+        assert got == pytest.approx(want, rel=1e-13, abs=1e-15, nan_ok=True)

@@ -29,7 +29,7 @@ from ..errors import AstadError, InputError, SignatureError, api_boundary
 from ..runtime.duals import running
 from ..runtime.tape import native
 from ..data.tree import FUNCTIONS
-from ..core.reverse_pass import (PLAIN, Pullback, ReversePass, ScaledPullback,
+from ..core.reverse_pass import (PLAIN, Pullback, ReversePass, RowsPullback, ScaledPullback,
                                  float_result_gradient, pause_gc, reverse_pass, scalable,
                                  snapshot)
 from ..core.boundary import (refuse_functions)
@@ -227,6 +227,13 @@ class DiffFunction:
         out = self._specialised(args, kwargs)
         if out is not None and scalable(out[1]):
             return out[0], ScaledPullback(self, tuple(map(snapshot, args)), out[1])
+        if out is None and not kwargs:  # (a tuple of floats: a pullback summing its rows)
+            found = specialised_rows(self.entry, self.fn, args)
+            rows = None if found is None else \
+                selected_rows(found[1], args, self.selection(len(args)))
+            if rows is not None:
+                return found[0], RowsPullback(self, tuple(map(snapshot, args)), found[0],
+                                              rows)
         with pause_gc():
             forward = self._forward(args, kwargs)
         refuse_functions(forward.result, self.__name__, FUNCTIONS + (DiffFunction,))
@@ -363,6 +370,21 @@ def specialised_rows(entry, fn, args):
     return run_specialised(rows, True, args, ALL_GRADIENTS)
 
 
+def selected_rows(rows: list, args, select):
+    """Each output's gradients (``rows``, of every argument) as ``select`` chooses them
+    (``selection_of``); None where an argument chosen holds no float (the general path
+    raises that error)."""
+    if select is ALL_GRADIENTS:
+        return list(rows)
+    if type(select) is int:
+        if type(args[select]) in PLAIN:
+            return None
+        return [g[select] for g in rows]
+    if all(type(args[k]) in PLAIN for k in select):
+        return None
+    return [tuple([g[k] for k in select]) for g in rows]
+
+
 def _rows_code(entry, fn):
     """The code of ``fn`` for a Jacobian's rows, compiled; None where it cannot be
     written. The bindings it was written for join the entry's (as Hessian code's do)."""
@@ -397,4 +419,4 @@ def machinery(fn, argnums, preaccumulate: bool, sources=None):
     return DiffFunction.unfinished(fn, argnums, preaccumulate)
 
 
-pickling.register_refusals(Pullback, ScaledPullback)
+pickling.register_refusals(Pullback, ScaledPullback, RowsPullback)

@@ -29,8 +29,7 @@ from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_deriv
 from ..compile import calls as compiled
 from ..compile.calls import resolvable_function
 from ..specialise.value_kinds import floats
-from ..core.reverse_pass import PLAIN
-from .diff import ALL_GRADIENTS, selection_of, specialised, specialised_rows
+from .diff import selected_rows, selection_of, specialised, specialised_rows
 from .hvp import floats_code, hessian_vector_product
 from .transforms import Transform, name_of, split_aux, argnums_positions, reverse
 
@@ -344,18 +343,9 @@ def _float_rows(entry, fun, args, select):
     it: the result's container of each output's gradient; None where that code does not
     apply."""
     out = specialised_rows(entry, fun, args)
-    if out is None:
+    picked = None if out is None else selected_rows(out[1], args, select)
+    if picked is None:
         return None
-    if type(select) is int:
-        if type(args[select]) in PLAIN:
-            return None  # (the error no float gives: the general path's)
-        picked = [g[select] for g in out[1]]
-    elif select is ALL_GRADIENTS:
-        picked = list(out[1])
-    else:
-        if all(type(args[k]) in PLAIN for k in select):
-            return None
-        picked = [tuple([g[k] for k in select]) for g in out[1]]
     return picked if type(out[0]) is list else tuple(picked)
 
 
