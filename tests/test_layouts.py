@@ -175,3 +175,40 @@ def test_a_traceback_through_a_formatted_statement_names_the_users_line():
     frames = [frame for frame in info.traceback if str(frame.path) == __file__]
     assert frames and frames[-1].lineno + 1 in range(f.__code__.co_firstlineno,
                                                      f.__code__.co_firstlineno + 4)
+
+
+def _lambda_over_lines(k):
+    inner = lambda q: (  # noqa: E731 (black's layout of long lambdas)
+        k * k
+    ) - (
+        q[0] * q[0]
+        + q[1] * q[1]
+    )
+    return (
+        lambda v: -inner(v)
+        * k
+    )
+
+
+def _lambda_argument_over_lines(k):
+    return list(map(
+        lambda v: v
+        * k
+        + 1.0,
+        [k],
+    ))[0]
+
+
+def test_a_lambda_whose_body_goes_on_past_its_first_line():
+    """inspect gives a lambda's first line alone, which parses without what follows
+    inside the brackets around it: the lambda is read as the whole file has it (before,
+    ``* k`` was lost: a wrong value and gradient)."""
+    f = _lambda_over_lines(1.5)
+    v = [0.3, 0.4]
+    value, g = astad.value_and_grad(f)(v)
+    assert value == f(v) == -(1.5 * 1.5 - 0.25) * 1.5
+    assert g == pytest.approx([2 * 0.3 * 1.5, 2 * 0.4 * 1.5], rel=1e-14)
+    assert astad.jvp(f, (v,), ([1.0, -1.0],))[1] == pytest.approx(1.5 * (0.6 - 0.8),
+                                                                 rel=1e-14)
+    assert astad.grad(astad.grad(lambda k: _lambda_argument_over_lines(k)))(2.0) == \
+        pytest.approx(2.0, rel=1e-14)  # d2/dk2 (k * k + 1)

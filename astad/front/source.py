@@ -147,6 +147,7 @@ def _at_first_line(fn, lines: list, firstlineno: int):
     """The definition in ``lines`` (what ``inspect`` read at ``co_firstlineno``) if it is
     ``fn``'s: its name, first line and parameters agree with the code object; else None."""
     code = fn.__code__
+    last_line = firstlineno + len(lines) - 1
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
@@ -170,13 +171,34 @@ def _at_first_line(fn, lines: list, firstlineno: int):
     if code.co_name == "<lambda>":
         matching = [lam for lam in gast.walk(module) if isinstance(lam, gast.Lambda)
                     and lam.lineno == code.co_firstlineno and _same_parameters(lam, code)]
-        return _one_lambda(fn, matching)
+        found = _one_lambda(fn, matching)
+        if found is not None and found.end_lineno >= last_line:
+            found = _whole_lambda(fn, found)
+        return found
     candidates = [node for node in module.body if _is_def(node, code.co_name)] or \
         [node for node in gast.walk(module) if _is_def(node, code.co_name)]
     for node in candidates:
         if first_line(node) == code.co_firstlineno and _same_parameters(node, code):
             return node
     return None
+
+
+def _whole_lambda(fn, found):
+    """``found``, a lambda ending on the last line ``inspect`` gave, as the whole file has
+    it: its body may go on past that line inside the brackets around it (black's layout
+    of a long lambda, ``return (\n lambda v: f(v)\n * k\n)``), which the lines alone
+    parse without."""
+    filename = fn.__code__.co_filename
+    text = "".join(linecache.getlines(filename, getattr(fn, "__globals__", None)))
+    try:
+        module = gast.parse(text)
+    except SyntaxError:
+        return found
+    for node in gast.walk(module):
+        if isinstance(node, gast.Lambda) and node.lineno == found.lineno and \
+                node.col_offset == found.col_offset:
+            return node
+    return found
 
 
 def _is_def(node, name: str) -> bool:
