@@ -87,10 +87,11 @@ def tangent_function(fn):
             tangents.append(writer.tangents[p])
     if all(kind == "plain" for kind, _ in plans):
         return None
+    # (a closure's cells: read by name as fn reads them, checked by the prologue of the
+    # reverse code written from this)
     lines = [f"def {node.name}_tangent({', '.join(primals + tangents)}):",
              f"    # d/dt {fn.__name__}(x + t v) at t = 0, with plain floats: each tangent a "
-             "local *_dot (api/hvp.py)"]  # (a closure's cells: read as fn reads them,
-    # checked by the prologue of the reverse code written from this)
+             "local *_dot (api/hvp.py)"]
     body = writer.functions_text + writer.lines
     body = body if writer.functions_text else _without_dead(body)
     lines += [text for text, _ in inline_single_uses(body, writer.names["temp"])]

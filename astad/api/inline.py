@@ -23,8 +23,8 @@ from ..argnums import argnums_positions
 from ..compile import calls as compiled
 from ..runtime.duals import running
 from ..runtime.tape import native
-from ..transform.bindings import MISSING, unchanged
-from ..compile.entry import BY_CODE, closure_classes, with_cells
+from ..transform.bindings import MISSING
+from ..compile.entry import BY_CODE, with_cells
 from .diff import DiffFunction, run_specialised, selection_of, specialised_call
 
 # id(function) -> {(argnums, gradient_only): (WeakOwner, SpecialisedCall)}; an id's entry
@@ -99,15 +99,13 @@ def made_again(fun, args: tuple, select, gradient_only: bool):
     if id(fun) in _CALLS or running.stack:
         return MISSING  # (a function with a kept call; an enclosing differentiation)
     template = BY_CODE.get((fun.__code__, True, False))
-    if template is None or fun.__globals__ is not template.globals or \
-            fun.__defaults__ is not None or fun.__kwdefaults__ is not None or \
-            len(args) != fun.__code__.co_argcount or \
-            closure_classes(fun) != template.classes:
+    if template is None or len(args) != fun.__code__.co_argcount or \
+            not template.fits(fun):
         return MISSING
     recipe = template.cell_recipes.get("tapeless")
     tapeless = with_cells(recipe, fun) if recipe is not None else \
         template.artifacts["tapeless"]
-    if tapeless is None or not unchanged(template.dependencies, MISSING):
+    if tapeless is None:
         return MISSING
     out = run_specialised(tapeless, template.artifacts["tapes"], args, select)
     if out is None:

@@ -93,6 +93,14 @@ class Template:
                           if slot not in entry.cell_recipes}  # defaults; no cell either)
         self.cell_recipes = entry.cell_recipes
 
+    def fits(self, fn) -> bool:
+        """May ``fn`` (a function of this code) take this code? The same globals, no
+        defaults, the same classes in its closure (their properties shape the code), and
+        every binding the code was written for unchanged."""
+        return fn.__globals__ is self.globals and fn.__defaults__ is None and \
+            fn.__kwdefaults__ is None and closure_classes(fn) == self.classes and \
+            unchanged(self.dependencies, MISSING)
+
 
 def template_of(entry: Entry, fn) -> Template | None:
     if entry.recipe is None or fn.__defaults__ is not None or fn.__kwdefaults__ is not None:
@@ -113,10 +121,8 @@ def rebound(template: Template, fn) -> Entry | None:
     or nested ``def`` made again: a new function object, the same code), bound to ``fn``'s
     closure cells; None where it does not apply to ``fn`` (other globals, defaults,
     another class in its closure, or a binding the code was written for has changed)."""
-    if fn.__globals__ is not template.globals or fn.__defaults__ is not None or \
-            fn.__kwdefaults__ is not None or closure_classes(fn) != template.classes or \
-            not unchanged(template.dependencies, MISSING):
-        return None  # (another class in the closure: its properties shape the code)
+    if not template.fits(fn):
+        return None
     code, cells = template.recipe
     closure, itself = [], None
     for kind, cell in cells:

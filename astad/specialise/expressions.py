@@ -20,10 +20,10 @@ import gast
 
 from ..transform.preaccumulate import Const, Leaf, Op, differentiate
 from .value_kinds import (Alias, Float, FloatLocal, FreeFunction, ListArg, ListLocal,
-                          LocalFunction,
-                          MatrixArg, Plain, PlainLocal, RecordArg, RecordLocal, RecordVal,
-                          Row, RowLocal, TupleLocal, TupleVal, ABSENT, CannotSpecialise,
-                          constant_global, nonnegative, plain_record_class, record_fields)
+                          LocalFunction, MatrixArg, Plain, PlainLocal, RecordArg,
+                          RecordLocal, RecordVal, Row, RowLocal, TupleLocal, TupleVal, ABSENT,
+                          CannotSpecialise, constant_global, nonnegative,
+                          plain_record_class, record_fields)
 from ..registry import formula, total
 from ..rules.scalar import rule_namespace
 

@@ -43,7 +43,6 @@ class ForwardWriter(Writer):
     local; a list argument's ``start`` (a matrix's ``starts``) is the list of its
     tangents, a row's handle the row of its tangents."""
 
-
     volatile = None  # (every tangent is a local of its own)
     zero_guards = False  # (see above: a tangent that is not finite runs the duals)
 

@@ -252,9 +252,8 @@ class Inliner:
 
     def specialised_call(self, callee, root, filename, params, values, body, depth, line):
         """A call of ``callee`` that cannot be inlined (it recurses, or returns inside a
-        loop): a
-        nested function written for the kinds of its arguments (floats and plain
-        values), once per kinds, called with each float's handle beside it."""
+        loop): a nested function written for the kinds of its arguments (floats and
+        plain values), once per kinds, called with each float's handle beside it."""
         if self.static_binding:
             raise CannotSpecialise  # (straight-line code has no calls)
         kinds = []

@@ -4,10 +4,10 @@
 ``ys[i] = v``, then reads of ``ys[k]``, ``for y in ys``, ``len(ys)`` and ``sum(ys)``: the
 list is a ``ListLocal``, two lists side by side in the written code, its values and each
 value's handle (its tape slot, or its tangent), so a write is two stores and a read two
-loads, with no tape entry of its own. A value written is read back with the handle it was written
-with, as the taped code reads the dual it stored. Anything else done with the list (it
-is returned, passed where its values are not read one by one, bound to a second name)
-leaves the function to the ordinary code.
+loads, with no tape entry of its own. A value written is read back with the handle it
+was written with, as the taped code reads the dual it stored. Anything else done with
+the list (it is returned, passed where its values are not read one by one, bound to a
+second name) leaves the function to the ordinary code.
 """
 from __future__ import annotations
 
@@ -20,20 +20,18 @@ class Lists:
     """The writer's half that makes and writes lists (loops.Writer)."""
 
     def make_list(self, name: str, node, depth: int, line: int) -> bool:
-        """``name = [a, b, ...]`` (``[]`` too) or ``name = [c] * n`` (``c`` a number): a
-        ListLocal, and True; False if ``node`` makes no such list."""
-        if isinstance(node, gast.ListComp):
-            size = "comprehension"
-        elif isinstance(node, gast.List) and not any(isinstance(e, gast.Starred)
-                                                     for e in node.elts):
-            size = None
-        elif isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult) and \
+        """``name = [a, b, ...]`` (``[]`` too), ``name = [c] * n`` (``c`` a number) or
+        ``name = [e for ...]``: a ListLocal, and True; False if ``node`` makes no such
+        list."""
+        size = None  # (a display or a comprehension: no size given)
+        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult) and \
                 isinstance(node.left, gast.List) and len(node.left.elts) == 1 and \
                 isinstance(node.left.elts[0], gast.Constant) and \
                 type(node.left.elts[0].value) in (int, float):
             size = self.plain(node.right, depth, line, quiet=True)
             fill = repr(node.left.elts[0].value)
-        else:
+        elif not (isinstance(node, gast.ListComp) or isinstance(node, gast.List) and not any(
+                isinstance(e, gast.Starred) for e in node.elts)):
             return False
         if self.static_binding:
             raise CannotSpecialise  # (straight-line code: handles are names, not lists)
@@ -47,7 +45,7 @@ class Lists:
                 self.fresh(f"{base}{self.names['suffix']}s"))
         elif not isinstance(local, ListLocal):
             raise CannotSpecialise  # a name bound to a float elsewhere, or an argument
-        if size == "comprehension":
+        if isinstance(node, gast.ListComp):
             self.fill_list(local, node, depth, line)
         elif size is None:  # (a display: its elements evaluated first, as Python does)
             pairs = [self.stored(e, depth, line) for e in node.elts]

@@ -520,10 +520,17 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
     None for a result that is not a float: the transformed code then raises its error."""
     if type(value) is not float and type(value) is not _FLOAT64:
         return None
+    return value, _swept(tape, width, index, sink, layout, True)
+
+
+def _swept(tape: list, width: int, index: int, sink: int, layout: tuple, last: bool):
+    """Each argument's gradient (``layout``) from one sweep of the flat tape seeded at
+    slot ``index``; a sweep frees what it passed, so unless it is the ``last`` one it
+    sweeps a copy."""
     adjoint = [0.0] * (sink + 1 + len(tape) // (2 * width))
     adjoint[index] = 1.0
-    _tape_module.sweep_flat(tape, width, adjoint, sink + 1)
-    return value, tuple([_gradient(adjoint, plan) for plan in layout])
+    _tape_module.sweep_flat(tape if last else list(tape), width, adjoint, sink + 1)
+    return tuple([_gradient(adjoint, plan) for plan in layout])
 
 
 def tape_rows_of(tape: list, width: int, values: tuple, indices: tuple, sink: int,
@@ -535,14 +542,9 @@ def tape_rows_of(tape: list, width: int, values: tuple, indices: tuple, sink: in
     float."""
     if any(type(v) is not float and type(v) is not _FLOAT64 for v in values):
         return None
-    size = sink + 1 + len(tape) // (2 * width)
-    rows = []
-    for k, index in enumerate(indices):
-        adjoint = [0.0] * size
-        adjoint[index] = 1.0
-        last = k == len(indices) - 1  # (a sweep frees what it passed: the others, a copy)
-        _tape_module.sweep_flat(tape if last else list(tape), width, adjoint, sink + 1)
-        rows.append(tuple([_gradient(adjoint, plan) for plan in layout]))
+    last = len(indices) - 1
+    rows = [_swept(tape, width, index, sink, layout, k == last)
+            for k, index in enumerate(indices)]
     return (list(values) if kind == "list" else values), rows
 
 
@@ -735,12 +737,6 @@ if _tape_module.native is not None:
     float_lists, float_rows = _tape_module.native.float_lists, _tape_module.native.float_rows
     floats = _tape_module.native.floats
 
-# what generated code calls (through ``ad``, in the rules' namespace)
-publish("tape_gradient_of", tape_gradient_of)
-publish("tape_rows_of", tape_rows_of)
-publish("record_values", record_values)
-publish("plain_gradient", plain_gradient)
-publish("number_gradient", number_gradient)
 # a closure's values the written code reads as plain values (inline.Inliner.free_value)
 FREE_CONSTANTS = frozenset({float, int, bool, str, type(None)})
 _PLAIN_DATA = FREE_CONSTANTS | {list, tuple}
@@ -759,6 +755,12 @@ def plain_data(value, depth: int = 0) -> bool:
         plain_data(v, depth + 1) for v in value if type(v) is list or type(v) is tuple)
 
 
+# what generated code calls (through ``ad``, in the rules' namespace)
+publish("tape_gradient_of", tape_gradient_of)
+publish("tape_rows_of", tape_rows_of)
+publish("record_values", record_values)
+publish("plain_gradient", plain_gradient)
+publish("number_gradient", number_gradient)
 publish("free_constants", FREE_CONSTANTS)
 publish("plain_data", plain_data)
 publish("function", types.FunctionType)
