@@ -243,3 +243,71 @@ def test_jacobian_of_a_jacobian(name):
     fn = PROGRAMS[name]
     twice = astad.jacrev(astad.jacrev(fn))(X)
     _close(twice, astad.hessian(fn)(X), f"{name}: jacrev of jacrev vs hessian")
+
+
+# -- forward over reverse: the backward steps' primitives take all directions at once -------
+# Rules of astad's own whose jvp takes one direction at a time, and why.
+PER_DIRECTION = {
+    np.block: "its argument is a nested list of arrays, each with its own tangent",
+    np.linalg.lstsq: "its jvp solves a least-squares problem per tangent",
+}
+
+
+def test_every_jvp_of_astads_rules_is_batched():
+    from astad.registry import RECORDS
+    single = sorted(str(fn) for fn, found in RECORDS.items()
+                    if found.partials is None and found.jvps is not None and
+                    not found.batched_jvps and fn not in PER_DIRECTION and
+                    getattr(fn, "__module__", "").startswith(("astad", "numpy")))
+    assert not single, f"jvps taking one direction at a time: {single}"
+
+
+@pytest.mark.parametrize("name", sorted(set(PROGRAMS) - NO_FORWARD_RULE -
+                                        {"user_vjp", "linear_algebra"}))
+def test_hessian_takes_every_direction_at_once(name, monkeypatch):
+    """hessian (forward over reverse) of a weighted sum of each program: the backward
+    steps run on forward duals, so their own primitives (region_add, index_scatter...) are
+    differentiated forward with a tangent per input; none runs once per direction, and the
+    Hessian equals jacrev of jacrev and, for the simplest, central differences."""
+    fn = PROGRAMS[name]
+    weights = np.linspace(0.5, 1.5, np.size(fn(X)))
+
+    def objective(x):
+        return np.sum(fn(x) * weights)
+    want = astad.jacrev(astad.jacrev(objective))(X)
+    from astad.rules import array_forward
+
+    def refused(terms):
+        raise AssertionError(f"{name}: a jvp ran once per direction")
+    monkeypatch.setattr(array_forward, "_stacked", refused)
+    _close(astad.hessian(objective)(X), want, f"{name}: hessian vs jacrev of jacrev")
+
+
+def test_hessian_through_views_and_scatters_by_hand():
+    """Extended Rosenbrock (slices) and an element loop (x[i] reads): the Hessian by hand,
+    and a third derivative (jacfwd of hessian: tangents of tangents, row by row) against
+    jacrev of it."""
+    def rosenbrock(x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    def chain(x):
+        s = 0.0
+        for i in range(len(x) - 1):
+            s = s + x[i] * x[i + 1] ** 2
+        return s
+    x, n = X, len(X)
+    want = np.zeros((n, n))
+    for i in range(n - 1):  # d2/dx_i2 = 1200 x_i^2 - 400 x_{i+1} + 2, d2/dx_i dx_i+1 = -400 x_i
+        want[i, i] += 1200 * x[i] ** 2 - 400 * x[i + 1] + 2
+        want[i + 1, i + 1] += 200
+        want[i, i + 1] = want[i + 1, i] = -400 * x[i]
+    _close(astad.hessian(rosenbrock)(x), want, "rosenbrock")
+    want = np.zeros((n, n))
+    for i in range(n - 1):  # x_i x_{i+1}^2
+        want[i + 1, i + 1] += 2 * x[i]
+        want[i, i + 1] += 2 * x[i + 1]
+        want[i + 1, i] += 2 * x[i + 1]
+    _close(astad.hessian(chain)(x), want, "chain")
+    for fn in (rosenbrock, chain):
+        _close(astad.jacfwd(astad.hessian(fn))(x), astad.jacrev(astad.hessian(fn))(x),
+               f"{fn.__name__}: third derivatives")

@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import math
 
+import numpy as np
 import pytest
 
 import astad
@@ -290,3 +291,68 @@ def _close(got, want):
             _close(g, w)
     else:
         assert got == pytest.approx(want, rel=1e-13, abs=1e-15, nan_ok=True)
+
+
+# -- np.array of floats: an ODE's right-hand side, its Jacobian by the rows' code ----------
+def robertson(y):  # a stiff ODE's right-hand side, read by element
+    return np.array([-0.04 * y[0] + 1e4 * y[1] * y[2],
+                     0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2,
+                     3e7 * y[1] ** 2])
+
+
+def forced(y, k):  # a float argument, a constant output, np.asarray of a tuple
+    return np.asarray((y[0] * k, y[1] ** 2 - k * math.sin(y[0]), 2.0))
+
+
+Y3 = np.array([1.0, 2e-5, 1e-2])
+VECTORS = [(robertson, (Y3,), 0), (forced, (Y3[:2].copy(), 1.5), 0),
+           (forced, (Y3[:2].copy(), 1.5), 1), (forced, (Y3[:2].copy(), 1.5), (0, 1)),
+           (forced, (Y3[:2].copy(), 1.5), (1, 0))]
+
+
+def _same_arrays(a, b):
+    if isinstance(a, tuple):
+        assert isinstance(b, tuple) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same_arrays(x, y)
+        return
+    assert type(a) is type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("fn, args, argnums", VECTORS,
+                         ids=[f"{fn.__name__}-{argnums}" for fn, _, argnums in VECTORS])
+@pytest.mark.parametrize("transform", [astad.jacfwd, astad.jacrev, astad.jacobian])
+def test_an_array_of_floats_agrees_with_the_general_path(transform, fn, args, argnums,
+                                                         monkeypatch):
+    want = transform(functools.partial(fn), argnums=argnums)(*args)
+
+    def general_path(*_, **__):
+        raise AssertionError("the general path ran")
+    monkeypatch.setattr(jacobians, "forward", general_path)
+    monkeypatch.setattr(jacobians, "reverse", general_path)
+    fast = transform(fn, argnums=argnums)
+    got = fast(*args)
+    _same_arrays(got, want)
+    _same_arrays(fast(*args), got)
+
+
+def test_an_array_of_floats_by_hand_and_what_stays_general():
+    y = Y3
+    want = np.array([[-0.04, 1e4 * y[2], 1e4 * y[1]],
+                     [0.04, -1e4 * y[2] - 6e7 * y[1], -1e4 * y[1]],
+                     [0.0, 6e7 * y[1], 0.0]])
+    np.testing.assert_allclose(astad.jacrev(robertson)(y), want, rtol=1e-14)
+    np.testing.assert_allclose(astad.jacfwd(robertson)(y), want, rtol=1e-14)
+
+    def typed(y):  # (a dtype asked for, a list argument: the general path's answers)
+        return np.array([y[0] * y[1], y[1]], dtype=np.float32)
+    _same_arrays(astad.jacrev(typed)(Y3[:2].copy()),
+                 astad.jacrev(functools.partial(typed))(Y3[:2].copy()))
+    for transform in (astad.jacrev, astad.jacfwd):
+        got = transform(robertson)([1.0, 2e-5, 1e-2])
+        assert isinstance(got, type(transform(functools.partial(robertson))(
+            [1.0, 2e-5, 1e-2])))
+    value, pullback = astad.reverse_diff(robertson).vjp(y)  # (its pullback: the tape's)
+    np.testing.assert_allclose(pullback(np.array([1.0, 2.0, -1.0])),
+                               np.array([1.0, 2.0, -1.0]) @ want, rtol=1e-14)

@@ -29,7 +29,8 @@ from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_deriv
 from ..compile import calls as compiled
 from ..compile.calls import resolvable_function
 from ..specialise.value_kinds import floats
-from .diff import selected_rows, selection_of, specialised, specialised_rows
+from .diff import (ALL_GRADIENTS, selected_rows, selection_of, specialised,
+                   specialised_rows)
 from .hvp import floats_code, hessian_vector_product
 from .transforms import Transform, name_of, split_aux, argnums_positions, reverse
 
@@ -346,7 +347,24 @@ def _float_rows(entry, fun, args, select):
     picked = None if out is None else selected_rows(out[1], args, select)
     if picked is None:
         return None
+    if type(out[0]) is np.ndarray:  # (np.array of floats: each argument's block, stacked)
+        if type(select) is int:
+            return _stacked_rows(picked)
+        blocks = [_stacked_rows([row[j] for row in picked])
+                  for j in range(len(args) if select is ALL_GRADIENTS else len(select))]
+        return None if any(b is None for b in blocks) else tuple(blocks)
     return picked if type(out[0]) is list else tuple(picked)
+
+
+def _stacked_rows(rows: list):
+    """The block of a Jacobian of a vector by one argument from each output's gradient
+    (floats, or 1-d float arrays as an array read by element gives them), as the general
+    path gives it; None for any other kind of argument."""
+    kinds = {type(g) for g in rows}
+    if kinds <= {float, np.float64} or kinds == {np.ndarray} and all(
+            g.ndim == 1 and g.dtype == np.float64 for g in rows):
+        return np.array(rows)
+    return None
 
 
 def float_hessian(transform, args, kwargs):

@@ -16,8 +16,9 @@ from .array_axes import (align_core, axes_of, lead_shape, move_core_axes, negati
 from ..runtime.array_dual import (accumulate, add_check, made_array, cotangent, dispatch,
                                   index_of, is_active, new_array, new_scalar, parent_of,
                                   plain_array, primal_of, take_index)
-from ..runtime.array_rows import (add_rows, gather_rows, on_leading_rows, rows_accept,
-                                  rows_at, rows_cotangent, rows_index)
+from ..runtime.array_rows import (add_rows, each_leading_row, gather_rows, on_leading_rows,
+                                  rows_accept, rows_at, rows_cotangent, rows_index,
+                                  scatter_rows)
 from ..errors import NotDifferentiableError, user_location
 from ..runtime.duals import DUAL_TYPES, ScalarDual, running
 from ..runtime.tape import BATCHED_BACKWARDS
@@ -389,8 +390,9 @@ def index_scatter(g, index, shape, dtype):
 register_vjp(index_scatter, lambda g, r, c, index, shape, dtype: on_leading_rows(
     g, len(shape), lambda a, rows: gather_rows(a, index) if rows else a[index]))
 batched_vjps(index_scatter)
-register_jvp(index_scatter, lambda t, r, c, index, shape, dtype: index_scatter(
-    t, index, shape, dtype))
+register_jvp(index_scatter, lambda t, r, c, index, shape, dtype: each_leading_row(
+    t, np.ndim(c), lambda a: index_scatter(a, index, shape, dtype),
+    lambda rows: scatter_rows(rows, index, shape, dtype)), batched=True)
 
 
 def getitem(tape, x, index):

@@ -27,7 +27,7 @@ from ..runtime.duals import DUAL_TYPES
 from .array import batched_vjps, register_jvp, register_vjp
 from .array_shapes import as_dtype, take_index
 from ..registry import publish, record
-from ..runtime.array_rows import on_leading_rows
+from ..runtime.array_rows import each_leading_row, on_leading_rows
 from ..runtime.tape import BATCHED_BACKWARDS
 
 
@@ -357,8 +357,16 @@ register_vjp(region_add, lambda g, r, base, view, value, shape, dtype: g,
                  g, len(shape), view))
 batched_vjps(region_add)
 register_jvp(region_add, lambda t, r, base, view, value, shape, dtype: t,
-             None, lambda t, r, base, view, value, shape, dtype: region_add(
-                 None, view, t, shape, dtype))
+             None, lambda t, r, base, view, value, shape, dtype: each_leading_row(
+                 t, np.ndim(value), lambda a: region_add(None, view, a, shape, dtype),
+                 lambda rows: _region_rows(view, rows, shape, dtype)), batched=True)
+
+
+def _region_rows(view, rows, shape, dtype):
+    """region_add(None, view, row, shape, dtype) of each of ``rows`` (plain) at once."""
+    out = np.zeros((len(rows),) + tuple(shape), dtype)
+    view.add_into(out, rows, True)
+    return out
 
 # numpy functions whose result may share the array's memory: view(args, kwargs) gives it
 # as a view dual when it does (None: the rule runs)

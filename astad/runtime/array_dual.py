@@ -96,6 +96,10 @@ def _on_primal(name):
     return lambda self, *args, **kwargs: getattr(plain_array(self), name)(*args, **kwargs)
 
 
+# numpy functions of an array's layout alone, answered from the primal without dispatch
+_OF_THE_PRIMAL = frozenset((np.shape, np.ndim, np.size))
+
+
 class ArrayDualBase(PrimalView):
     """What every array dual does, whatever its mode: it behaves as its primal array.
 
@@ -151,6 +155,8 @@ class ArrayDualBase(PrimalView):
         return dispatch(ufunc if method == "__call__" else (ufunc, method), inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func in _OF_THE_PRIMAL and len(args) == 1 and args[0] is self and not kwargs:
+            return func(self.v)  # (np.shape, np.ndim, np.size: asked often by the rules)
         return dispatch(func, args, kwargs)
 
     # comparisons give plain bool arrays: control flow and masks follow the primal

@@ -154,3 +154,25 @@ def on_leading_rows(g, core_ndim, fn):
         return fn(g, False)
     out = fn(np.reshape(g, (-1,) + np.shape(g)[len(lead):]), True)
     return np.reshape(out, lead + np.shape(out)[1:])
+
+
+def each_leading_row(t, core_ndim, one, at_once):
+    """``one(t)`` (a scatter, a view's region) of ``t`` with leading axes (the tangents of
+    a Jacobian's columns, a jvp's batch): ``at_once(rows)`` on a plain array of rows, else
+    (a derivative of a derivative) ``one`` of each row, stacked."""
+    def fn(a, rows):
+        if not rows:
+            return one(a)
+        if type(a) is np.ndarray:
+            return at_once(a)
+        return np.stack([one(a[j]) for j in range(len(a))])
+    return on_leading_rows(t, core_ndim, fn)
+
+
+def scatter_rows(g, index, shape, dtype):
+    """An array of ``shape`` per row of ``g`` (a leading axis), zeros but for the row added
+    at ``index``: index_scatter of every row at once."""
+    out = np.zeros((len(g),) + tuple(shape), dtype=dtype)
+    rows, axis = rows_index(index)
+    np.add.at(out, rows, rows_at(g, axis))
+    return out

@@ -38,6 +38,7 @@ import linecache
 import re
 
 import gast
+import numpy as np
 
 from ..front.activity import shadowed_builtins
 from .scope import Scope, rule_helpers, seeded_activity
@@ -419,7 +420,10 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
     def return_rows(self, node, depth: int, line: int) -> None:
         """``return a, b`` (or ``[a, b]``) in the code written for a Jacobian's rows
         (``rows``): each output's value and handle, each swept once
-        (value_kinds.tape_rows_of)."""
+        (value_kinds.tape_rows_of); ``return np.array([a, b])`` too, an array of them."""
+        kind = "list" if isinstance(node, gast.List) else "tuple"
+        if self.makes_vector(node):
+            node, kind = node.args[0], "array"
         if self.function is not None or not isinstance(node, (gast.Tuple, gast.List)) or \
                 not node.elts or any(isinstance(e, gast.Starred) for e in node.elts):
             raise CannotSpecialise  # (one float: the gradient's own code)
@@ -434,11 +438,17 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
                 raise CannotSpecialise  # a tuple of tuples, lists or records
             values.append(self.stable(value.value, depth, line))
             handles.append(value.handle)
-        kind = "list" if isinstance(node, gast.List) else "tuple"
         names = self.names
         self.emit(depth, f"return ad.tape_rows_of({names['tape']}, _width_, "
                          f"{tuple_text(values)}, {tuple_text(handles)}, {names['sink']}, "
                          f"{names['layout']}, {kind!r})", line)
+
+    def makes_vector(self, node) -> bool:
+        """``np.array([...])`` or ``np.asarray((...))``: a 1-d array of the items."""
+        return isinstance(node, gast.Call) and len(node.args) == 1 and not node.keywords \
+            and isinstance(node.args[0], (gast.List, gast.Tuple)) and \
+            not self.is_local(node.func) and \
+            self.scope.resolver.callee(node.func) in (np.array, np.asarray)
 
     def function_header(self, name: str, formal: list) -> str:
         """A nested function's ``def``: it takes the entries' state and gives it back."""

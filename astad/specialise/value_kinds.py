@@ -545,7 +545,8 @@ def tape_rows_of(tape: list, width: int, values: tuple, indices: tuple, sink: in
     last = len(indices) - 1
     rows = [_swept(tape, width, index, sink, layout, k == last)
             for k, index in enumerate(indices)]
-    return (list(values) if kind == "list" else values), rows
+    return (list(values) if kind == "list" else np.array(values) if kind == "array" else
+            values), rows
 
 
 def number_gradient(value, cotangent):
