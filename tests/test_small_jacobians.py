@@ -304,8 +304,29 @@ def forced(y, k):  # a float argument, a constant output, np.asarray of a tuple
     return np.asarray((y[0] * k, y[1] ** 2 - k * math.sin(y[0]), 2.0))
 
 
+def lorenz(y):  # np.zeros, written by element
+    d = np.zeros(3)
+    d[0] = 10.0 * (y[1] - y[0])
+    d[1] = y[0] * (28.0 - y[2]) - y[1]
+    d[2] = y[0] * y[1] - 8.0 / 3.0 * y[2]
+    return d
+
+
+def diffusion(y, k):  # a loop writing np.zeros(len(y)), a write added to
+    n = len(y)
+    d = np.zeros(n)
+    for i in range(n):
+        left = y[i - 1] if i > 0 else 0.0
+        d[i] = k * (left - 2.0 * y[i]) + math.sin(y[i])
+    d[0] = d[0] + y[n - 1] ** 2
+    return d
+
+
 Y3 = np.array([1.0, 2e-5, 1e-2])
-VECTORS = [(robertson, (Y3,), 0), (forced, (Y3[:2].copy(), 1.5), 0),
+VECTORS = [(robertson, (Y3,), 0), (lorenz, (np.array([1.0, 2.0, 3.5]),), 0),
+           (diffusion, (np.linspace(0.1, 1.0, 6), 0.7), (0, 1)),
+           (diffusion, (np.linspace(0.1, 1.0, 6), 0.7), 1),
+           (forced, (Y3[:2].copy(), 1.5), 0),
            (forced, (Y3[:2].copy(), 1.5), 1), (forced, (Y3[:2].copy(), 1.5), (0, 1)),
            (forced, (Y3[:2].copy(), 1.5), (1, 0))]
 

@@ -451,3 +451,60 @@ def test_the_constructs_compose_in_a_gradient_of_a_gradient(inner, x):
     second = astad.grad(inner)(x)
     assert second == pytest.approx(fd, rel=1e-6, abs=1e-8)
     assert astad.jvp(inner, (x,), (1.0,))[1] == pytest.approx(second, rel=1e-12, abs=1e-14)
+
+
+# -- np.zeros(n) written by element: a list of numpy.float64 in the written code ----------
+def array_written_then_summed(x, c):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        y[i] = c * x[i] ** 2 + (y[i - 1] if i > 0 else 0.0)
+    total = 0.0
+    for v in y:
+        total = total + v * y[0]
+    return total + sum(y)
+
+
+def array_compared(x):  # (y == 0 of an array is element-wise: not a list's answer)
+    y = np.zeros(len(x))
+    y[0] = x[0] * 2.0
+    if np.all(y == 0):
+        return x[1] * 100.0
+    return x[1] + np.sum(y)
+
+
+def array_appended(x):  # (an array has no append: numpy's error, from the ordinary code)
+    y = np.zeros(2)
+    y.append(x[0])
+    return y[0]
+
+
+def test_an_array_written_by_element_runs_the_specialised_code():
+    x = np.linspace(0.2, 1.3, 5)
+    entry = codegen.build(array_written_then_summed)
+    assert entry.tapeless is not None and entry.tapeless(x, 0.7) is not None
+    value, (gx, gc) = astad.value_and_grad(array_written_then_summed, argnums=(0, 1))(x, 0.7)
+    want_value, (wx, wc) = _by_hand(array_written_then_summed, (x, 0.7))
+    assert value == want_value == array_written_then_summed(x, 0.7)  # (bit for bit)
+    assert type(value) is type(want_value) is np.float64
+    np.testing.assert_allclose(gx, wx, rtol=1e-13)
+    assert gc == pytest.approx(wc, rel=1e-13)
+    for i in range(len(x)):
+        up, down = x.copy(), x.copy()
+        up[i] += 1e-6
+        down[i] -= 1e-6
+        fd = (array_written_then_summed(up, 0.7) - array_written_then_summed(down, 0.7)) / 2e-6
+        assert gx[i] == pytest.approx(fd, rel=1e-6)
+
+
+def test_what_an_array_written_by_element_leaves_to_the_ordinary_code():
+    x = np.array([0.5, 1.5])
+    assert codegen.build(array_compared).tapeless is None
+    assert astad.grad(array_compared)(x).tolist() == [2.0, 1.0]
+    with pytest.raises(AttributeError, match="append"):
+        astad.grad(array_appended)(x)
+
+    def negative(x):
+        y = np.zeros(-1)
+        return x[0] + len(y)
+    with pytest.raises(ValueError, match="negative dimensions"):
+        astad.grad(negative)(x)

@@ -565,8 +565,9 @@ class Expressions:
                 f"({value.value})"
         if quiet and isinstance(value, (Float, Row)):
             return value.value
-        if quiet and isinstance(value, (ListArg, MatrixArg, ListLocal)):
-            return value.name
+        if quiet and isinstance(value, (ListArg, MatrixArg, ListLocal)) and \
+                not getattr(value, "array", False):
+            return value.name  # (an array as a list would answer differently: y == 0)
         raise CannotSpecialise  # a derivative would be lost (or a record used as a value)
 
     def plain_call(self, node, depth, line, quiet) -> str:
@@ -589,6 +590,8 @@ class Expressions:
                 return str(len(value.items))
             if isinstance(value, (RecordArg, RecordVal)):
                 raise CannotSpecialise
+            if isinstance(value, ListLocal) and value.array:
+                return f"len({value.name})"
         if _in_rules(node.func) is not callee or callee is None or not (
                 name in _PLAIN_BUILTINS and callee is getattr(builtins, name, None) or
                 self.scope.resolver.rule_name(node.func) is not None or

@@ -12,6 +12,7 @@ second name) leaves the function to the ordinary code.
 from __future__ import annotations
 
 import gast
+import numpy as np
 
 from .value_kinds import CannotSpecialise, Float, ListLocal, Plain
 
@@ -23,8 +24,11 @@ class Lists:
         """``name = [a, b, ...]`` (``[]`` too), ``name = [c] * n`` (``c`` a number) or
         ``name = [e for ...]``: a ListLocal, and True; False if ``node`` makes no such
         list."""
-        size = None  # (a display or a comprehension: no size given)
-        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult) and \
+        size, array = None, False  # (a display or a comprehension: no size given)
+        if self.makes_zeros(node):  # np.zeros(n): numpy.float64 zeros, written by element
+            size = f"ad.vector_size({self.plain(node.args[0], depth, line, quiet=True)})"
+            fill, array = "ad.float64(0.0)", True
+        elif isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult) and \
                 isinstance(node.left, gast.List) and len(node.left.elts) == 1 and \
                 isinstance(node.left.elts[0], gast.Constant) and \
                 type(node.left.elts[0].value) in (int, float):
@@ -42,8 +46,8 @@ class Lists:
             base = self.scope.prefix + name
             local = self.scope.vars[name] = ListLocal(
                 base if not self.scope.prefix else self.fresh(base),
-                self.fresh(f"{base}{self.names['suffix']}s"))
-        elif not isinstance(local, ListLocal):
+                self.fresh(f"{base}{self.names['suffix']}s"), array)
+        elif not isinstance(local, ListLocal) or local.array != array:
             raise CannotSpecialise  # a name bound to a float elsewhere, or an argument
         if isinstance(node, gast.ListComp):
             self.fill_list(local, node, depth, line)
@@ -56,6 +60,12 @@ class Lists:
             self.emit(depth, f"{local.name} = [{fill}] * {size}", line)
             self.emit(depth, f"{local.handles} = [{self.constant}] * {size}", line)
         return True
+
+    def makes_zeros(self, node) -> bool:
+        """``np.zeros(n)``: one size, numpy's float64."""
+        return isinstance(node, gast.Call) and len(node.args) == 1 and not node.keywords \
+            and not isinstance(node.args[0], (gast.Tuple, gast.List, gast.Starred)) and \
+            not self.is_local(node.func) and self.scope.resolver.callee(node.func) is np.zeros
 
     def made_list(self, node, depth: int, line: int):
         """A list comprehension used as a value (a helper's argument): a ListLocal of
@@ -94,6 +104,8 @@ class Lists:
         local = self.listed(call.func.value)
         if local is None:
             return False
+        if local.array:
+            raise CannotSpecialise  # (an array has no append: the ordinary code raises)
         value, handle = self.stored(call.args[0], depth, line)
         self.emit(depth, f"{local.name}.append({value})", line)
         self.emit(depth, f"{local.handles}.append({handle})", line)
@@ -108,6 +120,8 @@ class Lists:
             return False
         value, handle = self.stored(value_node, depth, line)  # (Python: the value first)
         k = self.index(target.slice, "k", depth, line)
+        if local.array:  # (numpy stores a float64: the value read back is one)
+            value = f"ad.float64({value})"
         self.emit(depth, f"{local.name}[{k}] = {value}", line)
         self.emit(depth, f"{local.handles}[{k}] = {handle}", line)
         return True

@@ -420,10 +420,19 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
     def return_rows(self, node, depth: int, line: int) -> None:
         """``return a, b`` (or ``[a, b]``) in the code written for a Jacobian's rows
         (``rows``): each output's value and handle, each swept once
-        (value_kinds.tape_rows_of); ``return np.array([a, b])`` too, an array of them."""
+        (value_kinds.tape_rows_of); ``return np.array([a, b])`` too, an array of them, and
+        a list or ``np.zeros(n)`` the code made and wrote (specialise/lists.py)."""
         kind = "list" if isinstance(node, gast.List) else "tuple"
         if self.makes_vector(node):
             node, kind = node.args[0], "array"
+        local = self.listed(node)
+        if local is not None and self.function is None:  # a list (or np.zeros) it wrote
+            names = self.names
+            self.emit(depth, f"return ad.tape_rows_of({names['tape']}, _width_, "
+                             f"tuple({local.name}), tuple({local.handles}), {names['sink']}, "
+                             f"{names['layout']}, {'array' if local.array else 'list'!r})",
+                      line)
+            return
         if self.function is not None or not isinstance(node, (gast.Tuple, gast.List)) or \
                 not node.elts or any(isinstance(e, gast.Starred) for e in node.elts):
             raise CannotSpecialise  # (one float: the gradient's own code)

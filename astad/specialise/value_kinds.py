@@ -21,6 +21,7 @@ run time to build the gradient of each argument.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import types
 
 import gast
@@ -190,11 +191,12 @@ class Alias:
 
 class ListLocal:
     """A list of floats the code makes (specialise/lists.py): ``name`` holds its values,
-    ``handles`` each value's handle (a slot, or a tangent)."""
-    __slots__ = ("name", "handles")
+    ``handles`` each value's handle (a slot, or a tangent). ``array``: a 1-d float array
+    (``np.zeros(n)``) written by element, its values numpy.float64 as numpy stores them."""
+    __slots__ = ("name", "handles", "array")
 
-    def __init__(self, name: str, handles: str):
-        self.name, self.handles = name, handles
+    def __init__(self, name: str, handles: str, array: bool = False):
+        self.name, self.handles, self.array = name, handles, array
 
     def read(self):
         return self
@@ -549,6 +551,15 @@ def tape_rows_of(tape: list, width: int, values: tuple, indices: tuple, sink: in
             values), rows
 
 
+def vector_size(n) -> int:
+    """``np.zeros(n)``'s length, for the list standing for it: numpy's refusals kept (a
+    negative or non-integer size raises, and the ordinary code raises it)."""
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError("negative dimensions are not allowed")
+    return n
+
+
 def number_gradient(value, cotangent):
     """The gradient of a float argument given another number: an int is a constant (its
     gradient None), a numpy.float64 gets a cotangent of its own type."""
@@ -776,3 +787,4 @@ publish("floats", floats)
 publish("float_rows", float_rows)
 publish("record_tangents", record_tangents)
 publish("float64", _FLOAT64)
+publish("vector_size", vector_size)
