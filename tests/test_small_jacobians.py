@@ -377,3 +377,48 @@ def test_an_array_of_floats_by_hand_and_what_stays_general():
     value, pullback = astad.reverse_diff(robertson).vjp(y)  # (its pullback: the tape's)
     np.testing.assert_allclose(pullback(np.array([1.0, 2.0, -1.0])),
                                np.array([1.0, 2.0, -1.0]) @ want, rtol=1e-14)
+
+
+def predator_prey(state, t, a, b, c, d):  # scipy's odeint form: a, b = state
+    prey, predators = state
+    return np.array([a * prey - b * prey * predators, c * prey * predators - d * predators])
+
+
+def energy(y, k):
+    return y[0] * y[1] * k + y[2] ** 2
+
+
+PP_ARGS = (np.array([0.9, 1.1]), 0.3, np.float64(1.1), np.float64(0.4), np.float64(0.1),
+           np.float64(0.4))
+
+
+@pytest.mark.parametrize("fn, args, cotangents", [
+    (predator_prey, PP_ARGS, [np.array([0.7, -1.3]), np.array([0.0, 2.0]),
+                              np.array([0.0, 0.0]), np.array([np.inf, 1.0]),
+                              np.array([[1.0, 2.0], [3.0, 4.0]])]),
+    (lorenz, (np.array([1.0, 2.0, 3.5]),), [np.array([1.0, 0.0, -2.0])]),
+    (energy, (np.array([1.0, 2.0, 0.5]), 1.5), [1.0, 0.5, 0.0, float("nan")]),
+    (energy, (np.array([1.0, 2.0, 0.5]), np.float64(1.5)), [2.0]),
+], ids=["predator_prey", "lorenz", "energy", "energy-float64"])
+def test_vjp_of_arrays_read_by_element_agrees_with_the_pass(fn, args, cotangents):
+    """``astad.vjp`` and ``f.vjp`` of a function of 1-d float arrays read by element (and
+    floats): the value and each pullback as the pass gives them, types included; a
+    cotangent that is not a finite vector of the output's shape takes the tape."""
+    general = astad.vjp(functools.partial(fn), *args)
+    decorated = astad.reverse_diff(fn, argnums=tuple(range(len(args))))
+    for value, pullback in (astad.vjp(fn, *args), decorated.vjp(*args)):
+        assert type(pullback).__name__ in ("RowsPullback", "ScaledPullback")
+        assert type(value) is type(general[0])
+        np.testing.assert_array_equal(value, general[0])
+        for ct in cotangents:
+            if np.ndim(ct) == 2:
+                with pytest.raises(astad.InputError, match="shape"):
+                    general[1](ct)
+                with pytest.raises(astad.InputError, match="shape"):
+                    pullback(ct)
+                continue
+            got, want = pullback(ct), general[1](ct)
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert type(g) is type(w)
+                np.testing.assert_allclose(g, w, rtol=1e-14, atol=0)

@@ -26,6 +26,8 @@ from math import isfinite
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..compile import calls as compiled
 from ..compile.entry import CACHE, cached
 from . import pickling
@@ -33,7 +35,7 @@ from ..transform.bindings import MISSING
 from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
                    reverse_pass, selection_of, specialised, specialised_call,
                    specialised_rows)
-from ..core.reverse_pass import RowsPullback, ScaledPullback, snapshot
+from ..core.reverse_pass import RowsPullback, ScaledPullback, scalable, snapshot
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
@@ -300,8 +302,10 @@ def _float_vjp(fun, primals):
     if type(fun) is not types.FunctionType or not resolvable_function(fun):
         return None
     for p in primals:
-        if type(p) is not float and not (type(p) is list and floats(*p) and p):
-            return None  # (ints, arrays, structures: the pass, as JAX's vjp)
+        t = type(p)
+        if t is not float and t is not np.float64 and not (t is list and floats(*p) and p) \
+                and not (t is np.ndarray and p.ndim == 1 and p.dtype == np.float64):
+            return None  # (ints, other arrays, structures: the pass, as JAX's vjp)
     entry = compiled.transformed(fun)
     out = specialised(entry, fun, primals, ALL_GRADIENTS, current=True)
     if out is None:  # (a tuple of floats: each output's gradient, a pullback summing them)
@@ -310,7 +314,8 @@ def _float_vjp(fun, primals):
             return None
         return out[0], RowsPullback(_Taped(fun, len(primals)),
                                     tuple(map(snapshot, primals)), *out)
-    if type(out[0]) is not float:
+    if type(out[0]) is not float and type(out[0]) is not np.float64 or \
+            not scalable(out[1]):
         return None
     pullback = ScaledPullback(_Taped(fun, len(primals)), tuple(map(snapshot, primals)),
                               out[1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import math
 from typing import Any
 
 import numpy as np
@@ -91,17 +92,21 @@ class RowsPullback(ScaledPullback):
     def __init__(self, function, args, values, rows):
         super().__init__(function, args, None)
         self._kind, self._rows = type(values), rows
+        # (a vector's cotangent is a float array: its elements numpy.float64)
+        self._numbers = (float, int, np.float64) if self._kind is np.ndarray else (float, int)
 
     @api_boundary
     def __call__(self, cotangent: Any) -> Any:
-        rows = self._rows
-        if type(cotangent) is self._kind and len(cotangent) == len(rows):
+        rows, numbers = self._rows, self._numbers
+        if type(cotangent) is self._kind and len(cotangent) == len(rows) and (
+                self._kind is not np.ndarray or cotangent.shape == (len(rows),) and
+                cotangent.dtype == np.float64):
             total = None
             for c, row in zip(cotangent, rows):
                 t = type(c)
-                if c is None or (t is float or t is int) and c == 0:
+                if c is None or t in numbers and c == 0:
                     continue
-                if t is not float and t is not int or c - c != 0.0:
+                if t not in numbers or not -math.inf < c < math.inf:
                     break  # (not a finite number: the tape)
                 term = _scaled(row, float(c), {})
                 total = term if total is None else _added(total, term)
@@ -119,7 +124,7 @@ def _added(a, b):
     t = type(a)
     if t is not type(b):
         return None
-    if t is float or t is np.float64:
+    if t is float or t is np.float64 or t is np.ndarray and a.shape == b.shape:
         return a + b
     if a is None or t in PLAIN:
         return a
@@ -135,7 +140,7 @@ def _scaled(gradient, c: float, memo: dict):
     """``gradient`` (floats in lists, tuples and records, constants elsewhere) times
     ``c``, with the same structure and aliasing."""
     t = type(gradient)
-    if t is float or t is np.float64:
+    if t is float or t is np.float64 or t is np.ndarray:  # (an array: a vector's rows)
         return gradient * c
     if t in PLAIN:
         return gradient
@@ -154,11 +159,14 @@ def _scaled(gradient, c: float, memo: dict):
 
 
 def scalable(gradient) -> bool:
-    """Whether ``_scaled`` takes ``gradient``: floats, numpy.float64, plain constants,
-    lists, tuples, and records kept in a ``__dict__`` alone (no slots)."""
+    """Whether ``_scaled`` takes ``gradient``: floats, numpy.float64, float64 arrays,
+    plain constants, lists, tuples, and records kept in a ``__dict__`` alone (no
+    slots)."""
     t = type(gradient)
     if t is float or t is np.float64 or t in PLAIN:
         return True
+    if t is np.ndarray:  # (an array read by element: its gradient, of float64)
+        return gradient.dtype == np.float64
     if t is list:
         return all(type(g) is float for g in gradient) or all(map(scalable, gradient))
     if t is tuple:

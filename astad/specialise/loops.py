@@ -269,6 +269,8 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
                     self.emit(depth, f"{v.handle} = "
                                      f"{self.element_derivative(value, str(k), True)}", line)
             elif isinstance(value, Plain):
+                if value.param is not None:  # (a, b = state: a sequence, not a quiet value)
+                    raise Retry(value.param, "list")
                 locals_ = [self.scope.local(n, value) for n in names]
                 if not all(isinstance(v, PlainLocal) for v in locals_):
                     raise CannotSpecialise
