@@ -115,7 +115,7 @@ def _backward(residuals, g):
     y0 = np.asarray(values["y0"], dtype=float)
     n, g = y0.size, np.asarray(g, dtype=float).reshape(len(t), -1)
     f = functools.partial(_rhs, func, tfirst)
-    augmented = _adjoint(f, y0.shape, n, extra)
+    augmented = _adjoint(func, tfirst, y0.shape, n, extra)
     times_bar = np.zeros(len(t))
     lam, args_bar = g[-1].copy(), np.zeros(_flat(extra, extra).size)
     options = _options(values)
@@ -129,14 +129,17 @@ def _backward(residuals, g):
     return (cotangents + (None,) * count)[:count]
 
 
-def _adjoint(f, shape, n, extra):
+def _adjoint(func, tfirst, shape, n, extra):
     """The adjoint system's right-hand side, of ``(state, time)``: the state (``n``
     numbers, shaped ``shape``), its adjoint ``lam`` and the arguments' cotangent, with
-    ``lam' = -lam^T f_y`` and ``args_bar' = -lam^T f_args``."""
+    ``lam' = -lam^T f_y`` and ``args_bar' = -lam^T f_args``. The user's ``func`` itself
+    is pulled back (its order of ``y`` and ``t`` as it takes them), so that a function of
+    floats and arrays read by element runs the code written for them."""
     def augmented(state, time):
-        value, pullback = vjp(f, state[:n].reshape(shape), time, *extra)
+        y = state[:n].reshape(shape)
+        value, pullback = vjp(func, *((time, y) if tfirst else (y, time)), *extra)
         cotangents = pullback(state[n:2 * n].reshape(np.shape(value)))
-        return np.concatenate([np.ravel(value), -np.ravel(cotangents[0]),
+        return np.concatenate([np.ravel(value), -np.ravel(cotangents[1 if tfirst else 0]),
                                -_flat(cotangents[2:], extra)])
     return augmented
 
@@ -238,8 +241,7 @@ def _ivp_backward(residuals, g):
     n, m = y0.size, len(times)
     gy = g["y"] if g is not None else None
     g = np.zeros((n, m)) if gy is None else np.asarray(gy, dtype=float).reshape(n, m)
-    f = functools.partial(_rhs, values["fun"], True)
-    adjoint = _adjoint(f, y0.shape, n, extra)
+    adjoint = _adjoint(values["fun"], True, y0.shape, n, extra)
     solver = _ivp_solver(values, 2 * n + _flat(extra, extra).size)
     lam, args_bar = g[:, -1].copy(), np.zeros(_flat(extra, extra).size)
     # back through the output times, then to the start when the first is later
