@@ -17,9 +17,7 @@ Writes benchmarks/results/inline_transforms.json and inline_transforms.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +28,7 @@ if _ROOT not in sys.path:
 import numpy as np  # noqa: E402
 
 import astad  # noqa: E402
-from small_arrays import interleaved  # noqa: E402
+from small_arrays import interleaved, save_rows  # noqa: E402
 
 
 def small_float(a, x):
@@ -96,15 +94,7 @@ def main(argv=None):
     text = "\n".join(["| transform | function | kept | inline | inline / kept |",
                       "|---|---|--:|--:|--:|"] + [_line(row) for row in rows])
     print(text)
-    result = {"environment": {"python": platform.python_version(), "numpy": np.__version__,
-                              "cpus": os.cpu_count(), "load_start": start_load,
-                              "load_end": os.getloadavg()[0]},
-              "settings": {"samples": args.samples, "target_s": args.target}, "rows": rows}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1)
-    with open(os.path.splitext(args.out)[0] + ".md", "w") as fh:
-        fh.write(text + "\n")
+    save_rows(args.out, rows, text, args, start_load)
 
 
 def _line(row) -> str:

@@ -81,6 +81,22 @@ def calibrate(call, target: float) -> int:
         number *= 4
 
 
+def save_rows(out: str, rows: list, text: str, args, start_load: float) -> None:
+    """A side-by-side benchmark's JSON (the environment, ``args``' samples and target,
+    the rows) at ``out``, and its table ``text`` beside it as .md."""
+    result = {"environment": {"python": platform.python_version(),
+                              "numpy": np.__version__, "machine": platform.machine(),
+                              "cpus": os.cpu_count(), "load_start": start_load,
+                              "load_end": os.getloadavg()[0]},
+              "settings": {"samples": args.samples, "target_s": args.target},
+              "rows": rows}
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as fh:
+        json.dump(result, fh, indent=1)
+    with open(os.path.splitext(out)[0] + ".md", "w") as fh:
+        fh.write(text + "\n")
+
+
 def interleaved(calls: dict, samples: int, target: float) -> dict:
     """Median seconds per call of each zero-argument callable, sampled in turn."""
     numbers = {name: calibrate(call, target) for name, call in calls.items()}
@@ -174,17 +190,7 @@ def main(argv=None):
     rows = run(args.samples, args.target)
     text = table(rows, before)
     print(text)
-    result = {"environment": {"python": platform.python_version(),
-                              "numpy": np.__version__, "machine": platform.machine(),
-                              "cpus": os.cpu_count(), "load_start": start_load,
-                              "load_end": os.getloadavg()[0]},
-              "settings": {"samples": args.samples, "target_s": args.target},
-              "rows": rows}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1)
-    with open(os.path.splitext(args.out)[0] + ".md", "w") as fh:
-        fh.write(text + "\n")
+    save_rows(args.out, rows, text, args, start_load)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,8 @@ medians of interleaved samples; writes benchmarks/results/small_jacobians.json a
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import platform
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,7 +27,7 @@ if _ROOT not in sys.path:
 import numpy as np  # noqa: E402
 
 import astad  # noqa: E402
-from small_arrays import interleaved  # noqa: E402
+from small_arrays import interleaved, save_rows  # noqa: E402
 
 
 def robertson(y):
@@ -115,15 +113,7 @@ def main(argv=None):
     text = "\n".join(["| computation | fast form | time | other form | time | ratio |",
                       "|---|---|--:|---|--:|--:|"] + [_line(row) for row in rows])
     print(text)
-    result = {"environment": {"python": platform.python_version(), "numpy": np.__version__,
-                              "cpus": os.cpu_count(), "load_start": start_load,
-                              "load_end": os.getloadavg()[0]},
-              "settings": {"samples": args.samples, "target_s": args.target}, "rows": rows}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1)
-    with open(os.path.splitext(args.out)[0] + ".md", "w") as fh:
-        fh.write(text + "\n")
+    save_rows(args.out, rows, text, args, start_load)
 
 
 def _time(seconds: float) -> str:

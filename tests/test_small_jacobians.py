@@ -196,17 +196,23 @@ ROWS = [
 @pytest.mark.parametrize("transform", [astad.jacfwd, astad.jacrev, astad.jacobian])
 def test_a_tuple_of_floats_agrees_with_the_general_path(transform, fn, args, argnums,
                                                         monkeypatch):
+    want, fast = _general_then_fast(transform, fn, args, argnums, monkeypatch)
+    got = fast(*args)
+    _same(got, want)
+    _same(fast(*args), got, rel=0)
+    _same(transform(fn, argnums=argnums)(*args), got, rel=0)
+
+
+def _general_then_fast(transform, fn, args, argnums, monkeypatch):
+    """The general path's answer (``fn`` behind ``functools.partial``), and ``fn``'s
+    transform with the general path made to raise: what it gives is the fast path's."""
     want = transform(functools.partial(fn), argnums=argnums)(*args)
 
     def general_path(*_, **__):
         raise AssertionError("the general path ran")
     monkeypatch.setattr(jacobians, "forward", general_path)
     monkeypatch.setattr(jacobians, "reverse", general_path)
-    fast = transform(fn, argnums=argnums)
-    got = fast(*args)
-    _same(got, want)
-    _same(fast(*args), got, rel=0)
-    _same(transform(fn, argnums=argnums)(*args), got, rel=0)
+    return want, transform(fn, argnums=argnums)
 
 
 def test_rows_against_differences():
@@ -346,13 +352,7 @@ def _same_arrays(a, b):
 @pytest.mark.parametrize("transform", [astad.jacfwd, astad.jacrev, astad.jacobian])
 def test_an_array_of_floats_agrees_with_the_general_path(transform, fn, args, argnums,
                                                          monkeypatch):
-    want = transform(functools.partial(fn), argnums=argnums)(*args)
-
-    def general_path(*_, **__):
-        raise AssertionError("the general path ran")
-    monkeypatch.setattr(jacobians, "forward", general_path)
-    monkeypatch.setattr(jacobians, "reverse", general_path)
-    fast = transform(fn, argnums=argnums)
+    want, fast = _general_then_fast(transform, fn, args, argnums, monkeypatch)
     got = fast(*args)
     _same_arrays(got, want)
     _same_arrays(fast(*args), got)
