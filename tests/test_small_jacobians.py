@@ -422,3 +422,21 @@ def test_vjp_of_arrays_read_by_element_agrees_with_the_pass(fn, args, cotangents
             for g, w in zip(got, want):
                 assert type(g) is type(w)
                 np.testing.assert_allclose(g, w, rtol=1e-14, atol=0)
+
+
+def test_an_empty_output_has_an_empty_block():
+    """A result of no elements (np.zeros(0), an empty slice beside another output): its
+    block is (0, n) by either mode; jacrev raised numpy's reshape error on it."""
+    def nothing(y):
+        return np.zeros(0)
+
+    def empty_and_square(y):
+        return y[:0] * 2.0, y * y
+    y = np.array([1.0, 2.0])
+    for transform in (astad.jacrev, astad.jacfwd, astad.jacobian):
+        for fn in (nothing, functools.partial(nothing)):
+            got = transform(fn)(y)
+            assert got.shape == (0, 2) and got.dtype == np.float64
+        empty, square = transform(empty_and_square)(y)
+        assert empty.shape == (0, 2)
+        np.testing.assert_array_equal(square, np.diag(2.0 * y))

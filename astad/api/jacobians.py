@@ -229,7 +229,7 @@ class jacrev(Transform):  # noqa: N801
                 else:
                     row = 1.0
                 adjoint[leaf.i] = adjoint[leaf.i] + row
-            elif type(leaf) is ArrayDual and leaf.t is tape:
+            elif type(leaf) is ArrayDual and leaf.t is tape and size:  # (empty: no row)
                 rows = np.zeros((width,) + np.shape(leaf.v))
                 rows.reshape(width, -1)[offset:offset + size] = np.eye(size)
                 if not vectors:
@@ -348,6 +348,8 @@ def _float_rows(entry, fun, args, select):
     if picked is None:
         return None
     if type(out[0]) is np.ndarray:  # (np.array of floats: each argument's block, stacked)
+        if not picked:
+            return None  # (no output: the general path's (0, n) blocks)
         if type(select) is int:
             return _stacked_rows(picked)
         blocks = [_stacked_rows([row[j] for row in picked])

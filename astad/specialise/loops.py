@@ -456,10 +456,12 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
 
     def makes_vector(self, node) -> bool:
         """``np.array([...])`` or ``np.asarray((...))``: a 1-d array of the items."""
-        return isinstance(node, gast.Call) and len(node.args) == 1 and not node.keywords \
-            and isinstance(node.args[0], (gast.List, gast.Tuple)) and \
-            not self.is_local(node.func) and \
-            self.scope.resolver.callee(node.func) in (np.array, np.asarray)
+        if not (isinstance(node, gast.Call) and len(node.args) == 1 and not node.keywords and
+                isinstance(node.args[0], (gast.List, gast.Tuple)) and
+                not self.is_local(node.func)):
+            return False
+        callee = self.scope.resolver.callee(node.func)
+        return callee is np.array or callee is np.asarray
 
     def function_header(self, name: str, formal: list) -> str:
         """A nested function's ``def``: it takes the entries' state and gives it back."""
