@@ -311,3 +311,45 @@ def test_hessian_through_views_and_scatters_by_hand():
     for fn in (rosenbrock, chain):
         _close(astad.jacfwd(astad.hessian(fn))(x), astad.jacrev(astad.hessian(fn))(x),
                f"{fn.__name__}: third derivatives")
+
+
+def _written(v):
+    """A scalar broadcast into a region, added at a repeated index, and an empty mask."""
+    x = v[:3] * 1.0
+    s = v[0] * v[1]
+    x[:] = s
+    np.add.at(x, [0, 0, 1], v[2] ** 2)
+    x[x > 1e9] = v[0]
+    return np.sum(x * x) / 2 + np.sum(v) * 0.0
+
+
+def _written_out(v):
+    """``_written`` with no write: ``((s + 2c^2)^2 + (s + c^2)^2 + s^2) / 2``."""
+    s, c2 = v[0] * v[1], v[2] ** 2
+    return ((s + 2 * c2) ** 2 + (s + c2) ** 2 + s * s) / 2 + np.sum(v) * 0.0
+
+
+@pytest.mark.parametrize("size", [3, 4])
+@pytest.mark.parametrize("nesting", ["jacfwd(jacrev)", "jacrev(jacfwd)", "jacfwd(jacfwd)",
+                                     "jacrev(jacrev)", "hessian"])
+def test_second_derivatives_of_broadcast_writes(nesting, size):
+    """A value of lower rank written or scattered into a region: with a tangent per input
+    the batched step broadcasts each row into its region (with 3 inputs, as many as the
+    region's elements, numpy would broadcast the rows across it: a wrong Hessian), and an
+    empty region keeps its shape. Against the same function written without writes."""
+    v = np.array([0.3, -1.2, 0.7, 2.0])[:size]
+    transform = {"hessian": astad.hessian,
+                 "jacfwd(jacrev)": lambda f: astad.jacfwd(astad.jacrev(f)),
+                 "jacrev(jacfwd)": lambda f: astad.jacrev(astad.jacfwd(f)),
+                 "jacfwd(jacfwd)": lambda f: astad.jacfwd(astad.jacfwd(f)),
+                 "jacrev(jacrev)": lambda f: astad.jacrev(astad.jacrev(f))}[nesting]
+    s, c = v[0] * v[1], v[2]
+    want = np.zeros((size, size))  # by hand: f = ((s + 2c^2)^2 + (s + c^2)^2 + s^2) / 2
+    d_s, d_c = 3 * s + 3 * c * c, 2 * c * (s + 2 * c * c) * 2 + 2 * c * (s + c * c)
+    want[0, 0], want[1, 1] = 3 * v[1] ** 2, 3 * v[0] ** 2
+    want[0, 1] = want[1, 0] = 3 * v[0] * v[1] + d_s
+    want[0, 2] = want[2, 0] = 6 * c * v[1]
+    want[1, 2] = want[2, 1] = 6 * c * v[0]
+    want[2, 2] = d_c / c + 2 * c * (8 * c + 2 * c)
+    _close(astad.jacrev(astad.jacrev(_written_out))(v), want, "the written-out form by hand")
+    _close(transform(_written)(v), want, nesting)

@@ -27,7 +27,7 @@ from ..runtime.duals import DUAL_TYPES
 from .array import batched_vjps, register_jvp, register_vjp
 from .array_shapes import as_dtype, take_index
 from ..registry import publish, record
-from ..runtime.array_rows import each_leading_row, on_leading_rows
+from ..runtime.array_rows import broadcast_rows, each_leading_row, on_leading_rows
 from ..runtime.tape import BATCHED_BACKWARDS
 
 
@@ -53,11 +53,15 @@ class View:
 
     def add_into(self, a, g, batched: bool = False) -> None:
         """Add ``g`` into the view's region of ``a`` (an ndarray shaped like the root), in
-        place; an element the view shows at several places gets the sum."""
+        place; an element the view shows at several places gets the sum. ``batched``: ``a``
+        and ``g`` have a leading axis of rows, each row of ``g`` broadcast into its region."""
+        region = self(a, batched)
+        if batched:
+            g = broadcast_rows(g, np.ndim(region) - 1)
         if self.repeats:
-            np.add.at(self(a, batched), Ellipsis, g)
+            np.add.at(region, Ellipsis, g)
         else:
-            self(a, batched)[...] += g
+            region[...] += g
 
 
 def _index_step(a, batched, index):

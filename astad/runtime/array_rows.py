@@ -152,7 +152,7 @@ def on_leading_rows(g, core_ndim, fn):
     lead = np.shape(g)[:np.ndim(g) - core_ndim]
     if not lead:
         return fn(g, False)
-    out = fn(np.reshape(g, (-1,) + np.shape(g)[len(lead):]), True)
+    out = fn(np.reshape(g, (int(np.prod(lead)),) + np.shape(g)[len(lead):]), True)
     return np.reshape(out, lead + np.shape(out)[1:])
 
 
@@ -169,10 +169,19 @@ def each_leading_row(t, core_ndim, one, at_once):
     return on_leading_rows(t, core_ndim, fn)
 
 
+def broadcast_rows(g, ndim):
+    """``g`` (rows first) with unit axes after its rows, so that each row has ``ndim``
+    axes: each row then broadcasts into a region as one value of lower rank does."""
+    missing = ndim - (np.ndim(g) - 1)
+    if missing <= 0:
+        return g
+    return np.reshape(g, np.shape(g)[:1] + (1,) * missing + np.shape(g)[1:])
+
+
 def scatter_rows(g, index, shape, dtype):
     """An array of ``shape`` per row of ``g`` (a leading axis), zeros but for the row added
-    at ``index``: index_scatter of every row at once."""
+    at ``index`` (broadcast there as one row would be): index_scatter of every row at once."""
     out = np.zeros((len(g),) + tuple(shape), dtype=dtype)
     rows, axis = rows_index(index)
-    np.add.at(out, rows, rows_at(g, axis))
+    np.add.at(out, rows, rows_at(broadcast_rows(g, np.ndim(out[0][index])), axis))
     return out
