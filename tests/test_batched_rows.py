@@ -314,12 +314,13 @@ def test_hessian_through_views_and_scatters_by_hand():
 
 
 def _written(v):
-    """A scalar broadcast into a region, added at a repeated index, and an empty mask."""
+    """A scalar broadcast into a region, added at a repeated index, and empty masks."""
     x = v[:3] * 1.0
     s = v[0] * v[1]
     x[:] = s
     np.add.at(x, [0, 0, 1], v[2] ** 2)
     x[x > 1e9] = v[0]
+    x[x > 1e9] += np.tanh(v[1])
     return np.sum(x * x) / 2 + np.sum(v) * 0.0
 
 

@@ -161,7 +161,8 @@ def zero_region(g, write, ndim=None):
     out = np.array(g)
     lead = 0 if ndim is None else out.ndim - ndim
     if lead:  # (the leading axes as one axis of rows: a view of ``out``, contiguous)
-        write.zero(np.reshape(out, (-1,) + out.shape[lead:]), True)
+        rows = int(np.prod(out.shape[:lead]))  # (not -1: numpy cannot infer it if empty)
+        write.zero(np.reshape(out, (rows,) + out.shape[lead:]), True)
     else:
         write.zero(out)
     return out
