@@ -7,7 +7,9 @@
 for ``grad``, ``value_and_grad``, ``jacrev`` and ``hessian``, on a small float function
 and a small numpy function; ``jvp`` and ``vjp`` are functions, so their pair is the
 decorated function's method (``f.jvp``, ``f.vjp``, made once) against ``astad.jvp`` /
-``astad.vjp`` called with the function. The goal is inline / kept within 1.5x.
+``astad.vjp`` called with the function. And the function itself made per call: a
+lambda over a closure, ``lambda x, a=a: ...`` (the idiom capturing a loop's value) and
+``functools.partial``, against one kept. The goal is inline / kept within 1.5x.
 
     python benchmarks/inline_transforms.py      # about 20 s
 
@@ -17,6 +19,7 @@ Writes benchmarks/results/inline_transforms.json and inline_transforms.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -65,6 +68,16 @@ def pairs() -> list:
         out.append(("vjp", fun.__name__,
                     (lambda d=decorated, args=args: d.vjp(*args)[1](1.0)),
                     (lambda fun=fun, args=args: astad.vjp(fun, *args)[1](1.0))))
+    a, x = FLOAT_ARGS
+    kept = astad.grad(lambda x, a=a: small_float(a, x))
+    out.append(("grad", "lambda x, a=a: (defaults)", (lambda: kept(x)),
+                (lambda: astad.grad(lambda x, a=a: small_float(a, x))(x))))
+    kept_closure = astad.grad(lambda x: small_float(a, x))
+    out.append(("grad", "lambda x: (a closure)", (lambda: kept_closure(x)),
+                (lambda: astad.grad(lambda x: small_float(a, x))(x))))
+    kept_partial = astad.grad(functools.partial(small_float, a))
+    out.append(("grad", "functools.partial", (lambda: kept_partial(x)),
+                (lambda: astad.grad(functools.partial(small_float, a))(x))))
     return out
 
 

@@ -48,6 +48,7 @@ import astad  # noqa: E402
 import programs  # noqa: E402
 import run  # noqa: E402
 from astad.compile import calls as codegen  # noqa: E402
+from astad.api.diff import with_defaults  # noqa: E402
 
 
 # -- the forms ----------------------------------------------------------------------------
@@ -247,6 +248,14 @@ def recurrence_appended(xs, c):
     return total
 
 
+def oscillator(x, v, k=2.0, c=0.1, dt=0.05, steps=100):
+    """A damped oscillator stepped by semi-implicit Euler: the constants as defaults."""
+    for _ in range(steps):
+        v = v - dt * (k * x + c * v)
+        x = x + dt * v
+    return x * x + v * v
+
+
 def _vjp(f):
     def value_and_pullback(*args):
         value, pullback = f.vjp(*args)
@@ -303,6 +312,10 @@ def forms(quick: bool) -> list:
             Form("helpers", "a local def (a closure)", distances_local_def, (x, pts),
                  "n=50"),
             Form("helpers", "a lambda", distances_lambda, (x, pts), "n=50")]
+    out += [Form("defaults", "every argument passed", oscillator,
+                 (0.3, -0.2, 2.0, 0.1, 0.05, 100), "100 steps"),
+            Form("defaults", "the constants left to their defaults", oscillator, (0.3, -0.2),
+                 "100 steps")]
     xs = [rng.uniform(-1, 1) for _ in range(1000)]
     out += [Form("branches", "if/else written out", clipped_inlined, (xs,), "n=1000"),
             Form("branches", "a helper returning early", clipped_helper, (xs,), "n=1000")]
@@ -321,6 +334,7 @@ def forms(quick: bool) -> list:
 def path_of(fn, args) -> str:
     """Which code runs: "straight-line" (no tape), "specialised" (flat tape), "general"."""
     entry = codegen.build(fn)
+    args = with_defaults(fn, tuple(args), entry.arity)  # (the code takes every parameter)
     if entry.tapeless is None or entry.tapeless(*args) is None:
         return "general"
     return "specialised" if entry.tapes else "straight-line"

@@ -1,8 +1,8 @@
 """A function made again (a lambda or nested ``def`` evaluated anew: a new function
 object of the same code) is not transformed again: the code astad wrote for the first is
 bound to the new one's closure cells and defaults (compile/entry.rebound), when its
-globals and defaults are the same objects and every binding the code was written for
-holds; otherwise it is written anew. Each function's derivative is its own."""
+globals are the same object and every binding the code was written for holds; otherwise
+it is written anew. Each function's derivative is its own, its defaults included."""
 from __future__ import annotations
 
 import math
@@ -56,12 +56,63 @@ def test_nested_defs_recursion_and_arrays_made_again():
         assert tangent == pytest.approx(np.sum(got), rel=1e-10)
 
 
-def test_other_defaults_or_a_rebound_global_write_it_anew():
-    def make(c):
-        return lambda x, c=c: c * x * x
+def _counting_builds(monkeypatch) -> list:
+    builds: list = []
+    original = calls.build
 
-    assert astad.grad(make(2.0))(1.5) == 6.0
-    assert astad.grad(make(3.0))(1.5) == 9.0  # (other defaults: the code is written anew)
+    def counting(fn, *args):
+        builds.append(fn)
+        return original(fn, *args)
+    monkeypatch.setattr(calls, "build", counting)
+    return builds
+
+
+def test_a_lambda_with_defaults_made_in_a_loop_is_transformed_once(monkeypatch):
+    """``lambda x, c=c: ...`` (the idiom that captures a loop's value) and a nested def
+    with a default: written once, each function's defaults its own (taken as arguments
+    by the specialised code, copied into the taped code made for it); by ``grad``,
+    ``value_and_grad`` and forward mode, against the derivative by hand."""
+    builds = _counting_builds(monkeypatch)
+
+    def make(c):
+        def inner(x, y=2.0 * c):
+            return y * math.sin(x)
+        return inner
+    for k in range(5):
+        c = scale_of(k)
+        f = lambda x, c=c: c * x * x + math.sin(c * x)  # noqa: E731
+        assert astad.grad(f)(1.5) == pytest.approx(2 * c * 1.5 + c * math.cos(c * 1.5),
+                                                   rel=1e-14)
+        assert astad.value_and_grad(make(c))(0.4) == pytest.approx(
+            (2.0 * c * math.sin(0.4), 2.0 * c * math.cos(0.4)), rel=1e-14)
+        assert astad.jvp(make(c), (0.4,), (1.0,))[1] == pytest.approx(
+            2.0 * c * math.cos(0.4), rel=1e-14)
+        assert astad.grad(make(c), argnums=(0, 1))(0.4, 3.0) == pytest.approx(
+            (3.0 * math.cos(0.4), math.sin(0.4)), rel=1e-14)
+    assert len(builds) == 2
+
+
+def power(x, n=3, s=2.0):
+    if n == 0:
+        return s
+    return x * power(x, n - 1)  # (the defaults of ``power``, the global, as constants)
+
+
+def test_code_holding_its_own_defaults_is_not_shared():
+    """A recursive call leaving defaults out reads them as constants in the code written
+    for floats: that code is kept for no other function of its code (a copy with other
+    defaults gets its own), and each answers with its defaults (the copy's recursion
+    calls the global ``power``, as Python does)."""
+    entry.BY_CODE.pop((power.__code__, True, False), None)
+    assert astad.grad(power)(1.5) == pytest.approx(3 * 1.5 ** 2 * 2.0, rel=1e-14)
+    assert calls.transformed(power).reads_defaults
+    assert (power.__code__, True, False) not in entry.BY_CODE
+    other = type(power)(power.__code__, globals(), "power", (2, 5.0))
+    assert astad.grad(other)(1.5) == pytest.approx(2 * 1.5 * 2.0, rel=1e-14)  # x x power(x, 0)
+    assert astad.grad(other)(1.5, 0, 5.0) == 0.0
+
+
+def test_a_rebound_global_writes_it_anew():
     global scale_of
     saved = scale_of
     try:

@@ -214,7 +214,8 @@ class DiffFunction:
         """``(value, gradient)`` by the specialised float code (specialise/straight_line.py,
         specialise/loops.py), or None where it does not apply (``specialised``)."""
         entry = self.entry
-        if kwargs or entry.tapeless is None or len(args) != entry.arity:
+        if kwargs or entry.tapeless is None or len(args) != entry.arity and \
+                with_defaults(self.fn, args, entry.arity) is None:
             return None  # (before the selection, whose argnums may not fit this call)
         select = self._select.get(len(args))
         if select is None:
@@ -249,7 +250,18 @@ class DiffFunction:
 
     @api_boundary
     def _value_and_grad_general(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        out = self._omitting_defaults(args, kwargs)
+        if out is not None:
+            return out
         return self._value_and_grad_taped(args, kwargs)
+
+    def _omitting_defaults(self, args, kwargs):
+        """``_specialised`` of a call leaving parameters to their defaults, which the
+        compiled call (runtime/_specialised.c) passes on untried, else None."""
+        entry = self.entry
+        if entry is None or len(args) >= entry.arity:
+            return None
+        return self._specialised(args, kwargs)
 
     def _value_and_grad_taped(self, args, kwargs, method: str = "value_and_grad"):
         paused = gc.isenabled()  # see pause_gc
@@ -274,6 +286,9 @@ class DiffFunction:
     @api_boundary
     def _grad_general(self, *args: Any, **kwargs: Any) -> Any:
         """``grad`` by the general path (what a SpecialisedCall runs when its checks fail)."""
+        out = self._omitting_defaults(args, kwargs)
+        if out is not None:
+            return out[1]
         return self._value_and_grad_taped(args, kwargs, "grad")[1]
 
 
@@ -327,16 +342,33 @@ def specialised(entry, fn, args, select, current: bool = False):
     None where it does not apply: other kinds of arguments, a result that is not a
     float, an enclosing differentiation, an error (the transformed code then runs and
     raises it at the user's line). ``current``: the caller knows the entry is."""
-    if entry.tapeless is None or len(args) != entry.arity or running.stack or \
+    if entry.tapeless is None or running.stack or \
             not current and (entry.code is not fn.__code__ or (
                 entry.dependencies and not unchanged(entry.dependencies, MISSING))):
         return None  # (entry.is_current and is_nested, inline: this is per call)
-    return run_specialised(entry.tapeless, entry.tapes, args, select)
+    full = with_defaults(fn, args, entry.arity)
+    if full is None:
+        return None
+    return run_specialised(entry.tapeless, entry.tapes, full, select, len(args))
 
 
-def run_specialised(tapeless, tapes: bool, args, select):
+def with_defaults(fn, args: tuple, arity: int):
+    """``args`` and, after them, the defaults of the parameters they leave out (``fn``'s
+    as they are now, as a call fills them in); None if they do not fill ``arity``. The
+    specialised code takes every parameter: a default is an argument like any other."""
+    missing = arity - len(args)
+    if missing == 0:
+        return args
+    defaults = fn.__defaults__
+    if missing < 0 or defaults is None or missing > len(defaults):
+        return None
+    return tuple(args) + defaults[len(defaults) - missing:]
+
+
+def run_specialised(tapeless, tapes: bool, args, select, given: int | None = None):
     """``(value, gradient)`` by the specialised code ``tapeless`` (``tapes``: it builds a
-    tape), the gradients ``select`` names; None where it does not apply (``specialised``)."""
+    tape), the gradients ``select`` names; None where it does not apply (``specialised``).
+    ``given``: the arguments the user passed, when ``args`` adds defaults after them."""
     try:
         if tapes:  # specialise/loops.py: a tape of entries (see pause_gc)
             with pause_gc():
@@ -348,7 +380,7 @@ def run_specialised(tapeless, tapes: bool, args, select):
     if out is None:  # the arguments are not of the kinds it was written for
         return None
     if select is ALL_GRADIENTS:
-        return out
+        return out if given is None or given == len(args) else (out[0], out[1][:given])
     if type(select) is int:
         if type(args[select]) not in PLAIN:  # (else: the error no float gives)
             return out[0], out[1][select]
@@ -365,9 +397,13 @@ def specialised_rows(entry, fn, args):
     rows = entry.rows
     if rows is UNBUILT:
         rows = entry.rows = _rows_code(entry, fn)
-    if rows is None or len(args) != entry.arity or running.stack:
+    full = None if rows is None or running.stack else with_defaults(fn, args, entry.arity)
+    if full is None:
         return None
-    return run_specialised(rows, True, args, ALL_GRADIENTS)
+    out = run_specialised(rows, True, full, ALL_GRADIENTS)
+    if out is None or full is args:
+        return out
+    return out[0], [row[:len(args)] for row in out[1]]
 
 
 def selected_rows(rows: list, args, select):

@@ -25,7 +25,8 @@ from ..runtime.duals import running
 from ..runtime.tape import native
 from ..transform.bindings import MISSING
 from ..compile.entry import BY_CODE, with_cells
-from .diff import DiffFunction, run_specialised, selection_of, specialised_call
+from .diff import (DiffFunction, run_specialised, selection_of, specialised_call,
+                   with_defaults)
 
 # id(function) -> {(argnums, gradient_only): (WeakOwner, SpecialisedCall)}; an id's entry
 # leaves with its function (weakref.finalize), before the id can name another one
@@ -99,15 +100,15 @@ def made_again(fun, args: tuple, select, gradient_only: bool):
     if id(fun) in _CALLS or running.stack:
         return MISSING  # (a function with a kept call; an enclosing differentiation)
     template = BY_CODE.get((fun.__code__, True, False))
-    if template is None or len(args) != fun.__code__.co_argcount or \
-            not template.fits(fun):
+    full = None if template is None else with_defaults(fun, args, fun.__code__.co_argcount)
+    if full is None or not template.fits(fun):
         return MISSING
     recipe = template.cell_recipes.get("tapeless")
     tapeless = with_cells(recipe, fun) if recipe is not None else \
         template.artifacts["tapeless"]
     if tapeless is None:
         return MISSING
-    out = run_specialised(tapeless, template.artifacts["tapes"], args, select)
+    out = run_specialised(tapeless, template.artifacts["tapes"], full, select, len(args))
     if out is None:
         return MISSING
     return out[1] if gradient_only else out

@@ -34,7 +34,7 @@ from . import pickling
 from ..transform.bindings import MISSING
 from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
                    reverse_pass, selection_of, specialised, specialised_call,
-                   specialised_rows)
+                   specialised_rows, with_defaults)
 from ..core.reverse_pass import RowsPullback, ScaledPullback, scalable, snapshot
 from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
@@ -340,6 +340,16 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False):
     return value, function
 
 
+def _zero_tangent(value):
+    """The tangent of a constant the forward code for floats takes (a float's 0.0, a list
+    of floats' list of them); None for what it takes no tangent of."""
+    if type(value) is float:
+        return 0.0
+    if type(value) is list and floats(*value):
+        return [0.0] * len(value)
+    return None
+
+
 @api_boundary
 def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     """``(out, tangent_out)`` (with ``has_aux``: ``(out, tangent_out, aux)``): ``f`` at
@@ -362,10 +372,12 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
                              for p, t in zip(primals, tangents))
         entry = cached(fun) or (compiled.transformed(fun) if resolvable_function(fun)
                                         else None)  # (cached: it was resolvable)
-        if entry is not None and entry.forward is not None and \
-                len(primals) == entry.arity:
-            try:
-                out = entry.forward(*primals, *tangents)  # specialise/forward.py: no dual
+        full = None if entry is None or entry.forward is None else \
+            with_defaults(fun, tuple(primals), entry.arity)
+        if full is not None:
+            omitted = full[len(primals):]  # (the defaults: constants, a zero tangent each)
+            try:  # specialise/forward.py: no dual
+                out = entry.forward(*full, *tangents, *map(_zero_tangent, omitted))
             except Exception:  # noqa: BLE001 (it only reads its arguments: the forward
                 out = None  # duals run and raise the error at the user's line)
             # (None: not every primal and tangent is a float; a tangent that is not

@@ -38,7 +38,7 @@ class Entry:
     __slots__ = ("function", "code", "dependencies", "taped", "tapeless", "tapes", "arity",
                  "forward", "forward_unchecked", "hvp", "rows", "transformed_source",
                  "specialised_source", "forward_source", "source", "helpers", "recipe",
-                 "cell_recipes", "__weakref__")
+                 "cell_recipes", "reads_defaults", "__weakref__")
 
     def __init__(self, fn, taped, dependencies: list, source: str, tapeless=None,
                  specialised: str = ""):
@@ -64,6 +64,9 @@ class Entry:
         # the artifacts that read the function's closure cells, by role -> how each is
         # bound to a function's cells (with_cells)
         self.cell_recipes: dict = {}
+        # does code written here read the function's own defaults as constants (a
+        # recursive call leaving them out)? Then no other function of its code takes it.
+        self.reads_defaults = False
 
     def is_current(self, fn) -> bool:
         """Was this written from ``fn``'s code, and does every binding it was written for
@@ -72,40 +75,53 @@ class Entry:
                                              unchanged(self.dependencies, MISSING))
 
 
+def own_defaults(fn) -> list:
+    """The bindings an entry of ``fn`` depends on as its taped code copies ``fn``'s
+    defaults when made: a new ``__defaults__`` tuple makes it again."""
+    return [(weakref.ref(fn), name, getattr(fn, name))
+            for name in ("__defaults__", "__kwdefaults__") if getattr(fn, name) is not None]
+
+
+def is_own_default(binding, fn) -> bool:
+    return type(binding[0]) is weakref.ref and binding[0]() is fn and \
+        binding[1] in ("__defaults__", "__kwdefaults__")
+
+
 class Template:
     """What an entry shares with every function of its code: the taped code and how its
     free variables are filled (``recipe``), the artifacts written for argument kinds, the
     bindings it depends on. Nothing of the function's own: no closure cell, no default
-    (only functions without defaults make one), so a function made at run time over a
-    large array is not kept alive by it."""
+    (each function's are its own: the taped code is made with them, the specialised code
+    takes them as arguments), so a function made at run time over a large array is not
+    kept alive by it."""
 
     __slots__ = ("recipe", "globals", "dependencies", "artifacts", "doc", "cell_recipes",
                  "classes")
     SHARED = ("tapeless", "tapes", "forward", "forward_unchecked", "specialised_source",
               "forward_source", "source", "helpers", "transformed_source")
 
-    def __init__(self, entry: Entry, classes: tuple = ()):
+    def __init__(self, entry: Entry, fn, classes: tuple = ()):
         taped = entry.taped
         self.classes = classes  # (position, class) of each class in the closure
         self.recipe, self.globals, self.doc = entry.recipe, taped.__globals__, taped.__doc__
-        self.dependencies = entry.dependencies  # (no weak reference to the function: it
-        self.artifacts = {slot: getattr(entry, slot) for slot in self.SHARED  # has no
-                          if slot not in entry.cell_recipes}  # defaults; no cell either)
+        self.dependencies = [binding for binding in entry.dependencies  # (none on ``fn``)
+                             if not is_own_default(binding, fn)]
+        self.artifacts = {slot: getattr(entry, slot) for slot in self.SHARED
+                          if slot not in entry.cell_recipes}  # (no cell either)
         self.cell_recipes = entry.cell_recipes
 
     def fits(self, fn) -> bool:
-        """May ``fn`` (a function of this code) take this code? The same globals, no
-        defaults, the same classes in its closure (their properties shape the code), and
-        every binding the code was written for unchanged."""
-        return fn.__globals__ is self.globals and fn.__defaults__ is None and \
-            fn.__kwdefaults__ is None and closure_classes(fn) == self.classes and \
+        """May ``fn`` (a function of this code) take this code? The same globals, the
+        same classes in its closure (their properties shape the code), and every binding
+        the code was written for unchanged."""
+        return fn.__globals__ is self.globals and closure_classes(fn) == self.classes and \
             unchanged(self.dependencies, MISSING)
 
 
 def template_of(entry: Entry, fn) -> Template | None:
-    if entry.recipe is None or fn.__defaults__ is not None or fn.__kwdefaults__ is not None:
+    if entry.recipe is None or entry.reads_defaults:
         return None
-    return Template(entry, closure_classes(fn))
+    return Template(entry, fn, closure_classes(fn))
 
 
 def closure_classes(fn) -> tuple:
@@ -119,7 +135,7 @@ def closure_classes(fn) -> tuple:
 def rebound(template: Template, fn) -> Entry | None:
     """The code of ``template``, written for another function of ``fn``'s code (a lambda
     or nested ``def`` made again: a new function object, the same code), bound to ``fn``'s
-    closure cells; None where it does not apply to ``fn`` (other globals, defaults,
+    closure cells and defaults; None where it does not apply to ``fn`` (other globals,
     another class in its closure, or a binding the code was written for has changed)."""
     if not template.fits(fn):
         return None
@@ -131,12 +147,14 @@ def rebound(template: Template, fn) -> Entry | None:
             closure.append(itself)
         else:
             closure.append(cell if kind == "cell" else fn.__closure__[cell])
-    taped = types.FunctionType(code, fn.__globals__, fn.__name__, None, tuple(closure) or None)
+    taped = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                               tuple(closure) or None)
+    taped.__kwdefaults__ = fn.__kwdefaults__
     taped.__qualname__, taped.__doc__ = fn.__qualname__, template.doc
     taped._astad_origin = weakref.ref(fn)  # (core/escape.py)
     if itself is not None:
         itself.cell_contents = taped
-    entry = Entry(fn, taped, list(template.dependencies),
+    entry = Entry(fn, taped, list(template.dependencies) + own_defaults(fn),
                   template.artifacts["transformed_source"])
     for slot, value in template.artifacts.items():
         setattr(entry, slot, value)  # (written for kinds of values, not for the function)

@@ -35,7 +35,7 @@ from ..rules.scalar import rule_namespace
 from ..specialise import specialise
 from ..transform.bindings import distinct
 from ..transform.reverse import Names, transform
-from .entry import Entry, remember, with_cells
+from .entry import Entry, is_own_default, own_defaults, remember, with_cells
 from .render import render
 
 
@@ -51,11 +51,11 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
     resolve = callees(fn, preaccumulate, as_method, names) if callees is not None else None
     node, dependencies, rules, guards = transform(                       # transform,
         node, fn, local_names, names, preaccumulate, as_method, resolve, dependencies)
+    # (a recursive call leaving defaults out: the specialised code holds them as constants)
+    reads_defaults = any(is_own_default(binding, fn) for binding in dependencies)
     # ``taped`` copies the defaults now: a new __defaults__ tuple must rebuild it (and its
     # callers, which include these dependencies), as a call of ``fn`` would use it
-    dependencies += [(weakref.ref(fn), name, getattr(fn, name))
-                     for name in ("__defaults__", "__kwdefaults__")
-                     if getattr(fn, name) is not None]
+    dependencies += own_defaults(fn)
     function_ast = gast.gast_to_ast(node)                                # compile
     ast.fix_missing_locations(function_ast)
     functions = {**compile_rules(rules, parsed.filename), **guards,     # (preaccumulated)
@@ -63,7 +63,7 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
     taped, recipe = _compile(function_ast, fn, parsed.filename, names, functions)
     entry = Entry(fn, taped, distinct(dependencies),                     # entry
                   render(function_ast, parsed.filename) + _rules_text(rules, parsed.filename))
-    entry.recipe = recipe
+    entry.recipe, entry.reads_defaults = recipe, reads_defaults
     if resolve is not None:
         entry.helpers = tuple(resolve.helpers)
     recipes: dict = {}

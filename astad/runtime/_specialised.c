@@ -2,7 +2,8 @@
  *
  * api.DiffFunction._specialised is the reference (it serves the pure-Python runtime, and
  * ``.vjp``): when the function's entry has specialised float code (specialise/straight_line.py,
- * specialise/loops.py), no keyword is passed, the argument count is the code's, no
+ * specialise/loops.py), no keyword is passed, the argument count is the code's (or fewer,
+ * the function's defaults filling the rest: the code takes every parameter), no
  * differentiation runs in this thread, the function's ``__code__`` and every binding the
  * code was written for are unchanged, run it; if it answers (not None, no exception), the
  * answer, reduced to the gradients ``argnums`` chooses, is the result. Otherwise the
@@ -18,6 +19,8 @@
 #include "_native.h"
 #include "structmember.h"
 
+#define MAX_ARITY 32 /* (the most parameters a call filling defaults passes on the stack) */
+
 
 typedef struct {
     PyObject_HEAD
@@ -31,6 +34,10 @@ typedef struct {
     /* what the entry read last says (refresh) */
     PyObject *entry, *function, *floats, *code, *dependencies, *select;
     Py_ssize_t arity;
+    /* a call leaving parameters to their defaults: the fewest arguments the code takes and,
+     * for each count of arguments from it, the gradients to return (None: the general path) */
+    Py_ssize_t fewest;
+    PyObject *selects;
     int tapes;
 } SpecialisedCall;
 
@@ -49,6 +56,8 @@ refresh(SpecialisedCall *self, PyObject *entry)
     Py_CLEAR(self->code);
     Py_CLEAR(self->dependencies);
     Py_CLEAR(self->select);
+    Py_CLEAR(self->selects);
+    self->fewest = self->arity = -1;
     PyObject *floats = PyObject_GetAttr(entry, str_floats);
     if (floats == NULL)
         return -1;
@@ -90,6 +99,8 @@ refresh(SpecialisedCall *self, PyObject *entry)
     /* held weakly: a call kept by a cache of transforms made inline (api/inline.py) must
      * not keep a function made at run time alive */
     self->function = PyWeakref_NewRef(function, NULL);
+    PyObject *defaults = PyFunction_GET_DEFAULTS(function);
+    Py_ssize_t fewest = defaults == NULL ? n : n - PyTuple_GET_SIZE(defaults);
     Py_DECREF(function);
     if (self->function == NULL) {
         Py_CLEAR(self->entry);
@@ -105,6 +116,23 @@ refresh(SpecialisedCall *self, PyObject *entry)
     self->select = select;
     self->arity = n;
     self->tapes = uses_tapes;
+    self->fewest = n;
+    if (fewest < n && n <= MAX_ARITY && (self->selects = PyTuple_New(n)) != NULL) {
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *count = PyLong_FromSsize_t(k), *chosen = NULL;
+            if (k >= fewest && count != NULL)
+                chosen = PyObject_CallMethodObjArgs(self->owner, str_selection, count, NULL);
+            Py_XDECREF(count);
+            if (chosen == NULL) { /* (that count's argnums do not fit: the general path) */
+                PyErr_Clear();
+                chosen = Py_None;
+                Py_INCREF(chosen);
+            }
+            PyTuple_SET_ITEM(self->selects, k, chosen);
+        }
+        self->fewest = fewest;
+    }
+    PyErr_Clear();
     return 0;
 }
 
@@ -130,7 +158,10 @@ specialised(SpecialisedCall *self, PyObject *const *args, Py_ssize_t nargs, PyOb
         return 0;
     }
     Py_DECREF(entry);
-    if (self->floats == NULL || nargs != self->arity)
+    if (self->floats == NULL || nargs > self->arity || nargs < self->fewest)
+        return 0;
+    PyObject *select = self->select;
+    if (nargs < self->arity && (select = PyTuple_GET_ITEM(self->selects, nargs)) == Py_None)
         return 0;
     int busy = astad_differentiating(self->running);
     if (busy != 0)
@@ -140,27 +171,50 @@ specialised(SpecialisedCall *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     if (PyWeakref_GetRef(self->function, &function) < 0)
         return -1;
     int same_code = function != NULL && PyFunction_GET_CODE(function) == self->code;
+    PyObject *defaults = same_code ? PyFunction_GET_DEFAULTS(function) : NULL;
+    Py_XINCREF(defaults);
     Py_XDECREF(function);
 #else
     PyObject *function = PyWeakref_GetObject(self->function); /* (borrowed; None if gone) */
     int same_code = PyFunction_Check(function) && PyFunction_GET_CODE(function) == self->code;
+    PyObject *defaults = same_code ? PyFunction_GET_DEFAULTS(function) : NULL;
+    Py_XINCREF(defaults);
 #endif
     if (!same_code)
         return 0;
     if (PyList_GET_SIZE(self->dependencies) > 0) {
         int same = astad_unchanged(self->dependencies, self->missing);
-        if (same <= 0)
+        if (same <= 0) {
+            Py_XDECREF(defaults);
             return same;
+        }
+    }
+    /* the arguments and, for the parameters they leave out, the function's defaults */
+    Py_ssize_t arity = self->arity;
+    PyObject *full[MAX_ARITY];
+    PyObject *const *passed = args;
+    if (nargs < arity) {
+        Py_ssize_t missing = arity - nargs, size = defaults ? PyTuple_GET_SIZE(defaults) : 0;
+        if (size < missing) { /* (defaults replaced since: the general path reads them) */
+            Py_XDECREF(defaults);
+            return 0;
+        }
+        for (Py_ssize_t k = 0; k < nargs; k++)
+            full[k] = args[k];
+        for (Py_ssize_t j = 0; j < missing; j++)
+            full[nargs + j] = PyTuple_GET_ITEM(defaults, size - missing + j);
+        passed = full;
     }
     /* hold what the call needs: the code it runs may rebind the function's entry */
-    PyObject *floats = self->floats, *select = self->select;
+    PyObject *floats = self->floats;
     Py_INCREF(floats);
     Py_INCREF(select);
     int paused = self->tapes && PyGC_Disable(); /* (see api._pause_gc) */
-    PyObject *out = PyObject_Vectorcall(floats, args, nargs, NULL);
+    PyObject *out = PyObject_Vectorcall(floats, passed, arity, NULL);
     if (paused)
         PyGC_Enable();
     Py_DECREF(floats);
+    Py_XDECREF(defaults);
     int done = 0;
     if (out == NULL) {
         if (PyErr_ExceptionMatches(PyExc_Exception)) {
@@ -171,12 +225,14 @@ specialised(SpecialisedCall *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     }
     else if (out != Py_None && PyTuple_CheckExact(out) && PyTuple_GET_SIZE(out) == 2 &&
              PyTuple_CheckExact(PyTuple_GET_ITEM(out, 1)) &&
-             PyTuple_GET_SIZE(PyTuple_GET_ITEM(out, 1)) == nargs) {
+             PyTuple_GET_SIZE(PyTuple_GET_ITEM(out, 1)) == arity) {
         PyObject *value = PyTuple_GET_ITEM(out, 0), *gradients = PyTuple_GET_ITEM(out, 1);
         PyObject *chosen = NULL;
-        if (PyUnicode_Check(select)) { /* every gradient */
-            chosen = gradients;
-            Py_INCREF(chosen);
+        if (PyUnicode_Check(select)) { /* every gradient (of the arguments passed) */
+            chosen = nargs == arity ? gradients : PyTuple_GetSlice(gradients, 0, nargs);
+            Py_XINCREF(nargs == arity ? chosen : NULL);
+            if (chosen == NULL)
+                done = -1;
         }
         else if (PyLong_CheckExact(select)) {
             Py_ssize_t k = PyLong_AsSsize_t(select);
@@ -209,7 +265,7 @@ specialised(SpecialisedCall *self, PyObject *const *args, Py_ssize_t nargs, PyOb
         if (chosen != NULL) {
             if (self->gradient_only)
                 *result = chosen;
-            else if (PyUnicode_Check(select)) {
+            else if (PyUnicode_Check(select) && nargs == arity) {
                 Py_DECREF(chosen);
                 *result = out;
                 Py_INCREF(out);
@@ -264,8 +320,8 @@ specialised_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->rebuild = rebuild;
     self->gradient_only = gradient_only;
     self->entry = self->function = self->floats = self->code = NULL;
-    self->dependencies = self->select = NULL;
-    self->arity = -1;
+    self->dependencies = self->select = self->selects = NULL;
+    self->arity = self->fewest = -1;
     self->tapes = 0;
     PyObject_GC_Track(self);
     return (PyObject *)self;
@@ -285,6 +341,7 @@ specialised_traverse(SpecialisedCall *self, visitproc visit, void *arg)
     Py_VISIT(self->code);
     Py_VISIT(self->dependencies);
     Py_VISIT(self->select);
+    Py_VISIT(self->selects);
     return 0;
 }
 
@@ -302,6 +359,7 @@ specialised_clear(SpecialisedCall *self)
     Py_CLEAR(self->code);
     Py_CLEAR(self->dependencies);
     Py_CLEAR(self->select);
+    Py_CLEAR(self->selects);
     return 0;
 }
 

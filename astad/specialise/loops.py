@@ -522,7 +522,7 @@ def prepare(root, fn, local_names: set, suffix: str):
     """What every mode needs before writing: the parameters, the body, the generated
     code's reserved names, or None if the function cannot be specialised at all."""
     args = root.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults:
+    if args.vararg or args.kwarg or args.kwonlyargs:
         return None
     params = [a.id for a in args.posonlyargs + args.args]
     user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)} | set(params)
