@@ -13,7 +13,9 @@ float; lists of ``numpy.float64`` and 1-d numpy arrays; a tiny function calling 
 ``value_and_grad`` and ``vjp``; a sum of distances written out, through a helper in a
 loop, a generator over it, a dataclass's method, a local def and a lambda; a helper
 returning early against its if/else written out; a recurrence carried in locals,
-written into a list and appended to one; a tiny function's ``grad``,
+written into a list and appended to one; a polynomial with its powers written out and
+by ``x ** i`` over a loop's index; a function's constants passed and left to their
+defaults; a tiny function's ``grad``,
 ``jacfwd``, ``jacrev`` and ``hessian``), each timed side by side with its own primal in one run
 (interleaved samples, medians). The first form of a family is its reference: the table
 gives each form's grad / primal and that ratio over the reference's. Then the suite's
@@ -248,6 +250,18 @@ def recurrence_appended(xs, c):
     return total
 
 
+def polynomial_written_out(x, c):
+    return (c[0] + c[1] * x + c[2] * x ** 2 + c[3] * x ** 3 + c[4] * x ** 4
+            + c[5] * x ** 5 + c[6] * x ** 6)
+
+
+def polynomial_powers(x, c):
+    s = 0.0
+    for i in range(len(c)):
+        s = s + c[i] * x ** i
+    return s
+
+
 def oscillator(x, v, k=2.0, c=0.1, dt=0.05, steps=100):
     """A damped oscillator stepped by semi-implicit Euler: the constants as defaults."""
     for _ in range(steps):
@@ -312,6 +326,11 @@ def forms(quick: bool) -> list:
             Form("helpers", "a local def (a closure)", distances_local_def, (x, pts),
                  "n=50"),
             Form("helpers", "a lambda", distances_lambda, (x, pts), "n=50")]
+    coefficients = [rng.uniform(-1, 1) for _ in range(7)]
+    out += [Form("powers", "x ** 3 written out", polynomial_written_out,
+                 (0.7, coefficients), "degree 6"),
+            Form("powers", "x ** i, i a loop's index", polynomial_powers, (0.7, coefficients),
+                 "degree 6")]
     out += [Form("defaults", "every argument passed", oscillator,
                  (0.3, -0.2, 2.0, 0.1, 0.05, 100), "100 steps"),
             Form("defaults", "the constants left to their defaults", oscillator, (0.3, -0.2),

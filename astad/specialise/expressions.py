@@ -462,8 +462,8 @@ class Expressions:
         """After ``x ** 0.5``: a negative base gives a complex number, which the ordinary
         code refuses with an error; here too (float() of it raises)."""
         for op in _ops(tree):
-            if op.rule == "pow" and not float(op.exponent).is_integer() and \
-                    text.startswith(f"{op.var} ="):
+            if (op.rule == "power" or op.rule == "pow" and
+                    not float(op.exponent).is_integer()) and text.startswith(f"{op.var} ="):
                 self.emit(depth, f"{op.var} = float({op.var})", line)
 
     def tree(self, node, leaves: list):
@@ -479,8 +479,9 @@ class Expressions:
             if isinstance(node.op, gast.Pow) and self.active(node.left) and \
                     _number(node.right) is not None and not self.active(node.right):
                 return Op("pow", [self.tree(node.left, leaves)], node, _number(node.right))
-            if isinstance(node.op, gast.Pow) and self.active(node):
-                raise CannotSpecialise  # a power whose exponent is differentiated
+            if isinstance(node.op, gast.Pow) and self.active(node):  # (x ** n, x ** p, 2 ** x)
+                return Op("power", [self.tree(node.left, leaves),
+                                    self.tree(node.right, leaves)], node)
         if isinstance(node, gast.UnaryOp) and type(node.op) in _UNARYOPS and \
                 self.active(node):
             return Op(_UNARYOPS[type(node.op)], [self.tree(node.operand, leaves)], node)
@@ -496,6 +497,8 @@ class Expressions:
                 return Op(rule, [self.tree(a, leaves) for a in node.args], node)
             if rule == "log" and len(node.args) == 2:
                 return Op("log_base", [self.tree(a, leaves) for a in node.args], node)
+            if rule == "pow" and len(node.args) == 2:  # (builtins.pow: Python's **)
+                return Op("power", [self.tree(a, leaves) for a in node.args], node)
             if rule in ("min", "max") and len(node.args) == 2 or \
                     self.is_comprehension_sum(node, self.scope.resolver.callee(node.func)):
                 leaf = Leaf(node, len(leaves))  # (written by extreme())
@@ -579,6 +582,9 @@ class Expressions:
             return self._plain_value(self.inline_free(node, free, depth, line), quiet, None)
         callee = self.scope.resolver.callee(node.func)
         name = getattr(callee, "__name__", "")
+        if callee is builtins.pow and len(node.args) == 2:  # (the rules' pow is math's)
+            power = gast.BinOp(node.args[0], gast.Pow(), node.args[1])
+            return self._plain(gast.copy_location(power, node), depth, line, quiet)
         if isinstance(callee, types.FunctionType) and \
                 self.scope.resolver.rule_name(node.func) is None:
             return self._plain_value(self.inline(node, callee, depth, line), quiet, None)

@@ -78,6 +78,16 @@ def _subst(expression: str, names: dict) -> str:
     return _WORD.sub(lambda m: names[m.group(1)], expression)
 
 
+# ``x ** y`` of two values (the specialised writers' "power"; the rule's partials in
+# rules/scalar.py): d/dx is y x^(y-1) for y >= 1, y (r / x) below (whose x == 0 raises
+# ZeroDivisionError, leaving the infinite derivative to the ordinary code), 0 for y == 0;
+# d/dy is r log x, 0 where r or x is 0, NaN for a negative base (its log is complex). A
+# complex r is refused after the primal (expressions.check_real). A plain exponent's
+# partial is never written: the code for floats drops a constant's.
+_POWER_PARTIALS = ("(0.0 if y == 0 else y * x ** (y - 1) if y >= 1 else y * (r / x))",
+                   "(0.0 if r == 0.0 or x == 0.0 else r * log(x) if x > 0.0 else nan)")
+
+
 def differentiate(tree, values: dict, counter: list, prefix: str = "",
                   zero_guards: bool = True) -> tuple:
     """Reverse mode over one expression tree, at transform time.
@@ -106,6 +116,8 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "",
         n.var, n.inputs = var, operands
         if n.rule == "pow":
             expression = f"{operands[0]} ** {n.exponent!r}"
+        elif n.rule == "power":
+            expression = f"{operands[0]} ** {operands[1]}"
         elif formula(n.rule, 2) is not None:
             expression = _subst(formula(n.rule, 2)[0],
                                 {"x": operands[0], "y": operands[1], "r": var})
@@ -139,6 +151,9 @@ def differentiate(tree, values: dict, counter: list, prefix: str = "",
             if c < 0:  # (x ** (c - 1) raises OverflowError where r / x is just inf)
                 return [f"{c!r} * ({n.var} / {n.inputs[0]})"]
             return [f"{c!r} * {n.inputs[0]} ** {c - 1!r}"]
+        if n.rule == "power":
+            return [_subst(text, {"x": n.inputs[0], "y": n.inputs[1], "r": n.var})
+                    for text in _POWER_PARTIALS]
         text = formula(n.rule, 2)
         if text is not None:
             names = {"x": n.inputs[0], "y": n.inputs[1], "r": n.var}
