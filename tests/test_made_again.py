@@ -5,12 +5,14 @@ globals are the same object and every binding the code was written for holds; ot
 it is written anew. Each function's derivative is its own, its defaults included."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
 
 import astad
+from astad.api import transforms
 from astad.compile import calls, entry
 
 
@@ -157,3 +159,24 @@ def test_a_dead_functions_entry_under_a_reused_id_is_not_taken():
     entries.CACHE[(id(second), True, False)] = stale  # (as if second had taken the id)
     assert astad.grad(second)(1.0) == 10.0
     assert astad.reverse_diff(second).grad(2.0) == 20.0
+
+
+def weighted_sum(a, x, y):
+    return a * x * y + math.sin(x) * y * y
+
+
+@pytest.mark.parametrize("argnums", [0, 1, -1, (0, 1)])
+def test_a_partial_made_per_call_takes_the_code_for_floats(argnums, monkeypatch):
+    """``functools.partial(f, a)`` (made per call or kept) of a plain function: ``f``'s code
+    for floats with the argnums after the bound argument, never the pass through the
+    partial; the derivative by hand, the bound argument a constant."""
+    x, y = 0.7, -1.2
+    dx, dy = lambda a: a * y + math.cos(x) * y * y, lambda a: a * x + 2 * math.sin(x) * y
+    monkeypatch.setattr(transforms, "reverse", None)  # (the pass would raise TypeError)
+    for a in (1.5, 2.5):
+        want = {0: dx(a), 1: dy(a), -1: dy(a), (0, 1): (dx(a), dy(a))}[argnums]
+        kept = astad.value_and_grad(functools.partial(weighted_sum, a), argnums=argnums)
+        for got in (kept(x, y), astad.value_and_grad(
+                functools.partial(weighted_sum, a), argnums=argnums)(x, y)):
+            assert got[0] == weighted_sum(a, x, y)
+            assert got[1] == pytest.approx(want, rel=1e-14)

@@ -178,6 +178,9 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         for a plain Python function, else by one reverse pass of any callable."""
         fun, has_aux = self.fun, self.options["has_aux"]
         positions, single = self._selection(len(args))
+        if not has_aux and type(fun) is functools.partial and not fun.keywords and \
+                type(fun.func) is types.FunctionType and resolvable_function(fun.func):
+            return self._of_partial(fun, args, kwargs, positions, single)
         if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
             argnums = positions[0] if single else positions
             if self._plain is None and not self._called:
@@ -209,6 +212,25 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         if self.gradient_only:
             return (gradient, value[1]) if has_aux else gradient
         return value, gradient
+
+
+    def _of_partial(self, fun, args, kwargs, positions, single):
+        """``functools.partial(f, *bound)`` of a plain Python function: ``f``'s fast call
+        (its code for floats) with the argnums after the bound arguments, which are
+        constants, as they are to JAX. The same numbers as a pass through the partial."""
+        bound = len(fun.args)
+        shifted = tuple(p + bound for p in positions)
+        argnums = shifted[0] if single else shifted
+        call = plain_call(fun.func, argnums, self.gradient_only, self.kind)
+        if call is None:  # (the Python runtime: a DiffFunction of ``f``, kept per argnums)
+            calls = self.__dict__.setdefault("_partial_calls", {})
+            call = calls.get(argnums)
+            if call is None:
+                diff = DiffFunction(fun.func, argnums)
+                diff.call = f"astad.{self.kind}"
+                diff.entry = compiled.transformed(fun.func)
+                call = calls[argnums] = specialised_call(diff, self.gradient_only)
+        return call(*fun.args, *args, **kwargs)
 
 
 class grad(value_and_grad):  # noqa: N801
