@@ -94,8 +94,11 @@ class Program:
         if r < 0.72:
             fn = self.rng.choice(["math.sin", "math.cos", "math.tanh", "math.atan"])
             return f"{fn}({self.expr(depth + 1)})"
-        if r < 0.76:
-            return f"math.sqrt(1.0 + {self.expr(depth + 1)} ** 2)"
+        if r < 0.76:  # (and powers of a variable exponent: a float, the int n)
+            return self.rng.choice([
+                f"math.sqrt(1.0 + {self.expr(depth + 1)} ** 2)",
+                f"(1.0 + math.tanh({self.expr(depth + 1)}) ** 2) ** {self.atom()}",
+                f"(1.5 + math.sin({self.expr(depth + 1)})) ** n"])
         if r < 0.8:
             return f"{self.rng.choice(['min', 'max'])}({self.atom()}, {self.atom()})"
         if r < 0.85:
