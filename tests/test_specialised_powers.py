@@ -1,9 +1,9 @@
 """Powers whose exponent is not a number written in the source (``x ** i`` with a loop's
 index, ``x ** n`` with an int argument, ``x ** p`` with p differentiated, ``2.0 ** x``,
-``pow(x, y)``) on the code written for floats, not the ordinary code: checked against the
-ordinary code (every edge where the power's derivative is special: a zero base, a zero
-exponent, a negative base, a complex result), central differences, forward mode and
-second derivatives by hand."""
+``pow(x, y)``, ``math.pow(x, y)``) on the code written for floats, not the ordinary
+code: checked against the ordinary code (every edge where the power's derivative is
+special: a zero base, a zero exponent, a negative base, a complex result), central
+differences, forward mode and second derivatives by hand."""
 import math
 
 import numpy as np
@@ -40,6 +40,10 @@ def builtin_power(x, y):
     return pow(x, y) * 0.5 + x
 
 
+def math_power(x, y):
+    return math.pow(x, y) - y
+
+
 CASES = [
     (polynomial, (0.7, [0.5, -1.0, 2.0, 0.25])),
     (polynomial, (-1.3, [0.5, -1.0, 2.0, 0.25])),
@@ -50,6 +54,7 @@ CASES = [
     (int_power, (0.6, 0)),
     (exponential, (0.8,)),
     (builtin_power, (2.1, 0.3)),
+    (math_power, (2.1, -0.3)),
 ]
 IDS = [f"{fn.__name__}-{k}" for k, (fn, _) in enumerate(CASES)]
 
@@ -103,6 +108,7 @@ def test_every_edge_of_a_power_is_the_ordinary_codes(x, p):
     exponent: real, its p-derivative NaN; otherwise a complex number: the error): the
     code for floats answers what the ordinary code does, or leaves it to it."""
     assert _same(_fast(power, (x, p)), _general(power, (x, p)))
+    assert _same(_fast(math_power, (x, p)), _general(math_power, (x, p)))
     if p.is_integer():
         args = (x, int(p))
         assert _same(_fast(int_power, args), _general(int_power, args))

@@ -497,7 +497,9 @@ class Expressions:
                 return Op(rule, [self.tree(a, leaves) for a in node.args], node)
             if rule == "log" and len(node.args) == 2:
                 return Op("log_base", [self.tree(a, leaves) for a in node.args], node)
-            if rule == "pow" and len(node.args) == 2:  # (builtins.pow: Python's **)
+            if rule in ("pow", "math_pow") and len(node.args) == 2:  # (Python's **; where
+                # math.pow raises instead, ** raises or its result is complex: the ordinary
+                # code runs and raises math.pow's error)
                 return Op("power", [self.tree(a, leaves) for a in node.args], node)
             if rule in ("min", "max") and len(node.args) == 2 or \
                     self.is_comprehension_sum(node, self.scope.resolver.callee(node.func)):
