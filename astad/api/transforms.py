@@ -153,6 +153,7 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         self._called = False  # (the first call takes api/inline.py's shared call)
         self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
         self._selections: dict = {}  # number of arguments -> argnums_positions' answer
+        self._partial_calls: dict = {}  # of a partial: number of arguments -> _of_partial's
         # what hessian_vector found (api/hvp.py's HvpKnown), used while the entry is current
         self.hvp_known = None
 
@@ -177,6 +178,10 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         """What ``__call__`` returns: by a DiffFunction's fast call (``api.specialised_call``)
         for a plain Python function, else by one reverse pass of any callable."""
         fun, has_aux = self.fun, self.options["has_aux"]
+        if type(fun) is functools.partial:  # (a partial holds its function and arguments)
+            call = self._partial_calls.get(len(args))
+            if call is not None:
+                return call(*fun.args, *args, **kwargs)
         positions, single = self._selection(len(args))
         if not has_aux and type(fun) is functools.partial and not fun.keywords and \
                 type(fun.func) is types.FunctionType and resolvable_function(fun.func):
@@ -222,14 +227,12 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         shifted = tuple(p + bound for p in positions)
         argnums = shifted[0] if single else shifted
         call = plain_call(fun.func, argnums, self.gradient_only, self.kind)
-        if call is None:  # (the Python runtime: a DiffFunction of ``f``, kept per argnums)
-            calls = self.__dict__.setdefault("_partial_calls", {})
-            call = calls.get(argnums)
-            if call is None:
-                diff = DiffFunction(fun.func, argnums)
-                diff.call = f"astad.{self.kind}"
-                diff.entry = compiled.transformed(fun.func)
-                call = calls[argnums] = specialised_call(diff, self.gradient_only)
+        if call is None:  # (the Python runtime: a DiffFunction of ``f``)
+            diff = DiffFunction(fun.func, argnums)
+            diff.call = f"astad.{self.kind}"
+            diff.entry = compiled.transformed(fun.func)
+            call = specialised_call(diff, self.gradient_only)
+        self._partial_calls[len(args)] = call  # (kept: the partial keeps ``f`` alive)
         return call(*fun.args, *args, **kwargs)
 
 
