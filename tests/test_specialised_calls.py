@@ -464,6 +464,13 @@ def array_written_then_summed(x, c):
     return total + sum(y)
 
 
+def array_written_then_numpy_summed(x, c):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        y[i] = c * math.sin(x[i]) ** 2 + 0.1 * x[i]
+    return np.sum(y) * y[1] + np.sum(y)
+
+
 def array_compared(x):  # (y == 0 of an array is element-wise: not a list's answer)
     y = np.zeros(len(x))
     y[0] = x[0] * 2.0
@@ -494,6 +501,29 @@ def test_an_array_written_by_element_runs_the_specialised_code():
         down[i] -= 1e-6
         fd = (array_written_then_summed(up, 0.7) - array_written_then_summed(down, 0.7)) / 2e-6
         assert gx[i] == pytest.approx(fd, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [3, 8, 1000])
+def test_np_sum_of_an_array_written_by_element(n):
+    """np.sum of a new array written by element takes the code for floats: its value
+    numpy's pairwise sum bit for bit (1000 elements: not a sequential sum's rounding),
+    each element's partial 1; against the ordinary code and differences."""
+    x = np.linspace(-1.3, 2.1, n)
+    args = (x, 0.7)
+    fn = array_written_then_numpy_summed
+    entry = codegen.build(fn)
+    assert entry.tapeless is not None and entry.tapeless(*args) is not None
+    value, (gx, gc) = astad.value_and_grad(fn, argnums=(0, 1))(*args)
+    want_value, (wx, wc) = _by_hand(fn, args)
+    assert value == want_value == fn(*args)  # (bit for bit)
+    assert type(value) is np.float64
+    np.testing.assert_allclose(gx, wx, rtol=1e-13)
+    assert gc == pytest.approx(wc, rel=1e-13)
+    for i in (0, 1, n - 1):
+        up, down = x.copy(), x.copy()
+        up[i] += 1e-6
+        down[i] -= 1e-6
+        assert gx[i] == pytest.approx((fn(up, 0.7) - fn(down, 0.7)) / 2e-6, rel=1e-6)
 
 
 def test_what_an_array_written_by_element_leaves_to_the_ordinary_code():

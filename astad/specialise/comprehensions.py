@@ -23,10 +23,11 @@ function defined inside that binds it) is left to the ordinary code.
 from __future__ import annotations
 
 import gast
+import numpy as np
 
 from ..front.activity import bound_names
 from .expressions import CannotSpecialise
-from .value_kinds import Alias, Float, Plain
+from .value_kinds import Alias, Float, ListLocal, Plain
 
 _COMPREHENSIONS = (gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
 
@@ -34,9 +35,14 @@ _COMPREHENSIONS = (gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp
 class Comprehensions:
     """The writer's half that writes ``sum`` of a generator or list comprehension."""
 
-    @staticmethod
-    def is_comprehension_sum(node, callee) -> bool:
-        """``sum(<generator>)``, or ``sum(xs)`` of a name (a list: its generator)."""
+    def is_comprehension_sum(self, node, callee) -> bool:
+        """``sum(<generator>)``, or ``sum(xs)`` of a name (a list: its generator); or
+        ``np.sum(y)`` of a new array the code writes by element (a list here)."""
+        if callee is np.sum:
+            return not node.keywords and len(node.args) == 1 and \
+                isinstance(node.args[0], gast.Name) and \
+                isinstance(self.scope.vars.get(node.args[0].id), ListLocal) and \
+                self.scope.vars[node.args[0].id].array
         return callee is sum and not node.keywords and 1 <= len(node.args) <= 2 and \
             isinstance(node.args[0], (gast.GeneratorExp, gast.ListComp, gast.Name))
 
@@ -82,8 +88,12 @@ class Comprehensions:
                         inner, line)
             self.loops -= len(generator.generators)
             # the value as Python's sum rounds it (from 3.12, compensated: not the fold
-            # above, which gives the derivative: a partial 1 for each term)
-            self.emit(depth, f"{local.name} = sum({terms}, {first})", line)
+            # above, which gives the derivative: a partial 1 for each term); np.sum's as
+            # numpy's pairwise sum rounds it, of the same float64 values in the same order
+            if self.scope.resolver.callee(node.func) is np.sum:
+                self.emit(depth, f"{local.name} = ad.numpy_sum({terms})", line)
+            else:
+                self.emit(depth, f"{local.name} = sum({terms}, {first})", line)
             return local.read()
         finally:
             del scope.vars[total]

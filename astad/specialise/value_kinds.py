@@ -788,3 +788,11 @@ publish("float_rows", float_rows)
 publish("record_tangents", record_tangents)
 publish("float64", _FLOAT64)
 publish("vector_size", vector_size)
+
+
+def numpy_sum(terms: list):
+    """np.sum of a 1-d float64 array holding ``terms``: numpy's pairwise sum, its value."""
+    return np.sum(np.array(terms, dtype=np.float64))
+
+
+publish("numpy_sum", numpy_sum)
