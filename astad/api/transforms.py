@@ -218,7 +218,6 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
             return (gradient, value[1]) if has_aux else gradient
         return value, gradient
 
-
     def _of_partial(self, fun, args, kwargs, positions, single):
         """``functools.partial(f, *bound)`` of a plain Python function: ``f``'s fast call
         (its code for floats) with the argnums after the bound arguments, which are
