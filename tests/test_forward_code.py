@@ -5,6 +5,7 @@ Regressions: the specialised forward code once dropped a statement's tangent whe
 expression ended in a constant after a piece computed apart (a ``max``, a conditional
 expression), and ``astad.jvp`` once wrote the function's in-place updates into the
 caller's tangent array."""
+import functools
 import importlib.util
 import math
 import sys
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import astad
+from astad.api import transforms
 from paths import check_every_path
 
 
@@ -73,3 +75,32 @@ def test_a_tangent_written_in_place_is_the_functions_own():
     value, tangent = astad.jvp(_square_in_place, (x.copy(),), (t,))
     assert value == 5.0 and tangent == 2.0 * (1.0 * 0.5 + 2.0 * -1.0)
     assert np.array_equal(t, [0.5, -1.0])
+
+
+def _weighted_exp(x, y):
+    s = 0.0
+    for a, b in zip(x, y):
+        s = s + a * math.exp(b)
+    return s + x[0] * x[-1]
+
+
+SEQUENCES = {"list": list, "tuple": tuple, "array": np.array,
+             "list of numpy.float64": lambda v: [np.float64(e) for e in v],
+             "tuple of numpy.float64": lambda v: tuple(map(np.float64, v))}
+
+
+@pytest.mark.parametrize("kind", list(SEQUENCES))
+def test_sequences_of_floats_take_the_forward_code(kind, monkeypatch):
+    """Tuples, numpy.float64 elements and 1-d float arrays read by element take forward
+    mode's code for floats, as lists of floats do (before, a tuple ran every dual: about
+    30 times slower); a None tangent of a sequence is its zero."""
+    make = SEQUENCES[kind]
+    x, y, t = [0.5, 1.5, -0.3], [2.0, -1.0, 0.4], [1.0, 0.5, 2.0]
+    args, tangents = (make(x), make(y)), (make(t), None)
+    general = astad.jvp(functools.partial(_weighted_exp), args, tangents)
+    monkeypatch.setattr(transforms, "forward", None)  # (the duals: not run)
+    value, tangent = astad.jvp(_weighted_exp, args, tangents)
+    assert (value, tangent) == general
+    assert tangent == pytest.approx(sum(ti * math.exp(yi) for ti, yi in zip(t, y)) +
+                                    t[0] * x[-1] + x[0] * t[-1], rel=1e-15)
+    assert list(args[0]) == x and list(tangents[0]) == t  # (read, not written)

@@ -176,3 +176,20 @@ def test_kept_transform_keeps_its_function_and_names():
     assert astad.grad.__name__ == "grad" and "argnums" in astad.grad.__doc__
     named.__name__ = "mine"
     assert named.__name__ == "mine"
+
+
+def test_a_transform_made_inline_finds_the_kept_call_at_once(monkeypatch):
+    """After the first, a transform made inline with an int argnums runs the call kept for
+    its function (api/inline.kept_call), with none of the first call's checks."""
+    from astad.api import transforms
+    from astad.runtime import tape
+    if tape.RUNTIME != "native":
+        pytest.skip("the kept call is the compiled runtime's SpecialisedCall")
+    kept = astad.grad(defaults, argnums=1)(3.0, 2.0)
+    astad.value_and_grad(defaults, argnums=1)(3.0, 2.0)  # (its own kept call)
+    for name in ("made_again", "plain_call", "resolvable_function"):
+        monkeypatch.setattr(transforms, name, None)  # (not called)
+    assert astad.grad(defaults, argnums=1)(3.0, 2.0) == kept == 9.0
+    assert astad.value_and_grad(defaults, argnums=1)(3.0, 2.0) == (18.0, 9.0)
+    with pytest.raises(astad.AstadError, match="argnums"):  # (one argument: no position 1)
+        astad.grad(defaults, argnums=1)(3.0)

@@ -252,6 +252,22 @@ def test_rows_of_other_kinds_give_the_general_paths_answer():
         == (4.0, "a")
 
 
+def elementwise_and_sum(x, y):
+    return np.sin(x) * 2.0, np.sum(x * x) * y
+
+
+@pytest.mark.parametrize("transform", [astad.jacfwd, astad.jacrev, astad.jacobian])
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (2, 0)])
+def test_an_argument_of_no_elements_has_an_empty_jacobian(transform, shape):
+    # JAX's answer: blocks of shape out_shape + in_shape, empty where either is
+    x = np.zeros(shape)
+    (sines, by_x), (total, by_y) = transform(elementwise_and_sum, argnums=(0, 1))(x, 1.5)
+    assert sines.shape == shape + shape and by_x.shape == shape
+    assert total.shape == shape and by_y == 0.0  # (d/dy of an empty sum times y)
+    hessian = astad.hessian(lambda v: np.sum(np.sin(v)))(x)
+    assert hessian.shape == shape + shape
+
+
 @pytest.mark.parametrize("fn, args", [(residual, (CAM, [0.5, -0.3, 1.2], 0.01)),
                                       (as_list, (0.4, -1.3))],
                          ids=["residual", "as_list"])

@@ -90,6 +90,20 @@ def plain_call(fun, argnums, gradient_only: bool, kind: str):
     return found[1]
 
 
+def kept_call(fun, argnums, gradient_only: bool):
+    """The call ``plain_call`` made for ``fun`` with ``argnums``, when that is a
+    non-negative int (so read the same for any count of arguments), else None: what a
+    transform made inline finds at once, with no other check (the call checks its entry
+    as it runs)."""
+    calls = _CALLS.get(id(fun))
+    if calls is None or type(argnums) is not int or argnums < 0:
+        return None
+    found = calls.get((argnums, gradient_only))
+    if found is None or found[0]._function() is not fun:
+        return None
+    return found[1]
+
+
 def made_again(fun, args: tuple, select, gradient_only: bool):
     """The first call of a transform of ``fun``, a function made again (a lambda or nested
     ``def`` evaluated anew, of code written for before: compile/entry.BY_CODE), by the

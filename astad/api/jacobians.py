@@ -140,6 +140,10 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
                                   if shape != () else tangent[:, 0], "primals")
 
         width = _count_inputs(args, positions)
+        if width == 0 and _holds_floats(args, positions):
+            # inputs of no elements (np.zeros(0)): an empty Jacobian, as JAX gives, which
+            # reverse mode's sweep makes without a tangent of width 0
+            return jacrev(self.fun, **self.options)(*args, **kwargs)
         if width == 0:
             raise InputError(f"jacfwd of {name_of(self.fun)}: no argument chosen for "
                              "differentiation holds a float")
@@ -178,6 +182,11 @@ def _refuse_complex(values, what: str, transform) -> None:
                 "pass holomorphic=True if it is (as JAX takes it); a real function of "
                 "complex inputs has its gradient df/dx - i df/dy from astad.grad or "
                 "astad.jacrev")
+
+
+def _holds_floats(args, positions) -> bool:
+    """Whether a differentiated argument has a float leaf (perhaps of no elements)."""
+    return any(leaves(args[k], holds_derivative) for k in positions)
 
 
 def _count_inputs(args, positions) -> int:

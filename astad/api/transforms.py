@@ -36,12 +36,12 @@ from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
                    reverse_pass, selection_of, specialised, specialised_call,
                    specialised_rows, with_defaults)
 from ..core.reverse_pass import RowsPullback, ScaledPullback, scalable, snapshot
-from ..argnums import argnums_positions  # (moved to argnums.py, shared with reverse_diff)
+from ..argnums import ANY_COUNT, argnums_positions  # (shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
-from .inline import made_again, plain_call
+from .inline import kept_call, made_again, plain_call
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
-from ..specialise.value_kinds import floats
+from ..specialise.value_kinds import float_sequences, floats
 from ..compile.calls import rev as transformed_callable, resolvable_function
 from ..runtime.duals import is_nested, running
 from ..runtime.tape import native, sweep, sweep_general
@@ -147,17 +147,22 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
     gradient_only = False  # (grad: what the fast call returns)
 
     def __init__(self, fun, argnums=0, has_aux=False):
-        argnums_positions(argnums, 1 << 30)  # (its form, checked now)
+        if type(argnums) is not int or not 0 <= argnums < ANY_COUNT:
+            argnums_positions(argnums, ANY_COUNT)  # (its form, checked now)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
-        self._plain = None  # for a plain Python function: its DiffFunction's fast call
-        self._called = False  # (the first call takes api/inline.py's shared call)
-        self._resolvable = None  # the __code__ of ``fun`` found resolvable_function
-        self._selections: dict = {}  # number of arguments -> argnums_positions' answer
-        self._partial_calls: dict = {}  # of a partial: number of arguments -> _of_partial's
-        # what hessian_vector found (api/hvp.py's HvpKnown), used while the entry is current
-        self.hvp_known = None
+
+    # (read on the class until set: a transform made inline sets none of them)
+    _plain = None  # for a plain Python function: its DiffFunction's fast call
+    _called = False  # (the first call takes api/inline.py's shared call)
+    _resolvable = None  # the __code__ of ``fun`` found resolvable_function
+    _selections = None  # number of arguments -> argnums_positions' answer
+    _partial_calls = None  # of a partial: number of arguments -> _of_partial's call
+    # what hessian_vector found (api/hvp.py's HvpKnown), used while the entry is current
+    hvp_known = None
 
     def _selection(self, n_args: int):
+        if self._selections is None:
+            self._selections = {}
         selection = self._selections.get(n_args)
         if selection is None:
             selection = self._selections[n_args] = argnums_positions(
@@ -178,8 +183,13 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         """What ``__call__`` returns: by a DiffFunction's fast call (``api.specialised_call``)
         for a plain Python function, else by one reverse pass of any callable."""
         fun, has_aux = self.fun, self.options["has_aux"]
-        if type(fun) is functools.partial:  # (a partial holds its function and arguments)
-            call = self._partial_calls.get(len(args))
+        if not self._called and not has_aux:  # (made inline: the call kept per function)
+            shared = kept_call(fun, self.options["argnums"], self.gradient_only)
+            if shared is not None:
+                self._called = True
+                return shared(*args, **kwargs)
+        if type(fun) is functools.partial and self._partial_calls is not None:
+            call = self._partial_calls.get(len(args))  # (a partial: its function's call)
             if call is not None:
                 return call(*fun.args, *args, **kwargs)
         positions, single = self._selection(len(args))
@@ -231,6 +241,8 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
             diff.call = f"astad.{self.kind}"
             diff.entry = compiled.transformed(fun.func)
             call = specialised_call(diff, self.gradient_only)
+        if self._partial_calls is None:
+            self._partial_calls = {}
         self._partial_calls[len(args)] = call  # (kept: the partial keeps ``f`` alive)
         return call(*fun.args, *args, **kwargs)
 
@@ -369,7 +381,7 @@ def _zero_tangent(value):
     of floats' list of them); None for what it takes no tangent of."""
     if type(value) is float:
         return 0.0
-    if type(value) is list and floats(*value):
+    if float_sequences((value,), ()):  # (lists, tuples, 1-d arrays of float64)
         return [0.0] * len(value)
     return None
 
@@ -391,8 +403,8 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
         if out is not None:
             return out
     if outermost and type(fun) is types.FunctionType:
-        if any(t is None for t in tangents):  # (a float's None is 0.0: the float code)
-            tangents = tuple(0.0 if t is None and type(p) is float else t
+        if any(t is None for t in tangents):  # (None is a zero: the float code's)
+            tangents = tuple(_zero_tangent(p) if t is None else t
                              for p, t in zip(primals, tangents))
         entry = cached(fun) or (compiled.transformed(fun) if resolvable_function(fun)
                                         else None)  # (cached: it was resolvable)

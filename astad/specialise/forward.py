@@ -264,8 +264,10 @@ def _forward_head(writer, root, params, kinds, tangents, scope) -> list:
             float_lines.append(f"    if type({p}) is not float:")
             float_lines.append(f"        {t} = 0.0")
             float_names += [p, t]
-        elif kind == "list":  # (lists of floats, exactly those types, of one length)
-            checks += [f"not ad.float_lists({p}, {t})", f"len({t}) != len({p})"]
+        elif kind == "list":  # (lists of floats, exactly those types, of one length; else
+            # tuples, numpy.float64 elements or 1-d float arrays, read the same way)
+            checks += [f"not (ad.float_lists({p}, {t}) or "
+                       f"ad.float_sequences(({p}, {t}), ()))", f"len({t}) != len({p})"]
         elif kind == "matrix":  # (and the same row lengths)
             checks.append(f"not ad.float_rows({p}, {t})")
         else:

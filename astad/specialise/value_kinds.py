@@ -634,6 +634,8 @@ def _like(original, g):
 def _rebuilt(original, gs):
     if type(original) is np.ndarray:  # (an array read by element)
         return np.array(gs, dtype=original.dtype)
+    if floats(*original) and floats(*gs):  # (floats in and out: nothing to convert)
+        return gs if type(original) is list else tuple(gs)
     out = [_like(x, g) for x, g in zip(original, gs)]
     return out if type(original) is list else tuple(out)
 
