@@ -181,6 +181,7 @@ STATS: collections.Counter = collections.Counter()
 
 
 @pytest.mark.slow
+@pytest.mark.search
 def test_every_nesting_of_two_levels_agrees_with_differences():
     STATS.clear()
     every_nesting_of_two_levels()

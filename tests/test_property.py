@@ -1045,6 +1045,7 @@ def time_limit(seconds):
 
 
 @pytest.mark.slow
+@pytest.mark.search
 def test_random_programs_match_forward_mode_and_finite_differences():
     stats: collections.Counter = collections.Counter()
 

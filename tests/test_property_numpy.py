@@ -232,6 +232,7 @@ def time_limit(seconds):
 
 
 @pytest.mark.slow
+@pytest.mark.search
 def test_random_numpy_programs_match_numpy_forward_mode_and_finite_differences():
     stats: collections.Counter = collections.Counter()
 
