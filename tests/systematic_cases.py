@@ -15,6 +15,7 @@ import numpy as np
 from astad.rules.array_shapes import as_dtype, index_scatter, take_index
 from astad.rules.array_views import View, region_add
 from astad.rules.array_writes import Write, zero_region
+from astad.rules.array_reductions import others_product
 from astad.rules import complex_values as cv
 from astad.rules.array_gather import (ADD_ACCUMULATE, ADD_REDUCE, ADD_REDUCEAT,
     MAXIMUM_REDUCE, MINIMUM_REDUCE, MULTIPLY_REDUCE, OUTERS)
@@ -156,6 +157,11 @@ for _fn in (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, 
     C(_fn, F(2, 3, 4), kw=dict(axis=(0, 2), keepdims=True), tag="axes-keepdims")
 C(np.sum, F(3, 4), kw=dict(axis=-1, dtype=np.float64), tag="dtype")
 C(np.prod, F(3, 4), kw=dict(axis=0, initial=2.0), tag="initial")
+# np.prod's backward step's product of the others (its second derivative: pair_products)
+C(others_product, F(3, 4), K(1))
+C(others_product, F(2, 3, 4), K((0, 2)), tag="axes")
+C(others_product, F(3, 4, make=lambda rng: rng.uniform(-1, 1, (3, 4)) * [1.0, 0.0, 1.0, 1.0]),
+  K(None), tag="a zero")
 C(np.var, F(3, 4), kw=dict(axis=0, ddof=1), tag="ddof")
 C(np.std, F(3, 4), kw=dict(correction=1), tag="correction")
 C(np.clip, F(3, 4, lo=-2.0, hi=2.0), K(-0.5), K(0.5))

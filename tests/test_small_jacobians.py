@@ -456,3 +456,43 @@ def test_an_empty_output_has_an_empty_block():
         empty, square = transform(empty_and_square)(y)
         assert empty.shape == (0, 2)
         np.testing.assert_array_equal(square, np.diag(2.0 * y))
+
+
+def _prod_others(x, skip):
+    return math.prod(v for k, v in enumerate(x) if k not in skip)
+
+
+@pytest.mark.parametrize("x", [[0.5, -1.5, 2.0, 1.25], [0.5, 0.0, 2.0, 1.25],
+                               [0.0, 0.0, 2.0, 1.25], [0.0, 0.0, 0.0, 1.25]],
+                         ids=["no zero", "a zero", "two zeros", "three zeros"])
+@pytest.mark.parametrize("hessian", [astad.hessian, lambda f: astad.jacrev(astad.grad(f)),
+                                     lambda f: astad.jacfwd(astad.jacfwd(f))],
+                         ids=["hessian", "jacrev of grad", "jacfwd of jacfwd"])
+def test_prod_gradient_and_hessian_by_hand(x, hessian):
+    # np.prod's second derivative (others_product's derivative, pair_products): by a
+    # division where no element is zero, its diagonal exactly 0; else pair by pair
+    x = np.array(x)
+    n = len(x)
+    gradient = astad.grad(np.prod)(x)
+    np.testing.assert_array_equal(gradient, [_prod_others(x, {i}) for i in range(n)])
+    expected = [[0.0 if i == j else 2.0 * _prod_others(x, {i, j}) for j in range(n)]
+                for i in range(n)]
+    got = hessian(lambda v: np.prod(v) * 2.0)(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+    assert np.all(np.diag(got) == 0.0)
+
+
+def test_prod_along_an_axis_second_derivatives_by_differences():
+    # of each row's product: a Hessian of a (2, 3) input, with and without a zero
+    def f(m):
+        return np.sum(np.prod(m, axis=1) * np.array([1.0, -2.0]))
+    for m in (np.array([[0.5, 1.5, -2.0], [1.1, 0.7, 0.9]]),
+              np.array([[0.5, 0.0, -2.0], [1.1, 0.7, 0.9]])):
+        got = astad.hessian(f)(m)
+        step, expected = 1e-6, np.zeros((2, 3, 2, 3))
+        for k in np.ndindex(2, 3):
+            e = np.zeros((2, 3))
+            e[k] = step
+            expected[..., k[0], k[1]] = (astad.grad(f)(m + e) - astad.grad(f)(m - e)) / (2 * step)
+        np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(got, astad.jacrev(astad.grad(f))(m), rtol=1e-15)

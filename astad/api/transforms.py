@@ -403,9 +403,10 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
         if out is not None:
             return out
     if outermost and type(fun) is types.FunctionType:
-        if any(t is None for t in tangents):  # (None is a zero: the float code's)
-            tangents = tuple(_zero_tangent(p) if t is None else t
-                             for p, t in zip(primals, tangents))
+        given = tangents  # (None is a zero: the float code's, a float's or a list's)
+        if any(t is None for t in tangents):
+            given = tuple(_zero_tangent(p) if t is None else t
+                          for p, t in zip(primals, tangents))
         entry = cached(fun) or (compiled.transformed(fun) if resolvable_function(fun)
                                         else None)  # (cached: it was resolvable)
         full = None if entry is None or entry.forward is None else \
@@ -413,7 +414,7 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
         if full is not None:
             omitted = full[len(primals):]  # (the defaults: constants, a zero tangent each)
             try:  # specialise/forward.py: no dual
-                out = entry.forward(*full, *tangents, *map(_zero_tangent, omitted))
+                out = entry.forward(*full, *given, *map(_zero_tangent, omitted))
             except Exception:  # noqa: BLE001 (it only reads its arguments: the forward
                 out = None  # duals run and raise the error at the user's line)
             # (None: not every primal and tangent is a float; a tangent that is not

@@ -27,7 +27,7 @@ def readable_source(entry: Entry, unfused: Entry | None) -> str:
                           "(statement-level preaccumulation)\n" + entry.source]
     if entry.forward_source is not None:
         parts.append("# forward mode (section 2), specialised for float arguments: jvp runs "
-                     "this when every primal and tangent is a float or a list of floats\n"
+                     "this when every primal and tangent is a float or a sequence of floats\n"
                      + entry.forward_source)
     return "\n\n".join(part.rstrip("\n") for part in parts) + "\n"
 

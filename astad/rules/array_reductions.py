@@ -12,7 +12,8 @@ from .array import (batched_vjps, NEW_ARRAYS, refuse_keywords, register_jvp, reg
                     result_kinds, shapes_only)
 from .array_axes import (align_core, axes_of, count, expand_reduced, lead_shape,
     negative_axes, negative_axis, sum_to_shape)
-from ..runtime.array_dual import add_check, plain_array
+from ..runtime.array_dual import add_check, dispatch, plain_array
+from ..runtime.duals import DUAL_TYPES
 
 
 def _inside(a, lo, hi):
@@ -86,7 +87,10 @@ def _extreme_vjp(g, r, x, axis=None, out=None, keepdims=False, **kw):
 def others_product(x, axis):
     """The product of the other elements along ``axis``, for each element of ``x``:
     prefix times suffix products along the reduced axes (moved last and flattened), so
-    zeros need no special case."""
+    zeros need no special case. A primitive of its own (its derivative below), so that
+    forward mode through np.prod's backward step, as in a Hessian, is one step."""
+    if type(x) in DUAL_TYPES:
+        return dispatch(others_product, (x, axis), {})
     ndim = np.ndim(x)
     axes = axes_of(axis, ndim)
     last = tuple(range(ndim - len(axes), ndim))
@@ -98,6 +102,32 @@ def others_product(x, axis):
     right = np.concatenate((np.flip(np.cumprod(np.flip(flat[..., 1:], -1), axis=-1), -1),
                             ones), axis=-1)
     return np.moveaxis(np.reshape(left * right, shape), last, axes)
+
+
+def pair_products(t, others, x, axis):
+    """The derivative of ``others_product(x, axis)`` (``others``) along ``t``, which may
+    have leading axes: for element i the sum over j != i of t_j times the product of the
+    elements but i and j; its own transpose (the second derivative of a product is
+    symmetric), so the vjp too. Where no element is zero or infinite, others_i times
+    (S - t_i / x_i) with S the sum of t_j / x_j: exactly 0 from t_i alone (a Hessian's
+    diagonal); else from the product of each pair, exactly."""
+    ndim, lead = np.ndim(x), np.ndim(t) - np.ndim(x)
+    axes = tuple(a - ndim for a in axes_of(axis, ndim))  # (from the end: t has more)
+    plain = plain_array(x)
+    if np.all(plain != 0) and np.all(np.isfinite(plain)):
+        ratios = t / x
+        return others * (np.sum(ratios, axis=axes, keepdims=True) - ratios)
+    last = tuple(range(-len(axes), 0))
+    moved = np.moveaxis(x, axes, last)
+    n = int(np.prod(np.shape(moved)[ndim - len(axes):], dtype=np.int64))
+    flat = np.reshape(moved, np.shape(moved)[:ndim - len(axes)] + (n,))
+    eye = np.eye(n, dtype=bool)
+    # [..., i, j]: the product of all but i and j (the others of j, x_i taken as 1)
+    pairs = np.where(eye, 0.0, others_product(np.where(eye, 1.0, flat[..., None, :]), -1))
+    moved_t = np.moveaxis(t, axes, last)
+    flat_t = np.reshape(moved_t, np.shape(moved_t)[:lead + ndim - len(axes)] + (n,))
+    out = np.sum(pairs * flat_t[..., None, :], axis=-1)
+    return np.moveaxis(np.reshape(out, np.shape(moved_t)), last, axes)
 
 
 def _prod_vjp(g, r, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
@@ -232,6 +262,9 @@ def _trace_jvp(t, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 register_jvp(np.prod, _prod_jvp, batched=True)
+register_vjp(others_product, lambda g, r, x, axis: pair_products(g, r, x, axis))
+register_jvp(others_product, lambda t, r, x, axis: pair_products(t, r, x, axis), batched=True)
+batched_vjps(others_product)
 register_jvp(np.var, _var_jvp, batched=True)
 register_jvp(np.std, _std_jvp, batched=True)
 register_jvp(np.trace, _trace_jvp, batched=True)

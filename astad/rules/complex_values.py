@@ -63,13 +63,16 @@ holds_for_complex(*_numpy(_HOLOMORPHIC), *_numpy(_LINEAR), *_numpy(_LINALG, np.l
 
 
 def _astad_functions():
-    """The functions astad itself dispatches as (indexing, writes, conversions): linear."""
+    """The functions astad itself dispatches as (indexing, writes, conversions: linear;
+    the product of the others: holomorphic)."""
     from ..runtime.array_dual import take_index
     from .array_shapes import as_dtype, index_scatter
     from .array_views import region_add
     from .array_writes import zero_region
     from .numpy_values import as_array
-    return take_index, as_dtype, index_scatter, region_add, zero_region, as_array
+    from .array_reductions import others_product  # (np.prod's: a polynomial)
+    return take_index, as_dtype, index_scatter, region_add, zero_region, as_array, \
+        others_product
 
 
 holds_for_complex(*_astad_functions())

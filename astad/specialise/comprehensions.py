@@ -19,6 +19,12 @@ terms, to the last bit (from Python 3.12 a compensated sum, not the fold). The
 generator's variables live in their own scope in Python; here they are the function's
 locals, so a generator whose variable is also bound or read outside a generator (or a
 function defined inside that binds it) is left to the ordinary code.
+
+numpy's reductions to a float of an array the code writes by element (``np.sum(y)``,
+``np.mean(y)``, ``y @ w``, ``np.dot``, ``np.inner``, ``np.vdot`` and the methods ``y.sum()``,
+``y.mean()``, ``y.dot(w)``; ``w`` such an array or a list argument) are such a sum,
+``sum(a * b for a, b in zip(y, w))``, whose value is numpy's own of the same float64
+values (``ad.numpy_reduced``), its error too.
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ import numpy as np
 
 from ..front.activity import bound_names
 from .expressions import CannotSpecialise
-from .value_kinds import Alias, Float, ListLocal, Plain
+from .value_kinds import Alias, Float, ListArg, ListLocal, Plain
 
 _COMPREHENSIONS = (gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
 
@@ -36,18 +42,78 @@ class Comprehensions:
     """The writer's half that writes ``sum`` of a generator or list comprehension."""
 
     def is_comprehension_sum(self, node, callee) -> bool:
-        """``sum(<generator>)``, or ``sum(xs)`` of a name (a list: its generator); or
-        ``np.sum(y)`` of a new array the code writes by element (a list here)."""
-        if callee is np.sum:
-            return not node.keywords and len(node.args) == 1 and \
-                isinstance(node.args[0], gast.Name) and \
-                isinstance(self.scope.vars.get(node.args[0].id), ListLocal) and \
-                self.scope.vars[node.args[0].id].array
+        """``sum(<generator>)``, or ``sum(xs)`` of a name (a list: its generator)."""
         return callee is sum and not node.keywords and 1 <= len(node.args) <= 2 and \
             isinstance(node.args[0], (gast.GeneratorExp, gast.ListComp, gast.Name))
 
-    def comprehension_sum(self, node, depth: int, line: int):
-        """The value of ``sum(<generator>[, start])``, its loop emitted before it."""
+    def written_reduction(self, node):
+        """``np.dot(y, w)``, ``y @ w``, ``y.mean()``...: (numpy's name, the operands) if
+        ``node`` is a reduction to a float (_REDUCTIONS) of names, one an array the code
+        writes by element, else None. Nothing is emitted: reduce_written checks the
+        other operand (a list argument, or another such array)."""
+        if isinstance(node, gast.BinOp):
+            if not isinstance(node.op, gast.MatMult):
+                return None
+            callee, operands = np.matmul, [node.left, node.right]
+        elif not isinstance(node, gast.Call) or node.keywords:
+            return None
+        elif isinstance(node.func, gast.Attribute) and self.written_array(node.func.value):
+            callee, operands = _METHODS.get(node.func.attr), [node.func.value, *node.args]
+        elif self.is_local(node.func) or not isinstance(node.func, (gast.Name, gast.Attribute)):
+            return None
+        else:
+            callee, operands = self.scope.resolver.callee(node.func), node.args
+        for function, name, arity in _REDUCTIONS:
+            if function is callee and len(operands) == arity and \
+                    all(isinstance(o, gast.Name) for o in operands) and \
+                    any(self.written_array(o) for o in operands):
+                return name, list(operands)
+        return None
+
+    def written_array(self, node) -> bool:
+        """Is ``node`` the name of an array the code writes by element?"""
+        scope = self.scope.owner(node.id) if isinstance(node, gast.Name) else None
+        local = scope.vars.get(node.id) if scope is not None else None
+        local = local.value if isinstance(local, Alias) else local
+        return isinstance(local, ListLocal) and local.array
+
+    def reduce_written(self, form, depth: int, line: int):
+        """The value of ``form`` (written_reduction): the sum of a generator over the
+        elements (``sum(a * b for a, b in zip(y, w))``, ``sum(t * (1 / n) for t in y)``),
+        whose fold gives the partials; the value numpy's own of the same float64 values,
+        computed after the fold (lengths that differ: numpy's error there, the code
+        refused and the ordinary code raises it, never a fold over the shorter)."""
+        name, operands = form
+        arrays = [self.container(o, depth, line) for o in operands]
+        if not all(isinstance(a, ListArg) or isinstance(a, ListLocal) and a.array
+                   for a in arrays):
+            raise CannotSpecialise  # (a matrix's row, a list the code made, a float...)
+        terms = [self.fresh("term") for _ in operands]
+        elt = _load(terms[0]) if len(terms) == 1 else \
+            gast.BinOp(_load(terms[0]), gast.Mult(), _load(terms[1]))
+        iterable, target = operands[0], gast.Name(terms[0], gast.Store(), None, None)
+        if len(operands) == 2:
+            if self.scope.resolver.value("zip") is not zip:
+                raise CannotSpecialise  # (a global named zip: not the builtin)
+            iterable = gast.Call(_load("zip"), operands, [])
+            target = gast.Tuple([gast.Name(t, gast.Store(), None, None) for t in terms],
+                                gast.Store())
+        scale = "mean() scale"  # (not an identifier: never a user's name)
+        if name == "mean":  # (empty: ZeroDivisionError, the ordinary code answers)
+            inverse = self.stable(f"1 / len({arrays[0].name})", depth, line)
+            self.scope.vars[scale] = Alias(Plain(inverse))
+            elt = gast.BinOp(elt, gast.Mult(), _load(scale))
+        generator = gast.GeneratorExp(elt, [gast.comprehension(target, iterable, [], 0)])
+        value = f"ad.numpy_reduced({name!r}, {', '.join(a.name for a in arrays)})"
+        try:
+            return self.comprehension_sum(gast.Call(_load("sum"), [generator], []), depth,
+                                          line, value)
+        finally:
+            self.scope.vars.pop(scale, None)
+
+    def comprehension_sum(self, node, depth: int, line: int, value: str | None = None):
+        """The value of ``sum(<generator>[, start])``, its loop emitted before it;
+        ``value``: what computes the value instead (the fold gives the partials)."""
         generator = node.args[0]
         active = None
         if isinstance(generator, gast.Name):  # sum(xs): sum(x for x in xs)
@@ -60,7 +126,9 @@ class Comprehensions:
         self.check_comprehension(generator)
         start = self.evaluate(node.args[1], depth, line) if len(node.args) == 2 else \
             Plain("0")
-        if active is None:
+        if value is not None:
+            active = True
+        elif active is None:
             active = scope.activity.active(generator.elt)
         active = active or isinstance(start, Float)
         total, item = "sum()", "sum() item"  # (not identifiers: never a user's names)
@@ -69,36 +137,35 @@ class Comprehensions:
         try:
             self.bind(local, start, depth, line)
             first = self.stable(start.value, depth, line)
-            terms = self.fresh(f"{local.name}_terms")
-            self.emit(depth, f"{terms} = []", line)
+            if value is None:
+                terms = self.fresh(f"{local.name}_terms")
+                self.emit(depth, f"{terms} = []", line)
             inner = self.comprehension_loops(generator, depth, line)
-            value = self.saved(self.evaluate(generator.elt, inner, line), inner, line)
-            if isinstance(value, Float):
-                value = Float(self.stable(value.value, inner, line), value.handle)
-            elif isinstance(value, Plain):
-                value = Plain(self.stable(value.value, inner, line), value.param)
-            else:
-                raise CannotSpecialise  # a sum of tuples, lists or records
-            self.emit(inner, f"{terms}.append({value.value})", line)
-            scope.vars[item] = Alias(value)
-            added = gast.BinOp(gast.Name(total, gast.Load(), None, None), gast.Add(),
-                               gast.Name(item, gast.Load(), None, None))
+            element = generator.elt  # (a numpy reduction's: names, one entry with the fold)
+            if value is None:
+                term = self.saved(self.evaluate(generator.elt, inner, line), inner, line)
+                if isinstance(term, Float):
+                    term = Float(self.stable(term.value, inner, line), term.handle)
+                elif isinstance(term, Plain):
+                    term = Plain(self.stable(term.value, inner, line), term.param)
+                else:
+                    raise CannotSpecialise  # a sum of tuples, lists or records
+                self.emit(inner, f"{terms}.append({term.value})", line)
+                scope.vars[item] = Alias(term)
+                element = gast.Name(item, gast.Load(), None, None)
+            added = gast.BinOp(gast.Name(total, gast.Load(), None, None), gast.Add(), element)
             self.assign(gast.Name(total, gast.Store(), None, None),
                         self.evaluate(gast.copy_location(added, generator.elt), inner, line),
                         inner, line)
             self.loops -= len(generator.generators)
             # the value as Python's sum rounds it (from 3.12, compensated: not the fold
-            # above, which gives the derivative: a partial 1 for each term); np.sum's as
-            # numpy's pairwise sum rounds it, of the same float64 values in the same order
-            if self.scope.resolver.callee(node.func) is np.sum:
-                self.emit(depth, f"{local.name} = ad.numpy_sum({terms})", line)
-            else:
-                self.emit(depth, f"{local.name} = sum({terms}, {first})", line)
+            # above, which gives the derivative: a partial 1 for each term), or as numpy
+            # computes it (np.sum's pairwise sum, BLAS's dot...)
+            self.emit(depth, f"{local.name} = {value or f'sum({terms}, {first})'}", line)
             return local.read()
         finally:
             del scope.vars[total]
             scope.vars.pop(item, None)
-
 
     def check_comprehension(self, generator) -> None:
         """Refuse what the loop cannot stand for."""
@@ -134,6 +201,18 @@ class Comprehensions:
         self.emit(inner, f"{local.name}.append({value})", line)
         self.emit(inner, f"{local.handles}.append({handle})", line)
         self.loops -= len(generator.generators)
+
+
+# numpy's reductions of 1-d arrays to a float written as a generator's sum: the function
+# the user calls, its name (the written code calls numpy's for the value: ad.numpy_reduced)
+# and the arrays it takes; ``y @ w`` is np.matmul, a method the function of its name
+_REDUCTIONS = ((np.sum, "sum", 1), (np.mean, "mean", 1), (np.dot, "dot", 2),
+               (np.inner, "inner", 2), (np.vdot, "vdot", 2), (np.matmul, "matmul", 2))
+_METHODS = {"sum": np.sum, "mean": np.mean, "dot": np.dot}
+
+
+def _load(name: str):
+    return gast.Name(name, gast.Load(), None, None)
 
 
 def _target_names(target) -> set:

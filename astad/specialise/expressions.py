@@ -198,6 +198,9 @@ class Expressions:
             return TupleVal(self.evaluate_all(node.elts, depth, line))
         if isinstance(node, gast.ListComp):  # (a helper's argument, say)
             return self.made_list(node, depth, line)
+        form = self.written_reduction(node)  # np.dot(y, w), y @ w, y.mean()...
+        if form is not None:
+            return self.reduce_written(form, depth, line)
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
                 isinstance(node.func.value, gast.Name) and self.is_local(node.func.value):
             return self.method_call(node, depth, line)  # p.dist(q)
@@ -502,7 +505,8 @@ class Expressions:
                 # code runs and raises math.pow's error)
                 return Op("power", [self.tree(a, leaves) for a in node.args], node)
             if rule in ("min", "max") and len(node.args) == 2 or \
-                    self.is_comprehension_sum(node, self.scope.resolver.callee(node.func)):
+                    self.is_comprehension_sum(node, self.scope.resolver.callee(node.func)) \
+                    or self.written_reduction(node) is not None:
                 leaf = Leaf(node, len(leaves))  # (written by extreme())
                 leaves.append(leaf)
                 return leaf
@@ -533,6 +537,9 @@ class Expressions:
         if isinstance(node, gast.Name):
             return self._plain_value(self.read(node.id), quiet, node.id)
         sub = lambda n, q=quiet: self._plain(n, depth, line, q)  # noqa: E731
+        form = self.written_reduction(node)
+        if form is not None:  # (compared, say)
+            return self._plain_value(self.reduce_written(form, depth, line), quiet, None)
         if isinstance(node, gast.Compare):
             parts = [sub(node.left, True)]
             for op, right in zip(node.ops, node.comparators):

@@ -28,6 +28,7 @@ class Lists:
         if self.makes_zeros(node):  # np.zeros(n): numpy.float64 zeros, written by element
             size = f"ad.vector_size({self.plain(node.args[0], depth, line, quiet=True)})"
             fill, array = "ad.float64(0.0)", True
+            self.arrays = True
         elif isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult) and \
                 isinstance(node.left, gast.List) and len(node.left.elts) == 1 and \
                 isinstance(node.left.elts[0], gast.Constant) and \

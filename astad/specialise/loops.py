@@ -63,6 +63,7 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
     zero_guards = True  # a zero adjoint or tangent passes nothing on (fuse.differentiate)
     reads_cells = True  # a closure's cells read in the prologue (inline.free_value)
     rows = False  # written for a Jacobian's rows: a tuple of floats returned (return_rows)
+    arrays = False  # an array written by element: numpy.float64 partials (make_list)
 
     def __init__(self, fn, names, taken: set, int_names: set):
         self.fn = fn
@@ -753,7 +754,9 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
         exact_layout.update(layout)
         like_layout.update(layout)
         exact_text = tuple_text([exact_layout[p] for p in params])
-        if exact:
+        if exact and writer.arrays:  # (a gradient's floats made floats again, as _like)
+            text.append(f"{names['layout']} = {tuple_text([like_layout[p] for p in params])}")
+        elif exact:
             text.append(f"{names['layout']} = {exact_text} if {' and '.join(exact)} else "
                         f"{tuple_text([like_layout[p] for p in params])}")
         else:

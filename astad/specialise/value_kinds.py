@@ -792,9 +792,12 @@ publish("float64", _FLOAT64)
 publish("vector_size", vector_size)
 
 
-def numpy_sum(terms: list):
-    """np.sum of a 1-d float64 array holding ``terms``: numpy's pairwise sum, its value."""
-    return np.sum(np.array(terms, dtype=np.float64))
+def numpy_reduced(name: str, *arrays):
+    """``np.<name>`` (sum, mean, dot...) of 1-d float64 arrays of the values ``arrays``
+    hold (a list the code wrote, an argument as given): numpy's value to the last bit,
+    and numpy's error for lengths that differ."""
+    return getattr(np, name)(*[a if type(a) is np.ndarray else np.array(a, dtype=_FLOAT64)
+                               for a in arrays])
 
 
-publish("numpy_sum", numpy_sum)
+publish("numpy_reduced", numpy_reduced)
