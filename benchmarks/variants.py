@@ -250,6 +250,41 @@ def recurrence_appended(xs, c):
     return total
 
 
+def weighted_in_locals(x, w):
+    s = 0.0
+    for i in range(len(x)):
+        s = s + math.tanh(x[i]) * w[i]
+    return s
+
+
+def weighted_array_summed(x, w):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        y[i] = math.tanh(x[i]) * w[i]
+    return np.sum(y)
+
+
+def weighted_array_matmul(x, w):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        y[i] = math.tanh(x[i])
+    return y @ w
+
+
+def weighted_array_dot(x, w):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        y[i] = math.tanh(x[i])
+    return np.dot(w, y)
+
+
+def weighted_array_mean(x, w):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        y[i] = math.tanh(x[i]) * w[i]
+    return np.mean(y) * len(x)
+
+
 def polynomial_written_out(x, c):
     return (c[0] + c[1] * x + c[2] * x ** 2 + c[3] * x ** 3 + c[4] * x ** 4
             + c[5] * x ** 5 + c[6] * x ** 6)
@@ -343,6 +378,18 @@ def forms(quick: bool) -> list:
             Form("lists", "written into a list, then summed", recurrence_in_a_list,
                  (xs, 0.5), "n=1000"),
             Form("lists", "appended to a list, then read", recurrence_appended, (xs, 0.5),
+                 "n=1000")]
+    # a new array written by element, then given to numpy (issue 27, item 4)
+    x, w = np.array(xs), np.array([rng.uniform(0, 2) for _ in range(1000)])
+    out += [Form("written arrays", "a sum carried in a local", weighted_in_locals, (x, w),
+                 "n=1000"),
+            Form("written arrays", "np.zeros written, np.sum", weighted_array_summed, (x, w),
+                 "n=1000"),
+            Form("written arrays", "np.zeros written, y @ w", weighted_array_matmul, (x, w),
+                 "n=1000"),
+            Form("written arrays", "np.zeros written, np.dot(w, y)", weighted_array_dot,
+                 (x, w), "n=1000"),
+            Form("written arrays", "np.zeros written, np.mean", weighted_array_mean, (x, w),
                  "n=1000")]
     # and a tiny function's Jacobians and Hessian within a small constant of its gradient
     out += [Form("tiny derivatives", kind, tiny, (0.3, 1.7), call=kind)

@@ -178,7 +178,7 @@ def test_kept_transform_keeps_its_function_and_names():
     assert named.__name__ == "mine"
 
 
-def test_a_transform_made_inline_finds_the_kept_call_at_once(monkeypatch):
+def test_a_transform_made_inline_finds_the_kept_call_at_once(monkeypatch, tmp_path):
     """After the first, a transform made inline with an int argnums runs the call kept for
     its function (api/inline.kept_call), with none of the first call's checks."""
     from astad.api import transforms
@@ -187,9 +187,19 @@ def test_a_transform_made_inline_finds_the_kept_call_at_once(monkeypatch):
         pytest.skip("the kept call is the compiled runtime's SpecialisedCall")
     kept = astad.grad(defaults, argnums=1)(3.0, 2.0)
     astad.value_and_grad(defaults, argnums=1)(3.0, 2.0)  # (its own kept call)
+    path = tmp_path / "inline_fresh.py"  # (a function no transform has met)
+    path.write_text("def fresh(a, x):\n    return a * x * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import inline_fresh
+    fresh = inline_fresh.fresh
+    assert astad.reverse_diff(fresh).grad(1.5, 2.0) == (4.0, 6.0)  # (its code written)
+    for _ in range(3):  # (the first runs the code of its kind, as for a lambda made again;
+        # a function met again is one its caller keeps: the second makes its kept call)
+        assert astad.grad(fresh, argnums=1)(1.5, 2.0) == 6.0
     for name in ("made_again", "plain_call", "resolvable_function"):
         monkeypatch.setattr(transforms, name, None)  # (not called)
     assert astad.grad(defaults, argnums=1)(3.0, 2.0) == kept == 9.0
+    assert astad.grad(fresh, argnums=1)(1.5, 2.0) == 6.0
     assert astad.value_and_grad(defaults, argnums=1)(3.0, 2.0) == (18.0, 9.0)
     with pytest.raises(astad.AstadError, match="argnums"):  # (one argument: no position 1)
         astad.grad(defaults, argnums=1)(3.0)

@@ -114,7 +114,12 @@ def made_again(fun, args: tuple, select, gradient_only: bool):
     if id(fun) in _CALLS or running.stack:
         return MISSING  # (a function with a kept call; an enclosing differentiation)
     template = BY_CODE.get((fun.__code__, True, False))
-    full = None if template is None else with_defaults(fun, args, fun.__code__.co_argcount)
+    if template is None:
+        return MISSING
+    if template.last_run is not None and template.last_run() is fun:
+        return MISSING  # (run here before: a function its caller keeps, whose call is kept)
+    template.last_run = weakref.ref(fun)
+    full = with_defaults(fun, args, fun.__code__.co_argcount)
     if full is None or not template.fits(fun):
         return MISSING
     recipe = template.cell_recipes.get("tapeless")

@@ -174,6 +174,13 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
             plain = self._plain
             if plain is not None and self._resolvable is self.fun.__code__:
                 return plain(*args, **kwargs)  # (checked in _evaluate, once per code)
+            if not self._called:  # (made inline: the call kept per function, at once)
+                options = self.options
+                shared = None if options["has_aux"] else \
+                    kept_call(self.fun, options["argnums"], self.gradient_only)
+                if shared is not None:
+                    self._called = True
+                    return shared(*args, **kwargs)
             return self._evaluate(args, kwargs)
         except Exception as error:
             hide_own_frames(error)
@@ -183,11 +190,6 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         """What ``__call__`` returns: by a DiffFunction's fast call (``api.specialised_call``)
         for a plain Python function, else by one reverse pass of any callable."""
         fun, has_aux = self.fun, self.options["has_aux"]
-        if not self._called and not has_aux:  # (made inline: the call kept per function)
-            shared = kept_call(fun, self.options["argnums"], self.gradient_only)
-            if shared is not None:
-                self._called = True
-                return shared(*args, **kwargs)
         if type(fun) is functools.partial and self._partial_calls is not None:
             call = self._partial_calls.get(len(args))  # (a partial: its function's call)
             if call is not None:

@@ -96,7 +96,7 @@ class Template:
     kept alive by it."""
 
     __slots__ = ("recipe", "globals", "dependencies", "artifacts", "doc", "cell_recipes",
-                 "classes")
+                 "classes", "last_run")
     SHARED = ("tapeless", "tapes", "forward", "forward_unchecked", "specialised_source",
               "forward_source", "source", "helpers", "transformed_source")
 
@@ -109,6 +109,7 @@ class Template:
         self.artifacts = {slot: getattr(entry, slot) for slot in self.SHARED
                           if slot not in entry.cell_recipes}  # (no cell either)
         self.cell_recipes = entry.cell_recipes
+        self.last_run = None  # (a weak reference to the last function api/inline ran)
 
     def fits(self, fn) -> bool:
         """May ``fn`` (a function of this code) take this code? The same globals, the

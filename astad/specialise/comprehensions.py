@@ -78,19 +78,18 @@ class Comprehensions:
         return isinstance(local, ListLocal) and local.array
 
     def reduce_written(self, form, depth: int, line: int):
-        """The value of ``form`` (written_reduction): the sum of a generator over the
-        elements (``sum(a * b for a, b in zip(y, w))``, ``sum(t * (1 / n) for t in y)``),
-        whose fold gives the partials; the value numpy's own of the same float64 values,
-        computed after the fold (lengths that differ: numpy's error there, the code
-        refused and the ordinary code raises it, never a fold over the shorter)."""
+        """The value of ``form`` (written_reduction): a loop over the elements (of both
+        arrays of a dot, zipped) writing one entry per element, the running total's
+        partial 1 and the element's its partner (a dot), 1 (a sum) or 1 / n (a mean);
+        the value numpy's own of the same float64 values, computed after the loop, not
+        folded in it (lengths that differ: numpy's error there, the code refused and the
+        ordinary code raises it, never a loop over the shorter)."""
         name, operands = form
         arrays = [self.container(o, depth, line) for o in operands]
         if not all(isinstance(a, ListArg) or isinstance(a, ListLocal) and a.array
                    for a in arrays):
             raise CannotSpecialise  # (a matrix's row, a list the code made, a float...)
         terms = [self.fresh("term") for _ in operands]
-        elt = _load(terms[0]) if len(terms) == 1 else \
-            gast.BinOp(_load(terms[0]), gast.Mult(), _load(terms[1]))
         iterable, target = operands[0], gast.Name(terms[0], gast.Store(), None, None)
         if len(operands) == 2:
             if self.scope.resolver.value("zip") is not zip:
@@ -98,22 +97,31 @@ class Comprehensions:
             iterable = gast.Call(_load("zip"), operands, [])
             target = gast.Tuple([gast.Name(t, gast.Store(), None, None) for t in terms],
                                 gast.Store())
-        scale = "mean() scale"  # (not an identifier: never a user's name)
+        generator = gast.GeneratorExp(_load(terms[0]),
+                                      [gast.comprehension(target, iterable, [], 0)])
+        self.check_comprehension(generator)
+        partial = "1.0"
         if name == "mean":  # (empty: ZeroDivisionError, the ordinary code answers)
-            inverse = self.stable(f"1 / len({arrays[0].name})", depth, line)
-            self.scope.vars[scale] = Alias(Plain(inverse))
-            elt = gast.BinOp(elt, gast.Mult(), _load(scale))
-        generator = gast.GeneratorExp(elt, [gast.comprehension(target, iterable, [], 0)])
-        value = f"ad.numpy_reduced({name!r}, {', '.join(a.name for a in arrays)})"
-        try:
-            return self.comprehension_sum(gast.Call(_load("sum"), [generator], []), depth,
-                                          line, value)
-        finally:
-            self.scope.vars.pop(scale, None)
+            partial = self.stable(f"1 / len({arrays[0].name})", depth, line)
+        total = self.new_local("total", Float("", ""), True, own=False)
+        self.emit(depth, f"{total.handle} = {self.constant}", line)
+        inner = self.comprehension_loops(generator, depth, line)
+        values = [self.evaluate(_load(t), inner, line) for t in terms]
+        if len(values) == 2:  # (a dot: each element's partial its partner's value)
+            values = [(values[0], values[1].value), (values[1], values[0].value)]
+        else:
+            values = [(values[0], partial)]
+        pairs = [(total.handle, "1.0")] + [
+            (value.handle, p) for value, p in values
+            if isinstance(value, Float) and value.handle != self.constant]
+        self.emit(inner, f"{total.handle} = {self.combine(pairs, inner, line)}", line)
+        self.loops -= len(generator.generators)
+        self.emit(depth, f"{total.name} = ad.numpy_reduced({name!r}, "
+                         f"{', '.join(a.name for a in arrays)})", line)
+        return total.read()
 
-    def comprehension_sum(self, node, depth: int, line: int, value: str | None = None):
-        """The value of ``sum(<generator>[, start])``, its loop emitted before it;
-        ``value``: what computes the value instead (the fold gives the partials)."""
+    def comprehension_sum(self, node, depth: int, line: int):
+        """The value of ``sum(<generator>[, start])``, its loop emitted before it."""
         generator = node.args[0]
         active = None
         if isinstance(generator, gast.Name):  # sum(xs): sum(x for x in xs)
@@ -126,9 +134,7 @@ class Comprehensions:
         self.check_comprehension(generator)
         start = self.evaluate(node.args[1], depth, line) if len(node.args) == 2 else \
             Plain("0")
-        if value is not None:
-            active = True
-        elif active is None:
+        if active is None:
             active = scope.activity.active(generator.elt)
         active = active or isinstance(start, Float)
         total, item = "sum()", "sum() item"  # (not identifiers: never a user's names)
@@ -137,31 +143,27 @@ class Comprehensions:
         try:
             self.bind(local, start, depth, line)
             first = self.stable(start.value, depth, line)
-            if value is None:
-                terms = self.fresh(f"{local.name}_terms")
-                self.emit(depth, f"{terms} = []", line)
+            terms = self.fresh(f"{local.name}_terms")
+            self.emit(depth, f"{terms} = []", line)
             inner = self.comprehension_loops(generator, depth, line)
-            element = generator.elt  # (a numpy reduction's: names, one entry with the fold)
-            if value is None:
-                term = self.saved(self.evaluate(generator.elt, inner, line), inner, line)
-                if isinstance(term, Float):
-                    term = Float(self.stable(term.value, inner, line), term.handle)
-                elif isinstance(term, Plain):
-                    term = Plain(self.stable(term.value, inner, line), term.param)
-                else:
-                    raise CannotSpecialise  # a sum of tuples, lists or records
-                self.emit(inner, f"{terms}.append({term.value})", line)
-                scope.vars[item] = Alias(term)
-                element = gast.Name(item, gast.Load(), None, None)
-            added = gast.BinOp(gast.Name(total, gast.Load(), None, None), gast.Add(), element)
+            value = self.saved(self.evaluate(generator.elt, inner, line), inner, line)
+            if isinstance(value, Float):
+                value = Float(self.stable(value.value, inner, line), value.handle)
+            elif isinstance(value, Plain):
+                value = Plain(self.stable(value.value, inner, line), value.param)
+            else:
+                raise CannotSpecialise  # a sum of tuples, lists or records
+            self.emit(inner, f"{terms}.append({value.value})", line)
+            scope.vars[item] = Alias(value)
+            added = gast.BinOp(gast.Name(total, gast.Load(), None, None), gast.Add(),
+                               gast.Name(item, gast.Load(), None, None))
             self.assign(gast.Name(total, gast.Store(), None, None),
                         self.evaluate(gast.copy_location(added, generator.elt), inner, line),
                         inner, line)
             self.loops -= len(generator.generators)
             # the value as Python's sum rounds it (from 3.12, compensated: not the fold
-            # above, which gives the derivative: a partial 1 for each term), or as numpy
-            # computes it (np.sum's pairwise sum, BLAS's dot...)
-            self.emit(depth, f"{local.name} = {value or f'sum({terms}, {first})'}", line)
+            # above, which gives the derivative: a partial 1 for each term)
+            self.emit(depth, f"{local.name} = sum({terms}, {first})", line)
             return local.read()
         finally:
             del scope.vars[total]
