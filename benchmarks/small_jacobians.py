@@ -81,6 +81,11 @@ def pairs() -> list:
         out.append((f"{name} of an ODE's right-hand side (3 -> 3)",
                     "floats, a tuple (jacrev)", lambda: floats(*Y.tolist()),
                     "numpy: y[i] reads, np.array of them", lambda kept=kept: kept(Y), True))
+    y, direction = tuple(Y.tolist()), (1.0, -0.5, 0.25)
+    out.append(("a directional derivative of the right-hand side, floats returning a tuple",
+                "vjp and one pullback (reverse)",
+                lambda: astad.vjp(robertson_floats, *y)[1](direction),
+                "jvp (forward)", lambda: astad.jvp(robertson_floats, y, direction), False))
     jacobian = astad.jacobian(robertson)
     out.append(("400 backward-Euler steps (800 Jacobians and solves)", "a hand Jacobian",
                 lambda: backward_euler(robertson_by_hand, Y), "astad.jacobian",

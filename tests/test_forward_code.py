@@ -104,3 +104,49 @@ def test_sequences_of_floats_take_the_forward_code(kind, monkeypatch):
     assert tangent == pytest.approx(sum(ti * math.exp(yi) for ti, yi in zip(t, y)) +
                                     t[0] * x[-1] + x[0] * t[-1], rel=1e-15)
     assert list(args[0]) == x and list(tangents[0]) == t  # (read, not written)
+
+
+def _tuple_result(x, y, n):
+    s = 0.0
+    for k in range(n):
+        s = s + math.sin(x * k) * y
+    return s, (x * y, 2.0), n, x - y
+
+
+def _branches(x, y):
+    if x > 0.0:
+        return x * y, math.exp(y)
+    return x + y
+
+
+@pytest.mark.parametrize("args, tangents", [((0.3, 1.7, 4), (1.0, 0.0, None)),
+                                            ((0.3, 1.7, 4), (0.25, -2.0, None)),
+                                            ((-1.5, 0.5, 0), (None, 1.0, None))])
+def test_a_tuple_of_floats_returned_takes_the_forward_code(args, tangents, monkeypatch):
+    """jvp of a function returning a tuple (nested, with constants) runs the code for
+    floats (before: every dual, about 80 times slower): the same numbers as the duals,
+    and as the rows of the reverse code."""
+    general = astad.jvp(functools.partial(_tuple_result), args, tangents)
+    rows = astad.jacrev(_tuple_result, argnums=(0, 1))(*args)
+    monkeypatch.setattr(transforms, "forward", None)  # (the duals: not run)
+    value, tangent = astad.jvp(_tuple_result, args, tangents)
+    assert (value, tangent) == general
+    t = [0.0 if v is None else v for v in tangents[:2]]
+    assert tangent[0] == pytest.approx(rows[0][0] * t[0] + rows[0][1] * t[1], rel=1e-14)
+    assert tangent[1] == (t[0] * args[1] + args[0] * t[1], 0.0)
+    assert tangent[2] == args[2]  # (an int leaf as it is, as the duals give it)
+    assert tangent[3] == t[0] - t[1]
+
+
+def test_a_tuple_in_one_branch_a_float_in_the_other():
+    for x in (0.5, -0.5):
+        want = astad.jvp(functools.partial(_branches), (x, 1.5), (1.0, 0.5))
+        assert astad.jvp(_branches, (x, 1.5), (1.0, 0.5)) == want
+    assert astad.jvp(_branches, (0.5, 1.5), (1.0, 0.5))[1] == (1.5 + 0.25, 0.5 * math.exp(1.5))
+
+
+def test_a_tuple_tangent_that_is_not_finite_is_decided_by_the_duals():
+    def root_pair(x):
+        return math.sqrt(x), x * 2.0
+    general = astad.jvp(functools.partial(root_pair), (0.0,), (0.0,))
+    assert astad.jvp(root_pair, (0.0,), (0.0,)) == general

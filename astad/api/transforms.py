@@ -388,6 +388,14 @@ def _zero_tangent(value):
     return None
 
 
+def _finite(tangent) -> bool:
+    """Is the forward code's tangent (a float, or a tuple of them for a tuple returned)
+    finite throughout?"""
+    if type(tangent) is tuple:
+        return all(map(_finite, tangent))
+    return isfinite(tangent)
+
+
 @api_boundary
 def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
     """``(out, tangent_out)`` (with ``has_aux``: ``(out, tangent_out, aux)``): ``f`` at
@@ -421,7 +429,7 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
                 out = None  # duals run and raise the error at the user's line)
             # (None: not every primal and tangent is a float; a tangent that is not
             # finite may be a zero tangent through an infinite partial: the duals decide)
-            if out is not None and isfinite(out[1]):
+            if out is not None and _finite(out[1]):
                 return out
     pass_ = forward(transformed_callable(fun), tuple(primals), {},
                     tuple(range(len(primals))), tuple(tangents))

@@ -138,6 +138,21 @@ current(PyObject *fun, PyObject *code, PyObject *dependencies, PyObject *missing
     return PyList_GET_SIZE(dependencies) == 0 ? 1 : astad_unchanged(dependencies, missing);
 }
 
+/* A finite float tangent, or a tuple of them (a tuple of floats returned), exactly those
+ * types; anything else the reference decides (transforms._finite) */
+static int
+finite_tangent(PyObject *tangent, int depth)
+{
+    if (PyFloat_CheckExact(tangent))
+        return isfinite(PyFloat_AS_DOUBLE(tangent));
+    if (!PyTuple_CheckExact(tangent) || depth > 8)
+        return 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(tangent); k++)
+        if (!finite_tangent(PyTuple_GET_ITEM(tangent, k), depth + 1))
+            return 0;
+    return 1;
+}
+
 /* ``f`` a Python function: 1 with *result set, 0 the reference runs, -1 an error */
 static int
 function_jvp(CompiledJvp *self, PyObject *fun, PyObject *const *stack, Py_ssize_t n,
@@ -163,8 +178,7 @@ function_jvp(CompiledJvp *self, PyObject *fun, PyObject *const *stack, Py_ssize_
     if (out == NULL)
         return PyErr_Occurred() ? -1 : 0;
     if (PyTuple_CheckExact(out) && PyTuple_GET_SIZE(out) == 2 &&
-        PyFloat_CheckExact(PyTuple_GET_ITEM(out, 1)) &&
-        isfinite(PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(out, 1)))) {
+        finite_tangent(PyTuple_GET_ITEM(out, 1), 0)) {
         *result = out; /* (a tangent that is not finite: the duals decide, see specialise/forward.py) */
         return 1;
     }

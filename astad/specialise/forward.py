@@ -32,10 +32,11 @@ import ast
 import collections
 import re
 
-from .value_kinds import Alias, FloatLocal, ListArg, MatrixArg, RecordArg
+from .value_kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, RecordArg,
+                          TupleVal)
 from .loops import PlainParam, Writer, tuple_text, prepare, user_scope, \
     write_attempts
-from .expressions import CannotSpecialise, tidy, parse_with_user_lines
+from .expressions import CannotSpecialise, Retry, tidy, parse_with_user_lines
 
 
 class ForwardWriter(Writer):
@@ -45,6 +46,27 @@ class ForwardWriter(Writer):
 
     volatile = None  # (every tangent is a local of its own)
     zero_guards = False  # (see above: a tangent that is not finite runs the duals)
+    returns_tuples = True  # (a tuple of floats and its tuple of tangents: jvp's answer)
+
+    def returned_tuple(self, value):
+        """A returned tuple (of floats, plain values and such tuples) as one Float: the
+        tuple of the values and the tuple of their tangents."""
+        values, tangents = [], []
+        for item in value.items:
+            if isinstance(item, TupleVal):
+                item = self.returned_tuple(item)
+            elif isinstance(item, Plain):
+                if item.param is not None:
+                    raise Retry(item.param, "float")  # the result depends on it
+                item = Float(item.value, f"ad.plain_tangent({item.value})")
+            if not isinstance(item, Float):
+                raise CannotSpecialise  # a list, a record...: the duals
+            values.append(item.value)
+            # (a float argument given an int, returned: the int as it is, as the duals
+            # give a leaf with no derivative)
+            tangents.append(f"({item.value} if type({item.value}) in ad.integers else "
+                            f"{item.handle})" if item.value.isidentifier() else item.handle)
+        return Float(tuple_text(values), tuple_text(tangents))
 
     @property
     def constant(self) -> str:

@@ -63,6 +63,7 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
     zero_guards = True  # a zero adjoint or tangent passes nothing on (fuse.differentiate)
     reads_cells = True  # a closure's cells read in the prologue (inline.free_value)
     rows = False  # written for a Jacobian's rows: a tuple of floats returned (return_rows)
+    returns_tuples = False  # a tuple of floats returned as one value (forward mode's)
     arrays = False  # an array written by element: numpy.float64 partials (make_list)
 
     def __init__(self, fn, names, taken: set, int_names: set):
@@ -217,6 +218,8 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
             if stmt.value is None or self.scope is not self.returns_from:
                 raise CannotSpecialise  # (an inlined helper's return is written by inline.py)
             value = self.evaluate(stmt.value, depth, line)
+            if isinstance(value, TupleVal) and self.returns_tuples:
+                value = self.returned_tuple(value)
             if isinstance(value, Plain):
                 if value.param is not None:
                     raise Retry(value.param, "float")  # the result depends on it

@@ -27,6 +27,7 @@ import types
 import gast
 import numpy as np
 
+from ..data.tree import is_differentiable
 from ..front.source import filename_of
 from ..registry import RECORDS, publish, rule_name
 from ..runtime import tape as _tape_module
@@ -790,6 +791,17 @@ publish("float_rows", float_rows)
 publish("record_tangents", record_tangents)
 publish("float64", _FLOAT64)
 publish("vector_size", vector_size)
+
+
+def plain_tangent(value):
+    """The tangent forward mode gives a returned leaf the code computes with no tangent:
+    zero for a float (or complex, or float array), the leaf itself otherwise (an int, a
+    string), as core/forward_pass.tangent_of gives it."""
+    return 0.0 if is_differentiable(value) and np.ndim(value) == 0 else \
+        np.zeros(np.shape(value)) if is_differentiable(value) else value
+
+
+publish("plain_tangent", plain_tangent)
 
 
 def numpy_reduced(name: str, *arrays):
