@@ -76,18 +76,19 @@ def plain_call(fun, argnums, gradient_only: bool, kind: str):
     the general path, which finds the current one, where it is not."""
     if native is None:
         return None
+    found = _kept(fun, (argnums, gradient_only))
+    if found is not None:
+        return found
     calls = _CALLS.get(id(fun))
     if calls is None:
         calls = _CALLS[id(fun)] = {}
         weakref.finalize(fun, _CALLS.pop, id(fun), None)
-    key = (argnums, gradient_only)
-    found = calls.get(key)
-    if found is None or found[0]._function() is not fun:
-        owner = WeakOwner(fun, argnums, gradient_only, f"astad.{kind}")
-        owner.entry = compiled.transformed(fun)
-        found = calls[key] = (owner, native.SpecialisedCall(
-            owner, owner.general, running, MISSING, specialised_call, gradient_only))
-    return found[1]
+    owner = WeakOwner(fun, argnums, gradient_only, f"astad.{kind}")
+    owner.entry = compiled.transformed(fun)
+    call = native.SpecialisedCall(owner, owner.general, running, MISSING, specialised_call,
+                                  gradient_only)
+    calls[(argnums, gradient_only)] = (owner, call)
+    return call
 
 
 def kept_call(fun, argnums, gradient_only: bool):
@@ -95,13 +96,17 @@ def kept_call(fun, argnums, gradient_only: bool):
     non-negative int (so read the same for any count of arguments), else None: what a
     transform made inline finds at once, with no other check (the call checks its entry
     as it runs)."""
+    if type(argnums) is not int or argnums < 0:
+        return None
+    return _kept(fun, (argnums, gradient_only))
+
+
+def _kept(fun, key):
+    """The SpecialisedCall kept for ``fun`` under ``key`` (argnums, gradient_only), or
+    None (none made, or made for a dead function whose id ``fun`` now has)."""
     calls = _CALLS.get(id(fun))
-    if calls is None or type(argnums) is not int or argnums < 0:
-        return None
-    found = calls.get((argnums, gradient_only))
-    if found is None or found[0]._function() is not fun:
-        return None
-    return found[1]
+    found = None if calls is None else calls.get(key)
+    return None if found is None or found[0]._function() is not fun else found[1]
 
 
 def made_again(fun, args: tuple, select, gradient_only: bool):

@@ -147,8 +147,7 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
     gradient_only = False  # (grad: what the fast call returns)
 
     def __init__(self, fun, argnums=0, has_aux=False):
-        if type(argnums) is not int or not 0 <= argnums < ANY_COUNT:
-            argnums_positions(argnums, ANY_COUNT)  # (its form, checked now)
+        argnums_positions(argnums, ANY_COUNT)  # (its form, checked now)
         super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
 
     # (read on the class until set: a transform made inline sets none of them)

@@ -212,16 +212,18 @@ def tangent_of(value, handle):
         if type(x) in DUAL_TYPES:
             if x.t is handle and hasattr(x, "d"):
                 return x.d
-            return _zero(x.v if hasattr(x, "v") else x, width)
-        return _zero(x, width)
+            return zero_tangent(x.v if hasattr(x, "v") else x, width)
+        return zero_tangent(x, width)
     return tree_map(tangent, value, holds_derivative)
 
 
-def _zero(value, width):
+def zero_tangent(value, width=None):
+    """The zero tangent of a float or float array ``value`` (``width`` directions: a
+    leading axis of them)."""
     shape = np.shape(value)
     if width is None:
         return 0.0 if shape == () else np.zeros(shape)
     return np.zeros((width,) + shape)
 
 
-__all__ = ["forward", "tangent_of", "ForwardInterleaving", "ForwardPass"]
+__all__ = ["forward", "tangent_of", "zero_tangent", "ForwardInterleaving", "ForwardPass"]

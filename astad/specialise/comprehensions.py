@@ -41,7 +41,8 @@ _COMPREHENSIONS = (gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp
 class Comprehensions:
     """The writer's half that writes ``sum`` of a generator or list comprehension."""
 
-    def is_comprehension_sum(self, node, callee) -> bool:
+    @staticmethod
+    def is_comprehension_sum(node, callee) -> bool:
         """``sum(<generator>)``, or ``sum(xs)`` of a name (a list: its generator)."""
         return callee is sum and not node.keywords and 1 <= len(node.args) <= 2 and \
             isinstance(node.args[0], (gast.GeneratorExp, gast.ListComp, gast.Name))

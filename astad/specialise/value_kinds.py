@@ -27,6 +27,7 @@ import types
 import gast
 import numpy as np
 
+from ..core.forward_pass import zero_tangent
 from ..data.tree import is_differentiable
 from ..front.source import filename_of
 from ..registry import RECORDS, publish, rule_name
@@ -797,8 +798,7 @@ def plain_tangent(value):
     """The tangent forward mode gives a returned leaf the code computes with no tangent:
     zero for a float (or complex, or float array), the leaf itself otherwise (an int, a
     string), as core/forward_pass.tangent_of gives it."""
-    return 0.0 if is_differentiable(value) and np.ndim(value) == 0 else \
-        np.zeros(np.shape(value)) if is_differentiable(value) else value
+    return zero_tangent(value) if is_differentiable(value) else value
 
 
 publish("plain_tangent", plain_tangent)
