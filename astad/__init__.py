@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from .api import DiffFunction, Pullback, reverse_diff
 from .data import tree as tree_util
 from .data.tree import register_pytree_node, register_pytree_node_class
-from .errors import (AstadError, InputError, NotDifferentiableError, SourceUnavailableError,
-                     UnsupportedSyntaxError)
+from .errors import (AstadError, CompileWarning, InputError, NotDifferentiableError,
+                     SourceUnavailableError, UnsupportedSyntaxError)
 from .rules.scalar import register_scalar
 from .rules.array import register_elementwise, register_jvp, register_vjp
 from .compile import calls as _calls  # noqa: F401  (installs ad.rev)
@@ -46,6 +46,7 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian
            "hessian", "StaleDualError", "reverse_diff", "DiffFunction", "Pullback",
            "register_scalar", "register_vjp", "register_elementwise", "register_jvp",
            "custom_vjp", "custom_jvp", "stop_gradient", "fixed_point", "AstadError",
+           "CompileWarning",
            "InputError", "NotDifferentiableError", "SourceUnavailableError",
            "UnsupportedSyntaxError", "show", "testing", "tree_util", "register_pytree_node",
            "register_pytree_node_class", "__version__"]

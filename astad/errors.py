@@ -98,6 +98,11 @@ class InputError(AstadError):
     """The arguments or cotangents given to ``.grad``/``.vjp`` are not usable."""
 
 
+class CompileWarning(UserWarning):
+    """A function asked to compile (``compile="numba"``) that runs as Python code
+    instead, and why (docs/compiled.md)."""
+
+
 class SignatureError(InputError, TypeError):
     """The arguments given to ``.grad``/``.vjp`` do not fit the function's signature: the
     TypeError Python would give for the call (an AstadError too, so tools that report

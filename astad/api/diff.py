@@ -17,6 +17,7 @@ from typing import Any
 
 from ..compile import calls as compiled
 from ..compile.entry import UNBUILT
+from ..compile.numba_backend import check_backend, compiled_tapeless
 from ..compile.pipeline import compile_rules, front
 from ..specialise.expressions import CannotSpecialise
 from ..specialise.loops import write_scalar_loops
@@ -48,13 +49,14 @@ class DiffFunction:
     ``vjp`` and ``source`` as attributes; those are the bound methods of this object.
     """
 
-    def __init__(self, fn, argnums=None, preaccumulate=True):
+    def __init__(self, fn, argnums=None, preaccumulate=True, backend=None):
         if not isinstance(fn, types.FunctionType):
             raise AstadError(f"reverse_diff needs a Python function, got {fn!r}")
         self.fn = fn
         self.__name__ = fn.__name__
         self._argnums = argnums
         self._preaccumulate = bool(preaccumulate)
+        self.backend = check_backend(backend)  # compile=: None, or "numba"
         self._signature = None  # (inspect.signature(fn): read when a call does not fit)
         self._n_positional, self._has_varargs, self._min_args, self._max_args = \
             parameters_of(fn)
@@ -93,11 +95,12 @@ class DiffFunction:
         return wrapper
 
     @classmethod
-    def unfinished(cls, fn, argnums, preaccumulate: bool) -> DiffFunction:
+    def unfinished(cls, fn, argnums, preaccumulate: bool, backend=None) -> DiffFunction:
         """The machinery of decorated ``fn``, set up on first use (``__getattr__``): ``fn``
         may still be being unpickled, its defaults, closure and globals not yet there."""
         diff = cls.__new__(cls)
         diff.fn, diff._argnums, diff._preaccumulate = fn, argnums, bool(preaccumulate)
+        diff.backend = backend
         return diff
 
     def __getattr__(self, name):
@@ -107,7 +110,8 @@ class DiffFunction:
             raise AttributeError(name)
         with _finishing:
             if "_n_positional" not in self.__dict__:
-                finished = DiffFunction(self.fn, self._argnums, self._preaccumulate)
+                finished = DiffFunction(self.fn, self._argnums, self._preaccumulate,
+                                        self.backend)
                 finished.entry = compiled.transformed(self.fn, self._preaccumulate)
                 state = dict(finished.__dict__)
                 mark = state.pop("_n_positional")  # the mark of a finished one: set last
@@ -119,7 +123,8 @@ class DiffFunction:
         """The decorated function, its options and, when it travels by value, its
         source (api/pickling.py): rebuilt by ``machinery`` on the other side."""
         fn = self.fn
-        return machinery, (fn, self._argnums, self._preaccumulate, pickling.bundle_for(fn))
+        return machinery, (fn, self._argnums, self._preaccumulate, pickling.bundle_for(fn),
+                           self.backend)
 
     def __dask_tokenize__(self):
         return pickling.diff_token(self)
@@ -220,7 +225,7 @@ class DiffFunction:
         select = self._select.get(len(args))
         if select is None:
             select = self.selection(len(args))
-        return specialised(entry, self.fn, args, select)
+        return specialised(entry, self.fn, args, select, backend=self.backend)
 
     @api_boundary
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
@@ -318,7 +323,7 @@ def specialised_call(diff: DiffFunction, gradient_only: bool):
     with the compiled runtime a ``SpecialisedCall`` (runtime/_specialised.c: the checks of
     ``DiffFunction._specialised``, compiled, around the specialised code, else the general
     path), else the DiffFunction's bound method. Pickles as this call."""
-    if native is None:
+    if native is None or diff.backend is not None:  # (a backend: its call, in Python)
         return diff.grad if gradient_only else diff.value_and_grad
     general = diff._grad_general if gradient_only else diff._value_and_grad_general
     return native.SpecialisedCall(diff, general, running, MISSING, specialised_call,
@@ -336,12 +341,14 @@ def selection_of(positions: tuple, single: bool, n_args: int):
     return ALL_GRADIENTS if positions == tuple(range(n_args)) else positions
 
 
-def specialised(entry, fn, args, select, current: bool = False):
+def specialised(entry, fn, args, select, current: bool = False, backend=None):
     """``(value, gradient)`` of ``fn`` by its entry's specialised float code
     (specialise/straight_line.py, specialise/loops.py), the gradients ``select`` names;
     None where it does not apply: other kinds of arguments, a result that is not a
     float, an enclosing differentiation, an error (the transformed code then runs and
-    raises it at the user's line). ``current``: the caller knows the entry is."""
+    raises it at the user's line). ``current``: the caller knows the entry is.
+    ``backend``: the specialised code compiled by it (compile/numba_backend.py), where
+    it can be."""
     if entry.tapeless is None or running.stack or \
             not current and (entry.code is not fn.__code__ or (
                 entry.dependencies and not unchanged(entry.dependencies, MISSING))):
@@ -349,7 +356,9 @@ def specialised(entry, fn, args, select, current: bool = False):
     full = with_defaults(fn, args, entry.arity)
     if full is None:
         return None
-    return run_specialised(entry.tapeless, entry.tapes, full, select, len(args))
+    tapeless = entry.tapeless if backend is None else \
+        compiled_tapeless(entry, fn, backend) or entry.tapeless
+    return run_specialised(tapeless, entry.tapes, full, select, len(args))
 
 
 def with_defaults(fn, args: tuple, arity: int):
@@ -443,16 +452,16 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def machinery(fn, argnums, preaccumulate: bool, sources=None):
+def machinery(fn, argnums, preaccumulate: bool, sources=None, backend=None):
     """The ``DiffFunction`` behind decorated ``fn`` in this process: its own when ``fn``
     was imported, else a new one, finished on first use (``fn`` may still be being
     unpickled: cloudpickle fills in its globals, closure and attributes afterwards)."""
     pickling.install_sources(sources)
     own = getattr(fn.__dict__.get("_astad_transformed"), "__self__", None)
     if isinstance(own, DiffFunction) and own._argnums == argnums \
-            and own._preaccumulate == preaccumulate:
+            and own._preaccumulate == preaccumulate and own.backend == backend:
         return own
-    return DiffFunction.unfinished(fn, argnums, preaccumulate)
+    return DiffFunction.unfinished(fn, argnums, preaccumulate, backend)
 
 
 pickling.register_refusals(Pullback, ScaledPullback, RowsPullback)

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 from ..compile import calls as compiled
+from ..compile.numba_backend import check_backend, python_function_of
 from ..core.reverse_pass import Pullback
 from ..errors import AstadError, InputError, api_boundary
 from . import diff as api
@@ -80,9 +81,9 @@ def decorate(fn, argnums, preaccumulate: bool):
     return _decorated(fn, argnums, preaccumulate)
 
 
-def _decorated(fn, argnums, preaccumulate: bool):
+def _decorated(fn, argnums, preaccumulate: bool, backend=None):
     """``fn`` decorated: its DiffFunction's function, with ``.jvp`` (api/transforms.py)."""
-    wrapper = api.DiffFunction(fn, argnums, preaccumulate).decorated()
+    wrapper = api.DiffFunction(fn, argnums, preaccumulate, backend).decorated()
     wrapper.jvp = BoundJvp(wrapper)
     return wrapper
 
@@ -362,18 +363,19 @@ class _Decorator(Protocol):
 
 @overload
 def reverse_diff(fn: Callable[P, T], *, argnums: int | tuple[int, ...] | None = None,
-                 preaccumulate: bool = True) -> GradientFunction[P, T]: ...
+                 preaccumulate: bool = True,
+                 compile: str | None = None) -> GradientFunction[P, T]: ...
 
 
 @overload
 def reverse_diff(fn: None = None, *, argnums: int | tuple[int, ...] | None = None,
-                 preaccumulate: bool = True) -> _Decorator: ...
+                 preaccumulate: bool = True, compile: str | None = None) -> _Decorator: ...
 
 
 @api_boundary
 def reverse_diff(fn: Any = None, *,
                  argnums: int | tuple[int, ...] | None = None,
-                 preaccumulate: bool = True) -> Any:
+                 preaccumulate: bool = True, compile: str | None = None) -> Any:  # noqa: A002
     """Decorate ``fn`` so that ``fn.grad``, ``fn.value_and_grad``, ``fn.vjp`` and
     ``fn.source`` are available; calling ``fn`` still runs the original code.
 
@@ -384,7 +386,20 @@ def reverse_diff(fn: Any = None, *,
     On a method (also a classmethod or staticmethod, either side of ``@reverse_diff``),
     ``obj.f.grad(x)`` differentiates the arguments after ``obj``; a bound method ``obj.f``
     is accepted too.
+
+    ``compile="numba"`` runs ``grad`` and ``value_and_grad`` of loop code on floats,
+    lists of floats and float arrays compiled by numba (docs/compiled.md); what cannot be
+    compiled says why in a ``CompileWarning`` at its first call and runs as Python. A
+    function decorated with ``numba.njit`` is taken by its Python code (``.py_func``).
     """
     if fn is None:
-        return functools.partial(reverse_diff, argnums=argnums, preaccumulate=preaccumulate)
+        return functools.partial(reverse_diff, argnums=argnums, preaccumulate=preaccumulate,
+                                 compile=compile)
+    backend = check_backend(compile)
+    fn = python_function_of(fn)
+    if backend is not None:
+        if not isinstance(fn, types.FunctionType) or _defined_in_class_body(fn):
+            raise AstadError(f"compile={backend!r} takes a plain function (not a method), "
+                             f"got {fn!r}")
+        return _decorated(fn, argnums, preaccumulate, backend)
     return decorate(fn, argnums, preaccumulate)

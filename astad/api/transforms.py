@@ -30,6 +30,7 @@ import numpy as np
 
 from ..compile import calls as compiled
 from ..compile.entry import CACHE, cached
+from ..compile.numba_backend import check_backend, python_function_of
 from . import pickling
 from ..transform.bindings import MISSING
 from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
@@ -140,15 +141,30 @@ class Transform:
 
 
 class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
-    """``value_and_grad(f, argnums=0, has_aux=False)(*args)``: ``(f(*args), gradient)``;
-    with ``has_aux``, ``((value, aux), gradient)``."""
+    """``value_and_grad(f, argnums=0, has_aux=False, compile=None)(*args)``:
+    ``(f(*args), gradient)``; with ``has_aux``, ``((value, aux), gradient)``.
+    ``compile="numba"``: loop code compiled by numba (docs/compiled.md)."""
 
     kind = "value_and_grad"
     gradient_only = False  # (grad: what the fast call returns)
 
-    def __init__(self, fun, argnums=0, has_aux=False):
+    def __init__(self, fun, argnums=0, has_aux=False, compile=None):  # noqa: A002
         argnums_positions(argnums, ANY_COUNT)  # (its form, checked now)
-        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+        backend = check_backend(compile)
+        if backend is None:
+            super().__init__(fun, argnums=argnums, has_aux=bool(has_aux))
+            return
+        fun = python_function_of(fun)
+        if type(fun) is not types.FunctionType or has_aux:
+            raise AstadError(f"astad.{self.kind}(compile={backend!r}) takes a Python "
+                             f"function without has_aux, got {fun!r}")
+        super().__init__(fun, argnums=argnums, has_aux=False, compile=backend)
+        # (the compiled call of a DiffFunction of its own: api/diff.py, numba_backend)
+        diff = DiffFunction(fun, argnums, backend=backend)
+        diff.call = f"astad.{self.kind}"
+        diff.entry = compiled.transformed(fun)
+        self._plain = specialised_call(diff, self.gradient_only)
+        self._resolvable = fun.__code__
 
     # (read on the class until set: a transform made inline sets none of them)
     _plain = None  # for a plain Python function: its DiffFunction's fast call

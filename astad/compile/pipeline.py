@@ -70,6 +70,7 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
     if tapeless is not None:
         function, text = tapeless
         entry.tapeless, recipes["tapeless"] = compile_as(function, fn, parsed.filename)
+        entry.tapeless_tree = function
         said = re.match(r"\s*# every argument (.*?): ", text.split("\n")[1])
         kinds = said.group(1) if said else "a float"
         entry.specialised_source = (

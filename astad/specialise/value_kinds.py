@@ -534,7 +534,7 @@ def _swept(tape: list, width: int, index: int, sink: int, layout: tuple, last: b
     adjoint = [0.0] * (sink + 1 + len(tape) // (2 * width))
     adjoint[index] = 1.0
     _tape_module.sweep_flat(tape if last else list(tape), width, adjoint, sink + 1)
-    return tuple([_gradient(adjoint, plan) for plan in layout])
+    return tuple([gradient_by_plan(adjoint, plan) for plan in layout])
 
 
 def tape_rows_of(tape: list, width: int, values: tuple, indices: tuple, sink: int,
@@ -578,7 +578,9 @@ def plain_gradient(value):
     return None if t is not float and t is not _FLOAT64 else t(0.0)
 
 
-def _gradient(adjoint, plan):
+def gradient_by_plan(adjoint, plan):
+    """An argument's gradient from the adjoints of its slots, as ``plan`` (a layout's
+    item: ``tape_gradient_of``) says."""
     start, n = plan[0], plan[1]
     if len(plan) == 2:
         if n == -1:

@@ -1,0 +1,255 @@
+"""The compiled backend: the code astad writes for float arguments with a flat tape
+(specialise/loops.py), compiled by numba (``compile="numba"``).
+
+The written function has three parts, and each runs where it belongs:
+
+- its checks of the arguments' kinds and its layout of their tape slots stay Python
+  (``prologue``): they read Python objects;
+- the rest, the primal with its tape entries, becomes a numba kernel (numba_translate.py):
+  the tape two typed arrays (parent slots, partials) kept per thread between calls (a call
+  they are too short for counts what it needs and runs again); each
+  ``return ad.tape_gradient_of(...)`` the sweep, in numba;
+- the gradients are rebuilt from the arguments' adjoints by the same layout as the
+  Python code's.
+
+A call the kernel does not take (an argument of another kind, a raise inside it: see
+numba_kernels) runs the Python code, which gives Python's answer. What numba cannot
+compile is refused once, with a warning naming the construct at the user's line; the
+function then runs the Python path.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+
+from ..errors import AstadError, CompileWarning
+from ..specialise.value_kinds import gradient_by_plan
+from .numba_translate import FULL, VALUE, CannotCompile, translate
+
+BACKENDS = ("numba",)
+
+
+def check_backend(backend) -> str | None:
+    """``compile=``'s value, checked: None or one of ``BACKENDS``."""
+    if backend is None or backend in BACKENDS:
+        return backend
+    raise AstadError(f"compile={backend!r}: astad compiles with {', '.join(BACKENDS)} "
+                     f"(or None, the Python code)")
+
+
+def python_function_of(fn):
+    """A function compiled by ``numba.njit``, as its Python function (whose source astad
+    reads); anything else as it is."""
+    if type(fn).__module__.startswith("numba.") and \
+            isinstance(getattr(fn, "py_func", None), type(python_function_of)):
+        return fn.py_func
+    return fn
+
+
+def compiled_tapeless(entry, fn, backend: str):
+    """``entry.tapeless`` compiled by ``backend`` (kept on the entry, which is rebuilt
+    when a binding it was written for changes), or None where it cannot be: then a
+    ``CompileWarning`` says why, once per entry."""
+    found = entry.compiled.get(backend)
+    if found is None:
+        try:
+            found = _compiled(entry, fn)
+        except CannotCompile as refusal:
+            where = f"{fn.__code__.co_filename}:{refusal.line}: " if refusal.line else ""
+            warnings.warn(f"{where}{fn.__qualname__} runs as Python code, not compiled by "
+                          f"numba: {refusal.reason}", CompileWarning, stacklevel=4)
+            found = False
+        entry.compiled[backend] = found
+    return found or None
+
+
+def _compiled(entry, fn):
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        raise CannotCompile("numba is not installed (pip install numba)") from None
+    tree = entry.tapeless_tree
+    if tree is None:
+        raise CannotCompile("astad writes no code for floats for it, so it runs on duals "
+                            "(docs/compiled.md says which code that is)")
+    if not entry.tapes:
+        raise CannotCompile("it has no loop: its code for floats keeps no tape, and runs "
+                            "as fast as a Python call of it allows")
+    parts = getattr(tree, "astad_numba", None)
+    if parts is None:  # (kept on the tree, which every function of its code shares)
+        try:
+            parts = translate(tree)
+        except CannotCompile as refusal:
+            parts = refusal
+        tree.astad_numba = parts
+    if isinstance(parts, CannotCompile):
+        raise parts
+    from .pipeline import compile_as
+    prologue, _ = compile_as(parts.prologue, fn, fn.__code__.co_filename, keep_name=True)
+    return CompiledCall(parts, prologue, entry.tapeless, fn)
+
+
+def _kernel(parts):
+    """The kernel's numba dispatcher (compiled per argument types when first called)."""
+    if parts.kernel is None:
+        from .numba_kernels import njit
+        namespace = dict(parts.namespace)
+        exec(compile(parts.kernel_text, "<astad numba kernel>", "exec"), namespace)
+        for name in parts.functions:  # (bound before typing: a recursive one finds itself)
+            namespace[name] = njit(namespace[name])
+        parts.kernel = njit(namespace["kernel"])
+    return parts.kernel
+
+
+class CompiledCall:
+    """``tapeless(*args)`` by the kernel: ``(value, gradients)``, or None as the Python
+    code gives it."""
+
+    def __init__(self, parts, prologue, python_code, fn):
+        self.parts, self.prologue, self.python_code = parts, prologue, python_code
+        self.kinds = parts.kinds
+        self.kernel = _kernel(parts)
+        self.checked = set()  # the signatures whose types were checked
+        self.name = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}: " \
+            f"{fn.__qualname__}"
+        self.local = threading.local()  # the tape's arrays, per thread
+
+    def __call__(self, *args):
+        if self.kernel is None:  # (refused for the argument types of an earlier call)
+            return self.python_code(*args)
+        found = self.prologue(*args)
+        if found is None:
+            return None  # not the kinds the code was written for
+        raw, layout = found
+        values = _converted(raw, self.kinds)
+        if values is None:  # kinds numba would compute otherwise (an int, None)
+            return self.python_code(*args)
+        local = self.local
+        slots = getattr(local, "slots", None)
+        if slots is None:
+            slots, partials = np.empty(4096, np.int64), np.empty(4096, np.float64)
+        else:
+            partials = local.partials
+            local.slots = local.partials = None  # (a call from inside this one: its own)
+        kernel = self.kernel
+        known = len(kernel.overloads)
+        try:
+            value, adjoint, used, status = kernel(*values, slots, partials)
+            if status == FULL:  # (once per larger tape: the arrays are kept, per thread)
+                slots = np.empty(used + used // 4, np.int64)
+                partials = np.empty(used + used // 4, np.float64)
+                value, adjoint, used, status = kernel(*values, slots, partials)
+        except Exception as error:  # noqa: BLE001 (a raise: the Python code answers)
+            if _is_numba_error(error):
+                self.refuse(f"numba cannot compile it: {_first_line(error)}")
+            return self.python_code(*args)
+        local.slots, local.partials = slots, partials
+        if len(kernel.overloads) != known and not self.types_hold(kernel):
+            return self.python_code(*args)
+        if status != VALUE:
+            return None
+        return value, tuple([_gradient_of(adjoint, plan) for plan in layout])
+
+    def types_hold(self, kernel) -> bool:
+        """Does each new signature return floats only where Python does? numba gives one
+        type to a name Python binds to an int on one path and a float on another: a
+        value returned that may be an int is refused (Python's code says it is not a
+        float)."""
+        for signature in kernel.signatures:
+            if signature in self.checked:
+                continue
+            self.checked.add(signature)
+            typemap = kernel.overloads[signature].type_annotation.typemap
+            for name, source in self.parts.returned:
+                kinds = {_kind_of(t) for key, t in typemap.items()
+                         if key == name or source and key.split(".")[0] == source}
+                if kinds - {"float"}:
+                    self.refuse(f"it returns {source or 'a value'}, which may hold an int "
+                                "where Python keeps it an int")
+                    return False
+        return True
+
+    def refuse(self, reason: str) -> None:
+        warnings.warn(f"{self.name} runs as Python code, not compiled by numba: {reason}",
+                      CompileWarning, stacklevel=5)
+        self.kernel = None
+
+
+def _kind_of(numba_type) -> str:
+    from numba.core import types
+    if isinstance(numba_type, types.Float):
+        return "float"
+    if isinstance(numba_type, (types.Integer, types.Boolean, types.IntegerLiteral,
+                               types.BooleanLiteral)):
+        return "int"
+    return "other"
+
+
+def _is_numba_error(error) -> bool:
+    from numba.core.errors import NumbaError
+    return isinstance(error, NumbaError)
+
+
+def _first_line(error) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("During:", "File", "^"))]
+    return (useful or lines or ["?"])[0][:300]
+
+
+def _gradient_of(adjoint, plan):
+    """``value_kinds.gradient_by_plan`` of the kernel's adjoints, an array: an array argument's
+    gradient sliced from it, the rest from its floats."""
+    start, n = plan[0], plan[1]
+    if type(n) is int and n >= 0:
+        part = adjoint[start:start + n]
+        if len(plan) == 2 or type(plan[2]) is list and _all_floats(plan[2]):
+            return part.tolist()
+        if type(plan[2]) is np.ndarray:  # (disjoint views of the adjoints of this call)
+            return part if plan[2].dtype == np.float64 else part.astype(plan[2].dtype)
+    return gradient_by_plan(adjoint.tolist(), plan)
+
+
+def _all_floats(items) -> bool:
+    return all(type(v) is float for v in items)
+
+
+_BIG = 2 ** 53
+
+
+def _converted(raw: tuple, kinds: tuple):
+    """The kernel's arguments: a list (tuple, 1-d array) of floats as a float64 array, a
+    list of lists (2-d array) as a 2-d one, floats (numpy.float64 as float), ints below
+    2**53 (an int where a float is taken stays an int, as in Python), bools; None where one
+    is of another kind."""
+    out = []
+    for value, kind in zip(raw, kinds):
+        t = type(value)
+        if kind == "float" and t is np.float64:  # (the same value; see docs/compiled.md)
+            value = float(value)
+        elif kind == "vector":
+            if t is np.ndarray:
+                value = np.ascontiguousarray(value)
+            else:
+                value = np.array(value, dtype=np.float64)
+            if value.ndim != 1:
+                return None
+        elif kind == "matrix":
+            try:
+                value = np.array(value, dtype=np.float64)
+            except ValueError:  # rows of different lengths
+                return None
+            if value.ndim != 2 or not len(value):
+                return None
+        elif t is float or t is bool:
+            pass
+        elif t is int:
+            if not -_BIG < value < _BIG:
+                return None
+        elif t is list and all(type(v) is int for v in value):  # slots of rows
+            value = np.array(value, dtype=np.int64)
+        else:
+            return None
+        out.append(value)
+    return out

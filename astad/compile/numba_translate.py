@@ -1,0 +1,436 @@
+"""The code written for floats with a flat tape (specialise/loops.py), split and rewritten
+for numba (compile/numba_backend.py): its prologue kept as Python, the rest a kernel.
+
+The rewrite is a whitelist. Each statement and call the writers emit has its numba form
+here; anything else is refused (``CannotCompile``) at its line, so that what numba
+compiles is only what it computes as Python does (numba_kernels says how):
+
+    _extend((s0, p0, s1, p1))     the tape's arrays written (counted past their end)
+    [c] * n                       numba_kernels.full (an array)
+    a + b, a * b, a ** b, ...     numba_kernels.checked_* (ints checked for overflow)
+    math.f(x), f(x)               numba_kernels.MATH (raise where not finite)
+    max(a, b), min(a, b), int(x)  as Python compares and converts
+    sum(terms, start)             numba_kernels.python_sum (CPython's order)
+    np.sum(y), np.mean(y)         numba_kernels.numpy_sum (numpy's pairwise order)
+    reversed(a)                   a[::-1], or a range reversed
+    return ad.tape_gradient_of(..., value, index, ...)
+                                  the sweep (numba_kernels.swept), the value checked a float
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+
+VALUE, NONE, FULL = 0, 1, 2  # what a kernel's call gave: a value, None, a tape too short
+
+
+class CannotCompile(Exception):
+    """What the compiled backend does not take (``reason``, at ``line``)."""
+
+    def __init__(self, reason: str, node=None):
+        super().__init__(reason)
+        self.reason, self.line = reason, getattr(node, "lineno", None)
+
+
+_STATE = ("_vti", "_vtp", "_vpos", "_vcap")  # the tape's state a nested function takes
+_TAPE_NAMES = {"_vlast", "_tape", "_extend", "_vlayout"}  # (the Python tape's own)
+_SHAPE_NAMES = {"len", "range", "zip", "enumerate", "abs", "float", "bool"}
+_BINARY = {ast.Add: "checked_add", ast.Sub: "checked_sub", ast.Mult: "checked_mul",
+           ast.Pow: "checked_pow", ast.LShift: "checked_lshift"}
+_PLAIN_BINARY = (ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor,
+                 ast.RShift)
+
+
+class Parts:
+    """What ``translate`` makes of one written function."""
+
+    def __init__(self, prologue, kinds, kernel_text, returned, width, namespace,
+                 functions=()):
+        self.prologue, self.kinds, self.kernel_text = prologue, kinds, kernel_text
+        self.functions = functions  # the kernel's own functions (a recursive helper's)
+        self.returned, self.width, self.namespace = returned, width, namespace
+        self.kernel = None  # (compiled by numba_backend, per argument types)
+
+
+def translate(tree: ast.FunctionDef) -> Parts:
+    """``tree`` (a ``*_floats`` function of specialise/loops.py) as a Python prologue and
+    a numba kernel's text; raises CannotCompile."""
+    body = tree.body
+    start = next((k for k, s in enumerate(body) if _assigns(s, "_vlast")), None)
+    if start is None:
+        raise CannotCompile("its code for floats has no flat tape", tree)
+    prologue_body, kernel_body = body[:start + 1], body[start + 1:]
+    params = [a.arg for a in tree.args.args]
+    kinds = _kinds(prologue_body, params)
+    bound = {n.id for s in prologue_body for n in ast.walk(s)
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = {n.id for s in kernel_body for n in ast.walk(s)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    cells = [c for c in getattr(tree, "astad_cells", ()) if c in read]
+    carried = sorted((bound & read | {"_vlast"}) - set(params) - _TAPE_NAMES | {"_vlast"})
+    names = params + carried + cells
+    # the prologue, returning the kernel's arguments (as Python holds them) and the layout
+    prologue = copy.deepcopy(tree)
+    prologue.name = tree.name + "_prologue"
+    prologue.body = [s for s in copy.deepcopy(prologue_body)
+                     if not (_assigns(s, "_tape") or _assigns(s, "_extend"))]
+    prologue.body.append(ast.Return(ast.Tuple(
+        [ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load()),
+         ast.Name("_vlayout", ast.Load())], ast.Load())))
+    for name in ("astad_cells", "astad_callees"):
+        setattr(prologue, name, getattr(tree, name, () if name == "astad_cells" else {}))
+    ast.fix_missing_locations(prologue)
+    kinds = tuple(kinds.get(n, "plain" if n in params else "local") for n in names)
+    rewriter = _Kernel(set(names), tree)
+    kernel_body = rewriter.block(copy.deepcopy(kernel_body))
+    kernel = ast.FunctionDef(
+        name="kernel", args=ast.arguments(
+            posonlyargs=[], args=[ast.arg(n) for n in names + ["_vti", "_vtp"]],
+            vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=ast.parse("_vpos = 0\n_vcap = _vti.shape[0]\n_vnone = np.zeros(0)").body +
+        kernel_body,
+        decorator_list=[], returns=None)
+    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
+        kernel.type_params = []
+    ast.fix_missing_locations(kernel)
+    text = "\n\n".join(ast.unparse(ast.fix_missing_locations(f))
+                       for f in rewriter.nested + [kernel])
+    return Parts(prologue, kinds, text, rewriter.returned, rewriter.width,
+                 {**rewriter.namespace, **_always()}, tuple(f.name for f in rewriter.nested))
+
+
+def _always() -> dict:
+    from . import numba_kernels
+    import numpy as np
+    return {"np": np, "swept": numba_kernels.swept, "VALUE": VALUE, "NONE": NONE,
+            "FULL": FULL}
+
+
+def _assigns(statement, name: str) -> bool:
+    return isinstance(statement, ast.Assign) and len(statement.targets) == 1 and \
+        isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name
+
+
+def _kinds(prologue: list, params: list) -> dict:
+    """Each parameter's kind, as the prologue's checks say it: "float", "vector" (a list
+    of floats), "matrix" (a list of lists), else "plain"; a dataclass is refused."""
+    kinds = {}
+    for node in ast.walk(ast.Module(body=prologue, type_ignores=[])):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and \
+                isinstance(node.ops[0], ast.Is) and ast.unparse(node.comparators[0]) == \
+                "float" and isinstance(node.left.args[0], ast.Name):
+            kinds[node.left.args[0].id] = "float"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            kind = {"float_lists": "vector", "float_rows": "matrix"}.get(node.func.attr)
+            if kind is not None:
+                kinds.update({a.id: kind for a in node.args if isinstance(a, ast.Name)})
+            elif node.func.attr in ("plain_data", "record_values", "is_record"):
+                raise CannotCompile("a dataclass argument (the compiled backend takes "
+                                    "floats, lists of floats and float arrays)", node)
+    for node in ast.walk(ast.Module(body=prologue, type_ignores=[])):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "isinstance":
+            raise CannotCompile("a dataclass argument", node)
+    return {p: kinds[p] for p in params if p in kinds}
+
+
+class _Kernel(ast.NodeTransformer):
+    """The statements after the prologue, rewritten for numba (the module docstring)."""
+
+    def __init__(self, arguments: set, tree):
+        self.arguments, self.tree = arguments, tree
+        self.assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and
+                         isinstance(n.ctx, ast.Store)} | \
+            {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | set(_STATE)
+        # the functions the writer defines inside (a helper that recurses, or returns in
+        # a loop): each a numba function of its own, taking the tape's state
+        self.functions = {n.name for n in ast.walk(tree)
+                          if isinstance(n, ast.FunctionDef) and n is not tree}
+        self.nested: list = []
+        self.in_function = False
+        self.returned: list = []  # (the kernel's name of each returned value, its source)
+        self.width = None
+        self.namespace: dict = {}  # the names the kernel's text calls
+
+    def refuse(self, what: str, node):
+        raise CannotCompile(f"{what} (line {getattr(node, 'lineno', '?')} of the code "
+                            "written for floats)", node)
+
+    def block(self, statements: list) -> list:
+        out = []
+        for k, s in enumerate(statements):
+            if _assigns(s, s.targets[0].id if isinstance(s, ast.Assign) and
+                        isinstance(s.targets[0], ast.Name) else "") and \
+                    isinstance(s.value, ast.Constant) and type(s.value.value) is int and \
+                    s.value.value == 0 and _summed_later(statements[k + 1:], s.targets[0].id):
+                s.value = ast.Constant(0.0)  # (a sum's start: sum() replaces it, below)
+            made = self.statement(s)
+            out.extend(made if isinstance(made, list) else [made])
+        return out
+
+    def statement(self, s):
+        if isinstance(s, ast.FunctionDef):
+            return self.function(s)
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and \
+                isinstance(s.value.func, ast.Name) and s.value.func.id in self.functions:
+            return self.function_call(s)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
+                isinstance(s.value.func, ast.Name) and s.value.func.id == "_extend":
+            return self.entry(s, s.value)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
+                isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "append":
+            s.value.args = [self.visit(a) for a in s.value.args]
+            return s
+        if isinstance(s, ast.Return):
+            return self.returning(s)
+        if isinstance(s, (ast.For, ast.While, ast.If)):
+            if isinstance(s, ast.For):
+                s.target, s.iter = self.visit(s.target), self.visit(s.iter)
+            else:
+                s.test = self.visit(s.test)
+            s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+            return s
+        if isinstance(s, ast.AugAssign):
+            if not isinstance(s.target, (ast.Name, ast.Subscript)):
+                self.refuse("an augmented assignment to an attribute", s)
+            load = copy.deepcopy(s.target)
+            load.ctx = ast.Load()
+            s = ast.copy_location(ast.Assign(
+                targets=[s.target], value=ast.BinOp(load, s.op, s.value)), s)
+        if isinstance(s, ast.Assign):
+            s.value = self.visit(s.value)
+            s.targets = [self.visit(t) for t in s.targets]
+            return s
+        if isinstance(s, (ast.Break, ast.Continue, ast.Pass)):
+            return s
+        self.refuse(f"the statement {ast.unparse(s).splitlines()[0]!r}", s)
+
+    def entry(self, s, call):
+        """``_extend((s0, p0, ...))``: the pairs written into the tape's arrays."""
+        items = call.args[0].elts if call.args and isinstance(call.args[0], ast.Tuple) \
+            else self.refuse("a tape entry of another form", s)
+        width = len(items) // 2
+        if self.width not in (None, width):
+            self.refuse("tape entries of two widths", s)
+        self.width = width
+        # (written only while they fit: the count goes on, and a call whose tape did not
+        # fit runs again with arrays of the size it counted; growing the arrays here would
+        # make numba count references to them at every entry, 4x slower)
+        out = ast.parse(f"if _vpos + {width} <= _vcap:\n    pass").body
+        writes = out[0].body = []
+        for k in range(width):
+            for array, item in (("_vti", items[2 * k]), ("_vtp", items[2 * k + 1])):
+                writes.append(ast.Assign(
+                    targets=[ast.Subscript(ast.Name(array, ast.Load()),
+                                           ast.parse(f"_vpos + {k}").body[0].value,
+                                           ast.Store())],
+                    value=self.visit(item)))
+        out += ast.parse(f"_vpos = _vpos + {width}").body
+        return [ast.copy_location(n, s) for n in out]
+
+    def function(self, s):
+        """A function the writer defined: ``f(..., _vlast, _extend, _vsink)`` returning
+        ``(value, index, _vlast)``, as ``f(..., _vlast, <the tape's state>, _vsink)``
+        returning ``(value, index, _vlast, _vpos)``."""
+        if s.decorator_list or s.args.vararg or s.args.kwarg or s.args.kwonlyargs or \
+                s.args.defaults or "_extend" not in [a.arg for a in s.args.args]:
+            self.refuse(f"the function {s.name} defined inside", s)
+        s.args.args = [new for a in s.args.args for new in (
+            [ast.arg(n) for n in _STATE] if a.arg == "_extend" else [a])]
+        outer, self.in_function = self.in_function, True
+        s.body = self.block(s.body)
+        self.in_function = outer
+        self.nested.append(s)
+        return []
+
+    def function_call(self, s):
+        call = s.value
+        target = s.targets[0]
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == 3):
+            self.refuse(f"{ast.unparse(s)!r}", s)
+        call.args = [self.visit(new) for a in call.args for new in (
+            [ast.Name(n, ast.Load()) for n in _STATE]
+            if isinstance(a, ast.Name) and a.id == "_extend" else [a])]
+        target.elts = [self.visit(t) for t in target.elts] + [ast.Name("_vpos", ast.Store())]
+        return s
+
+    def returning(self, s):
+        call = s.value
+        if self.in_function:  # (return value, index, _vlast: and the tape's count)
+            if not (isinstance(call, ast.Tuple) and len(call.elts) == 3):
+                self.refuse(f"{ast.unparse(s)!r}", s)
+            call.elts = [self.visit(e) for e in call.elts] + [ast.Name("_vpos", ast.Load())]
+            return s
+        if isinstance(call, ast.Constant) and call.value is None:
+            return ast.copy_location(ast.parse(
+                "return 0.0, _vnone, _vpos, NONE").body[0], s)
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and
+                call.func.attr == "tape_gradient_of"):
+            self.refuse("a return of another kind than one float (a Jacobian's rows are "
+                        "not compiled yet)", s)
+        _, width, value, index, sink, _ = call.args
+        name = f"_vret{len(self.returned)}"
+        self.returned.append((name, value.id if isinstance(value, ast.Name) else None))
+        text = (f"{name} = 0\n"
+                f"if _vpos > _vcap:\n"
+                f"    return 0.0, _vnone, _vpos, FULL\n"
+                f"return {name}, swept(_vti, _vtp, _vpos, {width.value}, _vindex, "
+                f"_vsink), _vpos, VALUE")
+        out = ast.parse(text).body
+        out[0].value = self.visit(value)
+        out[2].value.elts[1].args[4] = self.visit(index)
+        out[2].value.elts[1].args[5] = self.visit(sink)
+        return [ast.copy_location(n, s) for n in out]
+
+    # -- expressions --------------------------------------------------------------------
+    def visit_BinOp(self, node):
+        node.left, node.right = self.visit(node.left), self.visit(node.right)
+        if isinstance(node.left, ast.List) and isinstance(node.op, ast.Mult):
+            if len(node.left.elts) != 1:
+                self.refuse("a list repeated that is not of one item", node)
+            return self.call("full", [node.right, node.left.elts[0]], node)
+        name = _BINARY.get(type(node.op))
+        if name is not None:
+            return self.call(name, [node.left, node.right], node)
+        if isinstance(node.op, _PLAIN_BINARY):
+            return node
+        self.refuse(f"the operator in {ast.unparse(node)!r}", node)
+
+    def visit_Constant(self, node):
+        if type(node.value) is int and not -2 ** 53 < node.value < 2 ** 53:
+            self.refuse(f"the int constant {node.value} (past 2**53)", node)
+        if type(node.value) not in (int, float, bool):
+            self.refuse(f"the constant {node.value!r}", node)
+        return node
+
+    def visit_List(self, node):
+        if node.elts:
+            if isinstance(node.ctx, ast.Store):
+                self.refuse("a list unpacked", node)
+            return self.generic_visit(node)  # ([x] * n, above)
+        return node  # (an empty list the code appends floats to)
+
+    def visit_Name(self, node):
+        name = node.id
+        if name in _TAPE_NAMES and name != "_vlast":
+            self.refuse("the tape read as a list", node)
+        if isinstance(node.ctx, ast.Store) or name in self.arguments or \
+                name in self.assigned or name in _SHAPE_NAMES or name in self.functions:
+            return node
+        value = _known(name)
+        if value is not None:  # (a float: a global numba freezes, as Python's never changes)
+            self.namespace[name] = value
+            return node
+        self.refuse(f"the name {name!r}", node)
+
+    def visit_Attribute(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id == "math":
+            value = _known(node.attr)
+            if value is not None:
+                self.namespace[node.attr] = value
+                return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
+        self.refuse(f"{ast.unparse(node)!r}", node)
+
+    def visit_Call(self, node):
+        func = node.func
+        if node.keywords:
+            self.refuse(f"a call with keywords, {ast.unparse(node)!r}", node)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                func.value.id == "ad":
+            if func.attr == "numpy_reduced" and len(node.args) == 2 and \
+                    isinstance(node.args[0], ast.Constant) and \
+                    node.args[0].value in ("sum", "mean"):
+                from .numba_kernels import numpy_sums_agree
+                if not numpy_sums_agree():
+                    self.refuse(f"np.{node.args[0].value} of an array written here: this "
+                                "numpy adds in another order than its compiled copy", node)
+                return self.call(f"numpy_{node.args[0].value}", [self.visit(node.args[1])],
+                                 node)
+            args = [self.visit(a) for a in node.args]
+            if func.attr == "float64" and len(args) == 1:
+                return args[0]
+            if func.attr == "vector_size":
+                return self.call("vector_size", args, node)
+            self.refuse(f"astad's helper ad.{func.attr}", node)
+        if isinstance(func, ast.Name) and func.id in ("max", "min") and \
+                len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args):
+            args = [self.visit(a) for a in node.args]
+            out = args[0]
+            for arg in args[1:]:  # (max(a, b, c): compared left to right, as Python does)
+                out = self.call(f"python_{func.id}", [out, arg], node)
+            return out
+        if isinstance(func, ast.Name) and func.id == "int" and len(node.args) == 1:
+            return self.call("to_int", [self.visit(node.args[0])], node)
+        if isinstance(func, ast.Name) and func.id == "sum":
+            if len(node.args) != 2 or not isinstance(node.args[0], ast.Name):
+                self.refuse(f"{ast.unparse(node)!r}", node)
+            start = node.args[1]  # (an int start: only the constant 0 is known an int)
+            int_start = isinstance(start, ast.Constant) and type(start.value) is int
+            if not int_start and not isinstance(start, ast.Name):
+                self.refuse(f"{ast.unparse(node)!r}", node)
+            return self.call("python_sum", [self.visit(node.args[0]), self.visit(start),
+                                            ast.Constant(int_start)], node)
+        if isinstance(func, ast.Name) and func.id == "reversed" and len(node.args) == 1:
+            return self.reversed(node.args[0], node)
+        if isinstance(func, ast.Name) and (func.id in _SHAPE_NAMES or _known(func.id)):
+            node.args = [self.visit(a) for a in node.args]
+            node.func = self.visit(func)
+            return node
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                func.value.id == "math":
+            node.args = [self.visit(a) for a in node.args]
+            node.func = self.visit(func)
+            return node
+        self.refuse(f"the call {ast.unparse(node)!r}", node)
+
+    def reversed(self, sequence, node):
+        """``reversed(a)``: ``a[::-1]``; of a range, the range reversed."""
+        if isinstance(sequence, ast.Name):
+            return ast.copy_location(ast.Subscript(
+                self.visit(sequence), ast.Slice(None, None, ast.Constant(-1)), ast.Load()),
+                node)
+        if isinstance(sequence, ast.Call) and isinstance(sequence.func, ast.Name) and \
+                sequence.func.id == "range" and 1 <= len(sequence.args) <= 3:
+            args = [self.visit(a) for a in sequence.args]
+            a, b, c = ([ast.Constant(0)] + args + [ast.Constant(1)])[:3] \
+                if len(args) == 1 else (args + [ast.Constant(1)])[:3]
+            step = ast.UnaryOp(ast.USub(), copy.deepcopy(c))
+            return ast.copy_location(ast.Call(ast.Name("range", ast.Load()), [
+                self.call("reversed_start", [a, b, c], node),
+                self.call("reversed_stop", copy.deepcopy([a, b, c]), node), step], []),
+                node)
+        self.refuse(f"{ast.unparse(node)!r}", node)
+
+    def call(self, name: str, args: list, node):
+        from . import numba_kernels
+        self.namespace[name] = getattr(numba_kernels, name)
+        return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), args, []), node)
+
+    def generic_visit(self, node):
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.Dict,
+                             ast.Set, ast.Starred, ast.NamedExpr, ast.JoinedStr, ast.Await,
+                             ast.Yield)):
+            self.refuse(f"{type(node).__name__.lower()} {ast.unparse(node)!r}", node)
+        return super().generic_visit(node)
+
+
+def _summed_later(statements: list, name: str) -> bool:
+    return any(_assigns(s, name) and isinstance(s.value, ast.Call) and
+               isinstance(s.value.func, ast.Name) and s.value.func.id == "sum"
+               for s in statements)
+
+
+def _known(name: str):
+    """What ``name`` in the rules' namespace is to numba: a float constant, or numba's
+    version of a math function or a helper (numba_kernels); None if it has none."""
+    from . import numba_kernels
+    from ..rules.scalar import rule_namespace
+    if name in numba_kernels.MATH:
+        return numba_kernels.MATH[name]
+    if name in numba_kernels.HELPERS:
+        return numba_kernels.HELPERS[name]
+    value = rule_namespace().get(name)
+    if isinstance(value, float):
+        return value
+    return None

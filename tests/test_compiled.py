@@ -1,0 +1,303 @@
+"""The compiled backend (``compile="numba"``, compile/numba_backend.py): the gradient of
+the code written for floats, compiled, equals the Python code's bit for bit (the same
+operations in the same order), and finite differences; what it cannot compile, or a call
+its kernel does not take, runs the Python code and gives Python's answer."""
+import dataclasses
+import math
+import os
+import pickle
+import random
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import astad
+from astad.compile import calls as codegen
+from astad import CompileWarning
+
+import compiled_programs as P
+
+numba = pytest.importorskip("numba", reason="numba is not installed: the compiled backend "
+                            "is optional (pip install numba)")
+
+if os.environ.get("ASTAD_RUNTIME") == "python":  # (CI's second run on one version)
+    pytest.skip("the compiled backend does not use the runtime's sweep: its tests run "
+                "with the default runtime", allow_module_level=True)
+
+COUNT = int(os.environ.get("ASTAD_COMPILED_FUZZ", "8"))
+
+
+def _args(name):
+    rng = np.random.default_rng(sum(map(ord, name)))
+    return {
+        "dot": ([1.0, 2.0, 3.5], [0.5, -1.0, 2.0]),
+        "pendulum": (1.0, 0.2, 9.81, 0.1, 0.01),
+        "particles": ([float(v) for v in rng.random(6)],
+                      [float(v) for v in rng.random(6) - 0.5], 0.01),
+        "tree_fold": (0.7, 6),
+        "smoothed_steps": ([float(v) for v in rng.random(8) * 2 - 0.5], 1.5),
+        "monte_carlo_path": (1.0, 0.05, 0.2, [float(v) for v in rng.standard_normal(50)]),
+        "rows_weighted": ([[1.0, 2.0], [3.0, -1.0], [0.5, 0.25]], [0.3, -0.7]),
+        "decay": (0.3, 20),
+        "written_then_reduced": ([float(v) for v in rng.random(300) - 0.5], 0.7),
+    }[name]
+
+
+PROGRAMS = ["dot", "pendulum", "particles", "tree_fold", "smoothed_steps",
+            "monte_carlo_path", "rows_weighted", "decay", "written_then_reduced"]
+
+
+def _compiled_call(f):
+    """The compiled call of decorated ``f``, counting the calls its kernel answers."""
+    entry = codegen.transformed(f)
+    call = entry.compiled.get("numba")
+    assert call, f"{f.__name__} was not compiled"
+    return call
+
+
+def _counting(call, monkeypatch):
+    ran = {"python": 0}
+    python_code = call.python_code
+
+    def counted(*args):
+        ran["python"] += 1
+        return python_code(*args)
+    monkeypatch.setattr(call, "python_code", counted)
+    return ran
+
+
+def _flat(gradient):
+    out = []
+    for g in gradient:
+        if g is None:
+            continue
+        if isinstance(g, (list, tuple, np.ndarray)):
+            for item in g:
+                out.extend(_flat([item]) if isinstance(item, (list, tuple)) else [item])
+        else:
+            out.append(g)
+    return [float(v) for v in out]
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_compiled_gradient_equals_the_python_code_bit_for_bit(name, monkeypatch):
+    fn, args = getattr(P, name), _args(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)  # (each of these compiles)
+        compiled = astad.reverse_diff(fn, compile="numba")
+        value, gradient = compiled.value_and_grad(*args)
+    ran = _counting(_compiled_call(compiled), monkeypatch)
+    assert compiled.value_and_grad(*args) == (value, gradient)
+    assert ran["python"] == 0  # (the kernel answered)
+    want_value, want_gradient = astad.reverse_diff(fn).value_and_grad(*args)
+    assert value == want_value and type(value) is float
+    assert gradient == want_gradient
+    assert [type(g) for g in gradient] == [type(g) for g in want_gradient]
+
+
+@pytest.mark.parametrize("name", ["dot", "pendulum", "particles", "tree_fold",
+                                  "monte_carlo_path"])
+def test_compiled_gradient_against_finite_differences(name):
+    fn, args = getattr(P, name), _args(name)
+    gradient = astad.grad(fn, argnums=0, compile="numba")(*args)
+    x = args[0]
+    if isinstance(x, float):
+        h = 1e-6
+        numeric = (fn(x + h, *args[1:]) - fn(x - h, *args[1:])) / (2 * h)
+        assert gradient == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+        return
+    for k in range(len(x)):
+        h = 1e-6
+        up, down = list(x), list(x)
+        up[k] += h
+        down[k] -= h
+        numeric = (fn(up, *args[1:]) - fn(down, *args[1:])) / (2 * h)
+        assert gradient[k] == pytest.approx(numeric, rel=1e-5, abs=1e-7)
+
+
+def test_arrays_tuples_and_lists_take_the_kernel(monkeypatch):
+    compiled = astad.reverse_diff(P.dot, compile="numba")
+    x, y = np.linspace(0.1, 1.0, 7), np.linspace(-1.0, 2.0, 7)
+    value, (gx, gy) = compiled.value_and_grad(x, y)
+    ran = _counting(_compiled_call(compiled), monkeypatch)
+    want_value, (wx, wy) = astad.reverse_diff(P.dot).value_and_grad(x, y)
+    assert value == want_value
+    assert type(gx) is np.ndarray and gx.dtype == np.float64
+    np.testing.assert_array_equal(gx, wx)
+    np.testing.assert_array_equal(gy, wy)
+    # a tuple, a non-contiguous array, a list of numpy.float64: the kernel again
+    for xs in (tuple(x), x[::-1][::-1].copy()[::2], [np.float64(v) for v in x]):
+        ys = y[:len(xs)]
+        got = compiled.value_and_grad(xs, ys)
+        want = astad.reverse_diff(P.dot).value_and_grad(xs, ys)
+        assert got[0] == want[0]
+        assert _flat(got[1]) == _flat(want[1])
+        assert type(got[1][0]) is type(want[1][0])
+    assert ran["python"] == 0
+
+
+def test_a_long_tape_runs_again_with_arrays_long_enough():
+    """The tape's arrays start at 4,096 items: a longer call counts what it needs and runs
+    once more; the arrays are kept for the next call."""
+    compiled = astad.reverse_diff(P.dot, compile="numba")
+    for n in (10, 5000, 20000, 300):
+        x = [math.sin(k) for k in range(n)]
+        y = [math.cos(k) for k in range(n)]
+        assert compiled.value_and_grad(x, y) == astad.reverse_diff(P.dot).value_and_grad(x, y)
+
+
+def test_python_semantics_where_numba_would_differ():
+    """A raise inside the kernel runs the Python code: an int past 64 bits (numba would
+    wrap it), a math domain error (numba gives nan), an index out of range (numba would
+    read past the array) each give exactly what the Python code gives."""
+    compiled = astad.reverse_diff(P.growing_int, compile="numba")
+    for n in (5, 30, 60):  # 3**40 > 2**63
+        assert compiled.value_and_grad(0.5, n) == \
+            astad.reverse_diff(P.growing_int).value_and_grad(0.5, n)
+    logs = astad.reverse_diff(P.logs, compile="numba")
+    assert logs.grad([1.0, 2.0, 4.0]) == [1.0, 0.5, 0.25]
+    with pytest.raises(ValueError, match="math domain error"):
+        logs.grad([1.0, -2.0])
+    shifted = astad.reverse_diff(P.shifted, compile="numba")
+    assert shifted.grad([1.0, 2.0, 3.0], -1) == astad.reverse_diff(P.shifted).grad(
+        [1.0, 2.0, 3.0], -1)  # (a negative index reads from the end, as in Python)
+    with pytest.raises(IndexError):
+        shifted.grad([1.0, 2.0, 3.0], 1)
+    assert logs.grad([1.0, 2.0]) == [1.0, 0.5]  # (and later calls are not disturbed)
+
+
+def test_a_changed_global_changes_the_compiled_gradient(monkeypatch):
+    compiled = astad.reverse_diff(P.decay, compile="numba")
+    before = compiled.grad(0.3, 5)
+    monkeypatch.setattr(P, "RATE", 0.25)
+    after = compiled.grad(0.3, 5)
+    assert after != before
+    assert after == astad.reverse_diff(P.decay).grad(0.3, 5)
+
+
+def test_threads_share_the_kernel_and_keep_their_own_tapes():
+    compiled = astad.grad(P.particles, argnums=(0, 1), compile="numba")
+    plain = astad.grad(P.particles, argnums=(0, 1))
+    inputs = [([0.1 * k + 0.01 * j for j in range(5)], [0.02 * j for j in range(5)], 0.01)
+              for k in range(8)]
+    want = [plain(*a) for a in inputs]
+    errors = []
+
+    def work(k):
+        for _ in range(5):
+            got = compiled(*inputs[k])
+            if got != want[k]:
+                errors.append((k, got))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_transforms_take_the_option_and_pickle():
+    g = astad.grad(P.pendulum, argnums=(0, 1), compile="numba")
+    want = astad.grad(P.pendulum, argnums=(0, 1))(*_args("pendulum"))
+    assert g(*_args("pendulum")) == want
+    again = pickle.loads(pickle.dumps(g))
+    assert again(*_args("pendulum")) == want
+    assert "compile='numba'" in repr(again)
+    vg = astad.value_and_grad(P.dot, compile="numba")
+    assert vg([1.0, 2.0], [3.0, 4.0]) == (11.0, [3.0, 4.0])
+    decorated = pickle.loads(pickle.dumps(P.norm2))
+    assert decorated.grad([1.0, 2.0]) == [2.0, 4.0]
+    assert pickle.loads(pickle.dumps(P.norm2.grad))([1.0, 3.0]) == [2.0, 6.0]
+    assert codegen.transformed(P.norm2).compiled.get("numba")  # (compiled, not refused)
+
+
+def test_a_numba_function_is_taken_by_its_python_code():
+    jitted = numba.njit(P.dot)
+    g = astad.grad(jitted, argnums=(0, 1), compile="numba")
+    assert g([1.0, 2.0], [3.0, 4.0]) == ([3.0, 4.0], [1.0, 2.0])
+    decorated = astad.reverse_diff(jitted)
+    assert decorated.grad([1.0, 2.0], [3.0, 4.0]) == ([3.0, 4.0], [1.0, 2.0])
+
+
+@dataclasses.dataclass
+class Body:
+    x: float
+    v: float
+
+
+def _energy(b, n):
+    e = 0.0
+    for _ in range(n):
+        e += b.x * b.x + b.v * b.v
+    return e
+
+
+def _no_loop(x, y):
+    return x * math.sin(y)
+
+
+def _closure_loop(scale):
+    def f(xs):
+        s = 0.0
+        for v in xs:
+            s += scale * v * v
+        return s
+    return f
+
+
+def test_what_is_not_compiled_says_why_once_and_runs_as_python():
+    cases = [(_energy, (Body(1.0, 2.0), 3), "dataclass"),
+             (_no_loop, (1.0, 2.0), "no loop"),
+             (P.maybe_int, ([1.0, 2.0],), "may hold an int")]
+    for fn, args, reason in cases:
+        compiled = astad.reverse_diff(fn, compile="numba")
+        with pytest.warns(CompileWarning, match=reason) as said:
+            got = compiled.value_and_grad(*args)
+        assert fn.__name__ in str(said[0].message)
+        assert got == astad.reverse_diff(fn).value_and_grad(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CompileWarning)  # (said once)
+            assert compiled.value_and_grad(*args) == got
+
+
+def test_closures_are_read_at_call_time():
+    g1, g2 = (astad.grad(_closure_loop(s), compile="numba") for s in (2.0, 3.0))
+    assert g1([1.0, 2.0]) == [4.0, 8.0]
+    assert g2([1.0, 2.0]) == [6.0, 12.0]
+
+
+def test_refused_options():
+    with pytest.raises(astad.AstadError, match="compile='jax'"):
+        astad.grad(P.dot, compile="jax")
+    with pytest.raises(astad.AstadError, match="has_aux"):
+        astad.grad(P.dot, has_aux=True, compile="numba")
+    with pytest.raises(astad.AstadError, match="plain function"):
+        class Model:
+            @astad.reverse_diff(compile="numba")
+            def loss(self, x):
+                return x
+
+
+@pytest.mark.search
+@pytest.mark.parametrize("k", range(COUNT))
+def test_random_programs_compile_and_agree(k, tmp_path, monkeypatch):
+    """The random programs of test_specialised_fuzz (every loop form, helpers inlined and
+    recursive, sums, lists written, a matrix): each compiles, and its gradient equals the
+    Python code's bit for bit."""
+    from test_specialised_fuzz import _program
+    rng = random.Random(1000003 + k)
+    source, module, args = _program(rng, tmp_path, f"compiled_{k}")
+    try:
+        want = astad.reverse_diff(module.f).value_and_grad(*args)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        pytest.skip("the program raises at these arguments")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        compiled = astad.reverse_diff(module.f, compile="numba")
+        got = compiled.value_and_grad(*args)
+    ran = _counting(_compiled_call(compiled), monkeypatch)
+    assert compiled.value_and_grad(*args) == got
+    assert ran["python"] == 0, source
+    assert got == want, source
