@@ -399,7 +399,7 @@ def kernel_answers(fn, call) -> bool | None:
     code it falls back to? None where astad's internals do not say (they may move)."""
     try:
         from astad.compile import calls as codegen
-        compiled = codegen.transformed(fn).compiled.get("numba")
+        compiled = codegen.transformed(fn).compiled.get(("numba", "gradient"))
         python_code = compiled.python_code
     except Exception:  # noqa: BLE001 (a benchmark's aside, not its measurement)
         return None

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..compile import calls as compiled
 from ..compile.entry import CACHE, cached
-from ..compile.numba_backend import check_backend, python_function_of
+from ..compile.numba_backend import check_backend, compiled_forward, python_function_of
 from . import pickling
 from ..transform.bindings import MISSING
 from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
@@ -412,10 +412,15 @@ def _finite(tangent) -> bool:
 
 
 @api_boundary
-def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
+def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False,
+        compile: str | None = None):  # noqa: A002
     """``(out, tangent_out)`` (with ``has_aux``: ``(out, tangent_out, aux)``): ``f`` at
     ``primals`` and its directional derivative along ``tangents`` (a sequence of the
-    same length and structures as ``primals``; None is zero), by forward mode."""
+    same length and structures as ``primals``; None is zero), by forward mode.
+    ``compile="numba"``: forward mode's code for floats compiled (docs/compiled.md)."""
+    backend = check_backend(compile)
+    if backend is not None:
+        fun = python_function_of(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise InputError("jvp takes the primals and the tangents as two tuples (as in JAX: "
                          "astad.jvp(f, (x,), (v,)))")
@@ -438,8 +443,10 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False):
             with_defaults(fun, tuple(primals), entry.arity)
         if full is not None:
             omitted = full[len(primals):]  # (the defaults: constants, a zero tangent each)
+            code = entry.forward if backend is None else \
+                compiled_forward(entry, fun, backend) or entry.forward
             try:  # specialise/forward.py: no dual
-                out = entry.forward(*full, *given, *map(_zero_tangent, omitted))
+                out = code(*full, *given, *map(_zero_tangent, omitted))
             except Exception:  # noqa: BLE001 (it only reads its arguments: the forward
                 out = None  # duals run and raise the error at the user's line)
             # (None: not every primal and tangent is a float; a tangent that is not
@@ -474,6 +481,10 @@ class BoundJvp:
         positional arguments) and its directional derivative along ``tangents`` (one per
         primal, the same structures; None is zero). Keyword arguments are constants."""
         function = functools.partial(self.function, **kwargs) if kwargs else self.function
+        machinery = getattr(self.function, "_astad_transformed", None)
+        backend = getattr(getattr(machinery, "__self__", None), "backend", None)
+        if backend is not None and not kwargs:  # (compile=: its compiled forward code)
+            return jvp(function, primals, tangents, compile=backend)
         return jvp(function, primals, tangents)
 
 

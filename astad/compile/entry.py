@@ -11,8 +11,9 @@ An ``Entry`` is what astad wrote for one Python function (and one choice of
   (specialise/: straight-line code without a tape, or loops on a flat tape: ``tapes``);
 - ``forward``: forward mode on float arguments, ``forward(*args, *tangents) -> (value,
   tangent)``; ``forward_unchecked``, the same without its argument checks;
-- ``compiled``: ``tapeless`` compiled by a backend (compile/numba_backend.py), from its
-  tree ``tapeless_tree``, made when first asked for;
+- ``compiled``: ``tapeless`` and ``forward`` compiled by a backend
+  (compile/numba_backend.py), from their trees ``tapeless_tree`` and ``forward_tree``,
+  made when first asked for;
 - ``hvp``: Hessian-vector code (api/hvp.py), written when first asked for;
 - ``rows``: for a function returning a tuple of floats, its values and every output's
   gradient (api/jacobians.py: a Jacobian's rows), written when first asked for;
@@ -40,7 +41,7 @@ class Entry:
     __slots__ = ("function", "code", "dependencies", "taped", "tapeless", "tapes", "arity",
                  "forward", "forward_unchecked", "hvp", "rows", "transformed_source",
                  "specialised_source", "forward_source", "source", "helpers", "recipe",
-                 "cell_recipes", "reads_defaults", "tapeless_tree", "compiled",
+                 "cell_recipes", "reads_defaults", "tapeless_tree", "forward_tree", "compiled",
                  "__weakref__")
 
     def __init__(self, fn, taped, dependencies: list, source: str, tapeless=None,
@@ -51,7 +52,7 @@ class Entry:
         self.taped = taped
         self.tapeless = tapeless
         self.tapes = False  # does ``tapeless`` build a tape (specialise/loops.py)?
-        self.tapeless_tree = None  # its tree, which a compiled backend translates
+        self.tapeless_tree = self.forward_tree = None  # (their trees: compiled backends)
         self.compiled: dict = {}  # backend -> tapeless compiled (numba_backend), or False
         self.arity = fn.__code__.co_argcount
         self.forward = self.forward_unchecked = None
@@ -102,7 +103,8 @@ class Template:
 
     __slots__ = ("recipe", "globals", "dependencies", "artifacts", "doc", "cell_recipes",
                  "classes", "last_run")
-    SHARED = ("tapeless", "tapeless_tree", "tapes", "forward", "forward_unchecked",
+    SHARED = ("tapeless", "tapeless_tree", "tapes", "forward", "forward_tree",
+              "forward_unchecked",
               "specialised_source",
               "forward_source", "source", "helpers", "transformed_source")
 

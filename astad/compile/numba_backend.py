@@ -26,7 +26,9 @@ import numpy as np
 
 from ..errors import AstadError, CompileWarning
 from ..specialise.value_kinds import gradient_by_plan
-from .numba_translate import FULL, VALUE, CannotCompile, translate
+from .numba_translate import FULL, VALUE, CannotCompile, translate, translate_forward
+
+MISSING = object()
 
 BACKENDS = ("numba",)
 
@@ -52,35 +54,46 @@ def compiled_tapeless(entry, fn, backend: str):
     """``entry.tapeless`` compiled by ``backend`` (kept on the entry, which is rebuilt
     when a binding it was written for changes), or None where it cannot be: then a
     ``CompileWarning`` says why, once per entry."""
-    found = entry.compiled.get(backend)
+    return _kept(entry, fn, backend, "gradient")
+
+
+def compiled_forward(entry, fn, backend: str):
+    """``entry.forward`` (forward mode's code for floats) compiled, as
+    ``compiled_tapeless``."""
+    return _kept(entry, fn, backend, "forward")
+
+
+def _kept(entry, fn, backend: str, role: str):
+    found = entry.compiled.get((backend, role))
     if found is None:
         try:
-            found = _compiled(entry, fn)
+            found = _compiled(entry, fn, role)
         except CannotCompile as refusal:
-            where = f"{fn.__code__.co_filename}:{refusal.line}: " if refusal.line else ""
-            warnings.warn(f"{where}{fn.__qualname__} runs as Python code, not compiled by "
-                          f"numba: {refusal.reason}", CompileWarning, stacklevel=4)
+            line = refusal.line or fn.__code__.co_firstlineno
+            warnings.warn(f"{fn.__code__.co_filename}:{line}: {fn.__qualname__} runs as "
+                          f"Python code, not compiled by numba ({role}): {refusal.reason}",
+                          CompileWarning, stacklevel=5)
             found = False
-        entry.compiled[backend] = found
+        entry.compiled[backend, role] = found
     return found or None
 
 
-def _compiled(entry, fn):
+def _compiled(entry, fn, role: str):
     try:
         import numba  # noqa: F401
     except ImportError:
         raise CannotCompile("numba is not installed (pip install numba)") from None
-    tree = entry.tapeless_tree
+    tree = entry.tapeless_tree if role == "gradient" else entry.forward_tree
     if tree is None:
         raise CannotCompile("astad writes no code for floats for it, so it runs on duals "
                             "(docs/compiled.md says which code that is)")
-    if not entry.tapes:
+    if role == "gradient" and not entry.tapes:
         raise CannotCompile("it has no loop: its code for floats keeps no tape, and runs "
                             "as fast as a Python call of it allows")
     parts = getattr(tree, "astad_numba", None)
     if parts is None:  # (kept on the tree, which every function of its code shares)
         try:
-            parts = translate(tree)
+            parts = translate(tree) if role == "gradient" else translate_forward(tree)
         except CannotCompile as refusal:
             parts = refusal
         tree.astad_numba = parts
@@ -88,7 +101,9 @@ def _compiled(entry, fn):
         raise parts
     from .pipeline import compile_as
     prologue, _ = compile_as(parts.prologue, fn, fn.__code__.co_filename, keep_name=True)
-    return CompiledCall(parts, prologue, entry.tapeless, fn)
+    if role == "gradient":
+        return CompiledGradient(parts, prologue, entry.tapeless, fn)
+    return CompiledForward(parts, prologue, entry.forward, fn)
 
 
 def _kernel(parts):
@@ -103,9 +118,9 @@ def _kernel(parts):
     return parts.kernel
 
 
-class CompiledCall:
-    """``tapeless(*args)`` by the kernel: ``(value, gradients)``, or None as the Python
-    code gives it."""
+class _Compiled:
+    """The code written for floats (``python_code``) compiled: its prologue (Python),
+    then its kernel, or the Python code where the kernel does not take the call."""
 
     def __init__(self, parts, prologue, python_code, fn):
         self.parts, self.prologue, self.python_code = parts, prologue, python_code
@@ -114,6 +129,55 @@ class CompiledCall:
         self.checked = set()  # the signatures whose types were checked
         self.name = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}: " \
             f"{fn.__qualname__}"
+
+    def run(self, values, *more):
+        """The kernel's result, or MISSING where the Python code is to answer (it
+        raised, or numba cannot compile it, or its types differ from Python's)."""
+        kernel = self.kernel
+        known = len(kernel.overloads)
+        try:
+            out = kernel(*values, *more)
+        except Exception as error:  # noqa: BLE001 (a raise: the Python code answers)
+            if _is_numba_error(error):
+                self.refuse(f"numba cannot compile it: {_first_line(error)}")
+            return MISSING
+        if len(kernel.overloads) != known and not self.types_hold(kernel):
+            return MISSING
+        return out
+
+    def types_hold(self, kernel) -> bool:
+        """Does each new signature return the types Python returns? numba gives one type
+        to a name Python binds to an int on one path and a float on another: a value
+        returned that may be an int where the code needs a float (a gradient's value),
+        or that is an int on one path and a float on another, is refused."""
+        for signature in kernel.signatures:
+            if signature in self.checked:
+                continue
+            self.checked.add(signature)
+            typemap = kernel.overloads[signature].type_annotation.typemap
+            for name, source in self.parts.returned:
+                kinds = {_kind_of(t) for key, t in typemap.items()
+                         if key == name or source and key.split(".")[0] == source}
+                if kinds - {"float"} and (self.floats_only or "float" in kinds):
+                    self.refuse(f"it returns {source or 'a value'}, which may hold an int "
+                                "where Python keeps it an int")
+                    return False
+        return True
+
+    def refuse(self, reason: str) -> None:
+        warnings.warn(f"{self.name} runs as Python code, not compiled by numba: {reason}",
+                      CompileWarning, stacklevel=6)
+        self.kernel = None
+
+
+class CompiledGradient(_Compiled):
+    """``tapeless(*args)`` by the kernel: ``(value, gradients)``, or None as the Python
+    code gives it."""
+
+    floats_only = True  # (a gradient's value is a float)
+
+    def __init__(self, parts, prologue, python_code, fn):
+        super().__init__(parts, prologue, python_code, fn)
         self.local = threading.local()  # the tape's arrays, per thread
 
     def __call__(self, *args):
@@ -133,48 +197,36 @@ class CompiledCall:
         else:
             partials = local.partials
             local.slots = local.partials = None  # (a call from inside this one: its own)
-        kernel = self.kernel
-        known = len(kernel.overloads)
-        try:
-            value, adjoint, used, status = kernel(*values, slots, partials)
-            if status == FULL:  # (once per larger tape: the arrays are kept, per thread)
-                slots = np.empty(used + used // 4, np.int64)
-                partials = np.empty(used + used // 4, np.float64)
-                value, adjoint, used, status = kernel(*values, slots, partials)
-        except Exception as error:  # noqa: BLE001 (a raise: the Python code answers)
-            if _is_numba_error(error):
-                self.refuse(f"numba cannot compile it: {_first_line(error)}")
-            return self.python_code(*args)
+        out = self.run(values, slots, partials)
+        if out is not MISSING and out[3] == FULL:  # (once per larger tape: kept after)
+            used = out[2]
+            slots = np.empty(used + used // 4, np.int64)
+            partials = np.empty(used + used // 4, np.float64)
+            out = self.run(values, slots, partials)
         local.slots, local.partials = slots, partials
-        if len(kernel.overloads) != known and not self.types_hold(kernel):
+        if out is MISSING:
             return self.python_code(*args)
+        value, adjoint, _, status = out
         if status != VALUE:
             return None
         return value, tuple([_gradient_of(adjoint, plan) for plan in layout])
 
-    def types_hold(self, kernel) -> bool:
-        """Does each new signature return floats only where Python does? numba gives one
-        type to a name Python binds to an int on one path and a float on another: a
-        value returned that may be an int is refused (Python's code says it is not a
-        float)."""
-        for signature in kernel.signatures:
-            if signature in self.checked:
-                continue
-            self.checked.add(signature)
-            typemap = kernel.overloads[signature].type_annotation.typemap
-            for name, source in self.parts.returned:
-                kinds = {_kind_of(t) for key, t in typemap.items()
-                         if key == name or source and key.split(".")[0] == source}
-                if kinds - {"float"}:
-                    self.refuse(f"it returns {source or 'a value'}, which may hold an int "
-                                "where Python keeps it an int")
-                    return False
-        return True
 
-    def refuse(self, reason: str) -> None:
-        warnings.warn(f"{self.name} runs as Python code, not compiled by numba: {reason}",
-                      CompileWarning, stacklevel=5)
-        self.kernel = None
+class CompiledForward(_Compiled):
+    """``forward(*primals, *tangents)`` by the kernel: ``(value, tangent)``, or None as
+    the Python code gives it."""
+
+    floats_only = False  # (an int returned stays an int, as Python returns it)
+
+    def __call__(self, *args):
+        if self.kernel is None:
+            return self.python_code(*args)
+        raw = self.prologue(*args)
+        if raw is None:
+            return None
+        values = _converted(raw, self.kinds)
+        out = MISSING if values is None else self.run(values)
+        return self.python_code(*args) if out is MISSING else out
 
 
 def _kind_of(numba_type) -> str:

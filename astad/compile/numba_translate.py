@@ -60,43 +60,63 @@ def translate(tree: ast.FunctionDef) -> Parts:
     start = next((k for k, s in enumerate(body) if _assigns(s, "_vlast")), None)
     if start is None:
         raise CannotCompile("its code for floats has no flat tape", tree)
-    prologue_body, kernel_body = body[:start + 1], body[start + 1:]
-    params = [a.arg for a in tree.args.args]
-    kinds = _kinds(prologue_body, params)
-    bound = {n.id for s in prologue_body for n in ast.walk(s)
+    checks = [s for s in body[:start + 1]
+              if not (_assigns(s, "_tape") or _assigns(s, "_extend"))]
+    bound = {n.id for s in checks for n in ast.walk(s)
              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    read = {n.id for s in kernel_body for n in ast.walk(s)
+    # (the prologue's names the kernel reads: the slots of the arguments, the sink...)
+    carried = sorted((bound & _read(body[start + 1:])) - _TAPE_NAMES | {"_vlast"})
+    return _parts(tree, checks, body[start + 1:], carried, ["_vti", "_vtp"],
+                  "_vpos = 0\n_vcap = _vti.shape[0]\n_vnone = np.zeros(0)", "_vlayout")
+
+
+def translate_forward(tree: ast.FunctionDef) -> Parts:
+    """``tree`` (forward mode's ``*_jvp`` function, specialise/forward.py: checks of the
+    primals and tangents, then plain float code) as a Python prologue and a kernel."""
+    start = getattr(tree, "astad_checks", None)
+    if start is None:
+        raise CannotCompile("its forward-mode code has no checks apart", tree)
+    return _parts(tree, tree.body[:start], tree.body[start:], [], [], "", None,
+                  forward=True)
+
+
+def _read(statements: list) -> set:
+    return {n.id for s in statements for n in ast.walk(s)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    cells = [c for c in getattr(tree, "astad_cells", ()) if c in read]
-    carried = sorted((bound & read | {"_vlast"}) - set(params) - _TAPE_NAMES | {"_vlast"})
-    names = params + carried + cells
-    # the prologue, returning the kernel's arguments (as Python holds them) and the layout
+
+
+def _parts(tree, checks: list, body: list, carried: list, state: list, start: str,
+           layout: str | None, forward: bool = False) -> Parts:
+    """The prologue (``checks``, then the kernel's arguments as Python holds them and
+    the ``layout``, if any), and the kernel: ``start``, then ``body`` rewritten."""
+    params = [a.arg for a in tree.args.args]
+    kinds = _kinds(checks, params)
+    read = _read(body)  # (the kernel takes what it reads: not an int's tangent, None)
+    names = [p for p in params if p not in carried and p in read] + carried + \
+        [c for c in getattr(tree, "astad_cells", ()) if c in read]
     prologue = copy.deepcopy(tree)
     prologue.name = tree.name + "_prologue"
-    prologue.body = [s for s in copy.deepcopy(prologue_body)
-                     if not (_assigns(s, "_tape") or _assigns(s, "_extend"))]
-    prologue.body.append(ast.Return(ast.Tuple(
-        [ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load()),
-         ast.Name("_vlayout", ast.Load())], ast.Load())))
+    returned = ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load())
+    if layout is not None:
+        returned = ast.Tuple([returned, ast.Name(layout, ast.Load())], ast.Load())
+    prologue.body = copy.deepcopy(checks) + [ast.Return(returned)]
     for name in ("astad_cells", "astad_callees"):
         setattr(prologue, name, getattr(tree, name, () if name == "astad_cells" else {}))
     ast.fix_missing_locations(prologue)
-    kinds = tuple(kinds.get(n, "plain" if n in params else "local") for n in names)
-    rewriter = _Kernel(set(names), tree)
-    kernel_body = rewriter.block(copy.deepcopy(kernel_body))
+    rewriter = _Kernel(set(names), tree, forward)
     kernel = ast.FunctionDef(
         name="kernel", args=ast.arguments(
-            posonlyargs=[], args=[ast.arg(n) for n in names + ["_vti", "_vtp"]],
-            vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=ast.parse("_vpos = 0\n_vcap = _vti.shape[0]\n_vnone = np.zeros(0)").body +
-        kernel_body,
+            posonlyargs=[], args=[ast.arg(n) for n in names + state], vararg=None,
+            kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=ast.parse(start).body + rewriter.block(copy.deepcopy(body)),
         decorator_list=[], returns=None)
     if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
         kernel.type_params = []
-    ast.fix_missing_locations(kernel)
     text = "\n\n".join(ast.unparse(ast.fix_missing_locations(f))
                        for f in rewriter.nested + [kernel])
-    return Parts(prologue, kinds, text, rewriter.returned, rewriter.width,
+    return Parts(prologue, tuple(kinds.get(n, "plain" if n in params else "local")
+                                 for n in names),
+                 text, rewriter.returned, rewriter.width,
                  {**rewriter.namespace, **_always()}, tuple(f.name for f in rewriter.nested))
 
 
@@ -125,6 +145,8 @@ def _kinds(prologue: list, params: list) -> dict:
             kind = {"float_lists": "vector", "float_rows": "matrix"}.get(node.func.attr)
             if kind is not None:
                 kinds.update({a.id: kind for a in node.args if isinstance(a, ast.Name)})
+            elif node.func.attr == "floats":
+                kinds.update({a.id: "float" for a in node.args if isinstance(a, ast.Name)})
             elif node.func.attr in ("plain_data", "record_values", "is_record"):
                 raise CannotCompile("a dataclass argument (the compiled backend takes "
                                     "floats, lists of floats and float arrays)", node)
@@ -138,8 +160,8 @@ def _kinds(prologue: list, params: list) -> dict:
 class _Kernel(ast.NodeTransformer):
     """The statements after the prologue, rewritten for numba (the module docstring)."""
 
-    def __init__(self, arguments: set, tree):
-        self.arguments, self.tree = arguments, tree
+    def __init__(self, arguments: set, tree, forward: bool = False):
+        self.arguments, self.tree, self.forward = arguments, tree, forward
         self.assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and
                          isinstance(n.ctx, ast.Store)} | \
             {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | set(_STATE)
@@ -234,7 +256,7 @@ class _Kernel(ast.NodeTransformer):
         ``(value, index, _vlast)``, as ``f(..., _vlast, <the tape's state>, _vsink)``
         returning ``(value, index, _vlast, _vpos)``."""
         if s.decorator_list or s.args.vararg or s.args.kwarg or s.args.kwonlyargs or \
-                s.args.defaults or "_extend" not in [a.arg for a in s.args.args]:
+                s.args.defaults or self.forward == ("_extend" in [a.arg for a in s.args.args]):
             self.refuse(f"the function {s.name} defined inside", s)
         s.args.args = [new for a in s.args.args for new in (
             [ast.arg(n) for n in _STATE] if a.arg == "_extend" else [a])]
@@ -247,16 +269,27 @@ class _Kernel(ast.NodeTransformer):
     def function_call(self, s):
         call = s.value
         target = s.targets[0]
-        if not (isinstance(target, ast.Tuple) and len(target.elts) == 3):
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == (2 if self.forward
+                                                                         else 3)):
             self.refuse(f"{ast.unparse(s)!r}", s)
         call.args = [self.visit(new) for a in call.args for new in (
             [ast.Name(n, ast.Load()) for n in _STATE]
             if isinstance(a, ast.Name) and a.id == "_extend" else [a])]
-        target.elts = [self.visit(t) for t in target.elts] + [ast.Name("_vpos", ast.Store())]
+        target.elts = [self.visit(t) for t in target.elts]
+        if not self.forward:  # (and the tape's count)
+            target.elts.append(ast.Name("_vpos", ast.Store()))
         return s
 
     def returning(self, s):
         call = s.value
+        if self.forward:  # (value, tangent): as they are, each name's type checked
+            if not isinstance(call, ast.Tuple) or len(call.elts) != 2:
+                self.refuse(f"{ast.unparse(s)!r}", s)
+            if not self.in_function:
+                self.returned += [(None, n.id) for n in ast.walk(call)
+                                  if isinstance(n, ast.Name)]
+            s.value = self.visit(call)
+            return s
         if self.in_function:  # (return value, index, _vlast: and the tape's count)
             if not (isinstance(call, ast.Tuple) and len(call.elts) == 3):
                 self.refuse(f"{ast.unparse(s)!r}", s)

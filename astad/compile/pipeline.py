@@ -81,6 +81,7 @@ def build(fn, preaccumulate: bool = True, as_method: bool = False, callees=None)
     if forward is not None:  # forward mode on float arguments
         function, text, unchecked = forward
         entry.forward, recipes["forward"] = compile_as(function, fn, parsed.filename)
+        entry.forward_tree = function
         entry.forward_source = text
         if unchecked is not None:
             entry.forward_unchecked, recipes["forward_unchecked"] = compile_as(

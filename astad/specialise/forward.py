@@ -132,6 +132,9 @@ def write_forward(root, fn, local_names: set, filename: str, dependencies: list)
     prologue = [(f"    {text}", root.lineno) for text in writer.prologue]
     function, text = parse_with_user_lines(head + prologue + body, root.lineno,
                                            writer.classes, writer.cells)
+    # (where the checks end: a compiled backend keeps them Python, compile/numba_translate)
+    function.astad_checks = len(function.body) - len(
+        parse_with_user_lines(head[:1] + body, root.lineno)[0].body)
     unchecked = None  # the same without the checks, for callers that made them (all floats)
     if all(writer.kinds[p] == "float" for p in writer.params):
         unchecked = parse_with_user_lines(head[:2] + prologue + body, root.lineno,
