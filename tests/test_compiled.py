@@ -154,6 +154,37 @@ def test_compiled_forward_mode_equals_the_python_code(name, monkeypatch):
     assert decorated.jvp(args, tangents) == got
 
 
+@pytest.mark.parametrize("name", ["pendulum", "particles", "decay", "smoothed_steps",
+                                  "monte_carlo_path"])
+def test_compiled_hessian_vector_products(name, monkeypatch):
+    """``jvp(grad(f, compile="numba"), ...)`` runs the Hessian-vector code (reverse mode
+    over forward mode's code for floats, api/hvp.py) compiled: the same numbers as that
+    code, bit for bit, and central differences of the gradient. The pendulum leaves a
+    parameter to its default (before, that sent the product to the general path)."""
+    fn, args = getattr(P, name), _args(name)
+    argnums = tuple(k for k, a in enumerate(args) if not isinstance(a, int))
+    tangents = _tangents(args, 7 * len(name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        got = astad.jvp(astad.grad(fn, argnums=argnums, compile="numba"), args, tangents)
+    call = codegen.transformed(fn).compiled.get(("numba", "hvp"))
+    assert call, name
+    ran = _counting(call, monkeypatch)
+    again = astad.jvp(astad.grad(fn, argnums=argnums, compile="numba"), args, tangents)
+    assert again == got and ran["python"] == 0
+    assert got == astad.jvp(astad.grad(fn, argnums=argnums), args, tangents)
+    h = 1e-5
+    shifted = [[a + s * h * t for a, t in zip(arg, tangent)] if isinstance(arg, list)
+               else arg if tangent is None else arg + s * h * tangent
+               for s in (1, -1) for arg, tangent in zip(args, tangents)]
+    grad = astad.grad(fn, argnums=argnums)
+    up, down = grad(*shifted[:len(args)]), grad(*shifted[len(args):])
+    numeric = [(u - d) / (2 * h) for u, d in zip(_flat(up), _flat(down))]
+    assert _flat(got[1]) == pytest.approx(numeric, rel=1e-3, abs=1e-6)
+    general = astad.jvp(lambda *a: grad(*a), args, tangents)  # (forward duals through
+    assert _flat(got[1]) == pytest.approx(_flat(general[1]), rel=1e-9, abs=1e-12)  # reverse)
+
+
 def test_arrays_tuples_and_lists_take_the_kernel(monkeypatch):
     compiled = astad.reverse_diff(P.dot, compile="numba")
     x, y = np.linspace(0.1, 1.0, 7), np.linspace(-1.0, 2.0, 7)

@@ -23,9 +23,10 @@ import math
 import re
 
 from ..compile.entry import UNBUILT
+from ..compile.numba_backend import compiled_hvp
 from ..compile.pipeline import compile_as, front
 from ..errors import AstadError
-from .diff import DiffFunction
+from .diff import DiffFunction, with_defaults
 from ..specialise.expressions import CannotSpecialise
 from ..specialise.value_kinds import (float_lists, float_rows, floats, record_gradient,
                                      record_tangents, record_values)
@@ -165,6 +166,7 @@ def hvp_function(fn):
         return _general_reverse(tangent, plans, found)
     function, text = written
     compiled = compile_as(function, tangent, parsed.filename, keep_name=True)[0]
+    compiled.astad_tree, compiled.astad_of = function, tangent  # (a compiled backend's)
     return compiled, plans, text, found
 
 
@@ -210,13 +212,20 @@ def _built(entry, fn):
     return built
 
 
-def floats_code(entry, fn, n: int):
+def floats_code(entry, fn, n: int, backend=None):
     """The Hessian-vector code of ``fn`` (``code(*primals, *tangents) -> (t, flat)``,
     ``flat`` H v then the gradient) when its ``n`` parameters are all floats, or None."""
     built = _built(entry, fn)
     if not built or len(built[1]) != n or any(kind != "float" for kind, _ in built[1]):
         return None
-    return built[0]
+    return _code(entry, fn, built, backend)
+
+
+def _code(entry, fn, built, backend):
+    """The Hessian-vector code ``built``, compiled by ``backend`` where it can be."""
+    if backend is None:
+        return built[0]
+    return compiled_hvp(entry, fn, backend) or built[0]
 
 
 def hvp_source(entry, fn) -> str | None:
@@ -260,16 +269,22 @@ def _finite(values) -> bool:
     return math.isfinite(total)
 
 
-def hessian_vector_product(entry, fn, positions, single, primals, tangents):
+def hessian_vector_product(entry, fn, positions, single, primals, tangents, backend=None):
     """``(gradient, H v)`` of ``fn`` with respect to ``positions`` (as ``grad`` gives the
     gradient: one value if ``single``, else a tuple), or None where this code does not
-    apply (the general path runs)."""
+    apply (the general path runs). ``backend``: that code compiled (``compile=``)."""
     built = _built(entry, fn)
     if built is None:
         return None
-    function, plans = built[0], built[1]
-    if len(primals) != len(plans):
-        return None
+    function, plans = _code(entry, fn, built, backend), built[1]
+    if len(primals) != len(plans):  # (parameters left to their defaults: constants)
+        full = with_defaults(fn, tuple(primals), len(plans))
+        if full is None:
+            return None
+        tangents = tuple(tangents) + tuple(
+            0.0 if type(v) is float else [0.0] * len(v) if type(v) is list else None
+            for v in full[len(primals):])
+        primals = full
     if _floats_only(plans, primals, tangents):
         return of_floats(function, positions, single, primals, tangents)
     values, dots, at = [], [], []  # (at: each parameter's first argument of ``function``)

@@ -42,6 +42,7 @@ from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
 from .inline import kept_call, made_again, plain_call
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
+from .hvp import floats_code as floats_code_of
 from ..specialise.value_kinds import float_sequences, floats
 from ..compile.calls import rev as transformed_callable, resolvable_function
 from ..runtime.duals import is_nested, running
@@ -298,23 +299,24 @@ class grad(value_and_grad):  # noqa: N801
         """``jvp(self, primals, tangents)`` by the code written for floats when ``f`` has
         it (api/hvp.py: one reverse pass over forward mode's code), else None."""
         known = self.hvp_known
+        backend = self.options.get("compile")
         if known is not None and cached(known[0]) is known[1]:  # still current
             fun, entry, floats_code, n = known[:4]
             if floats_code is not None and len(primals) == n and \
                     floats(*primals, *tangents):
                 return of_floats(floats_code, *self._selection(n), primals, tangents)
             return hessian_vector_product(entry, fun, *self._selection(len(primals)),
-                                          primals, tangents)
+                                          primals, tangents, backend)
         fun = self._function()
         if self.options["has_aux"] or fun is None:
             return None
         entry = compiled.transformed(fun)
         out = hessian_vector_product(entry, fun, *self._selection(len(primals)), primals,
-                                     tangents)
+                                     tangents, backend)
         built = entry.hvp
         if built:  # (None: no code written for this function)
             plans = built[1]
-            floats_code = built[0] if all(kind == "float" for kind, _ in plans) else None
+            floats_code = floats_code_of(entry, fun, len(plans), backend)
             n = len(plans)
             self.hvp_known = HvpKnown(fun, entry, floats_code, n, entry.code,
                                       entry.dependencies, *self._selection(n))

@@ -63,6 +63,12 @@ def compiled_forward(entry, fn, backend: str):
     return _kept(entry, fn, backend, "forward")
 
 
+def compiled_hvp(entry, fn, backend: str):
+    """The Hessian-vector code written for ``fn`` (api/hvp.py: reverse mode's code with a
+    flat tape over forward mode's code) compiled, as ``compiled_tapeless``."""
+    return _kept(entry, fn, backend, "hvp")
+
+
 def _kept(entry, fn, backend: str, role: str):
     found = entry.compiled.get((backend, role))
     if found is None:
@@ -83,27 +89,32 @@ def _compiled(entry, fn, role: str):
         import numba  # noqa: F401
     except ImportError:
         raise CannotCompile("numba is not installed (pip install numba)") from None
+    python_code, of = entry.tapeless if role == "gradient" else entry.forward, fn
     tree = entry.tapeless_tree if role == "gradient" else entry.forward_tree
+    if role == "hvp":  # (entry.hvp: written when first asked for, api/hvp.py)
+        python_code = entry.hvp[0]
+        tree, of = getattr(python_code, "astad_tree", None), \
+            getattr(python_code, "astad_of", None)
+    if tree is None and role == "hvp":
+        raise CannotCompile("its Hessian-vector code is not written with a flat tape (a "
+                            "helper that recurses: reverse mode's general path runs it)")
     if tree is None:
         raise CannotCompile("astad writes no code for floats for it, so it runs on duals "
                             "(docs/compiled.md says which code that is)")
-    if role == "gradient" and not entry.tapes:
-        raise CannotCompile("it has no loop: its code for floats keeps no tape, and runs "
-                            "as fast as a Python call of it allows")
     parts = getattr(tree, "astad_numba", None)
     if parts is None:  # (kept on the tree, which every function of its code shares)
         try:
-            parts = translate(tree) if role == "gradient" else translate_forward(tree)
+            parts = translate_forward(tree) if role == "forward" else translate(tree)
         except CannotCompile as refusal:
             parts = refusal
         tree.astad_numba = parts
     if isinstance(parts, CannotCompile):
         raise parts
     from .pipeline import compile_as
-    prologue, _ = compile_as(parts.prologue, fn, fn.__code__.co_filename, keep_name=True)
-    if role == "gradient":
-        return CompiledGradient(parts, prologue, entry.tapeless, fn)
-    return CompiledForward(parts, prologue, entry.forward, fn)
+    prologue, _ = compile_as(parts.prologue, of, of.__code__.co_filename, keep_name=True)
+    if role == "forward":
+        return CompiledForward(parts, prologue, python_code, fn)
+    return CompiledGradient(parts, prologue, python_code, fn)
 
 
 def _kernel(parts):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 
 
 VALUE, NONE, FULL = 0, 1, 2  # what a kernel's call gave: a value, None, a tape too short
@@ -33,8 +34,19 @@ class CannotCompile(Exception):
         self.reason, self.line = reason, getattr(node, "lineno", None)
 
 
-_STATE = ("_vti", "_vtp", "_vpos", "_vcap")  # the tape's state a nested function takes
-_TAPE_NAMES = {"_vlast", "_tape", "_extend", "_vlayout"}  # (the Python tape's own)
+def names_of(tree) -> dict:
+    """The names the written code uses for its tape (specialise/loops.py: ``tape``,
+    ``extend``, ``last``, ``sink``, ``layout``, prefixed so that no user name starts like
+    them), and the kernel's own names, made with the same prefix: the tape's arrays
+    ``ti`` (slots) and ``tp`` (partials), the count of their items ``pos``, their
+    capacity ``cap``, an empty array ``none``, returned values ``ret``."""
+    written = getattr(tree, "astad_names", None) or \
+        {"tape": "_tape", "extend": "_extend", "temp": "_v"}
+    temp = written["temp"]
+    names = {key: temp + key for key in ("last", "sink", "layout", "ti", "tp", "pos", "cap",
+                                         "none", "ret")}
+    names.update(tape=written["tape"], extend=written["extend"])
+    return names
 _SHAPE_NAMES = {"len", "range", "zip", "enumerate", "abs", "float", "bool"}
 _BINARY = {ast.Add: "checked_add", ast.Sub: "checked_sub", ast.Mult: "checked_mul",
            ast.Pow: "checked_pow", ast.LShift: "checked_lshift"}
@@ -56,18 +68,21 @@ class Parts:
 def translate(tree: ast.FunctionDef) -> Parts:
     """``tree`` (a ``*_floats`` function of specialise/loops.py) as a Python prologue and
     a numba kernel's text; raises CannotCompile."""
-    body = tree.body
-    start = next((k for k, s in enumerate(body) if _assigns(s, "_vlast")), None)
+    body, n = tree.body, names_of(tree)
+    start = next((k for k, s in enumerate(body) if _assigns(s, n["last"])), None)
     if start is None:
-        raise CannotCompile("its code for floats has no flat tape", tree)
+        raise CannotCompile("it has no loop: its code for floats keeps no tape, and runs "
+                            "as fast as a Python call of it allows", tree)
     checks = [s for s in body[:start + 1]
-              if not (_assigns(s, "_tape") or _assigns(s, "_extend"))]
-    bound = {n.id for s in checks for n in ast.walk(s)
-             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+              if not (_assigns(s, n["tape"]) or _assigns(s, n["extend"]))]
+    bound = {name.id for s in checks for name in ast.walk(s)
+             if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)}
     # (the prologue's names the kernel reads: the slots of the arguments, the sink...)
-    carried = sorted((bound & _read(body[start + 1:])) - _TAPE_NAMES | {"_vlast"})
-    return _parts(tree, checks, body[start + 1:], carried, ["_vti", "_vtp"],
-                  "_vpos = 0\n_vcap = _vti.shape[0]\n_vnone = np.zeros(0)", "_vlayout")
+    tape_names = {n["tape"], n["extend"], n["layout"]}
+    carried = sorted((bound & _read(body[start + 1:])) - tape_names | {n["last"]})
+    return _parts(tree, checks, body[start + 1:], carried, [n["ti"], n["tp"]],
+                  f"{n['pos']} = 0\n{n['cap']} = {n['ti']}.shape[0]\n"
+                  f"{n['none']} = np.zeros(0)", n["layout"])
 
 
 def translate_forward(tree: ast.FunctionDef) -> Parts:
@@ -103,7 +118,7 @@ def _parts(tree, checks: list, body: list, carried: list, state: list, start: st
     for name in ("astad_cells", "astad_callees"):
         setattr(prologue, name, getattr(tree, name, () if name == "astad_cells" else {}))
     ast.fix_missing_locations(prologue)
-    rewriter = _Kernel(set(names), tree, forward)
+    rewriter = _Kernel(set(names), tree, names_of(tree), forward)
     kernel = ast.FunctionDef(
         name="kernel", args=ast.arguments(
             posonlyargs=[], args=[ast.arg(n) for n in names + state], vararg=None,
@@ -160,11 +175,14 @@ def _kinds(prologue: list, params: list) -> dict:
 class _Kernel(ast.NodeTransformer):
     """The statements after the prologue, rewritten for numba (the module docstring)."""
 
-    def __init__(self, arguments: set, tree, forward: bool = False):
+    def __init__(self, arguments: set, tree, names: dict, forward: bool = False):
         self.arguments, self.tree, self.forward = arguments, tree, forward
+        self.n = names
+        # the tape's state a function defined inside takes and gives back
+        self.state = [names[key] for key in ("ti", "tp", "pos", "cap")]
         self.assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and
                          isinstance(n.ctx, ast.Store)} | \
-            {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | set(_STATE)
+            {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | set(self.state)
         # the functions the writer defines inside (a helper that recurses, or returns in
         # a loop): each a numba function of its own, taking the tape's state
         self.functions = {n.name for n in ast.walk(tree)
@@ -198,7 +216,7 @@ class _Kernel(ast.NodeTransformer):
                 isinstance(s.value.func, ast.Name) and s.value.func.id in self.functions:
             return self.function_call(s)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
-                isinstance(s.value.func, ast.Name) and s.value.func.id == "_extend":
+                isinstance(s.value.func, ast.Name) and s.value.func.id == self.n["extend"]:
             return self.entry(s, s.value)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
                 isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "append":
@@ -239,16 +257,17 @@ class _Kernel(ast.NodeTransformer):
         # (written only while they fit: the count goes on, and a call whose tape did not
         # fit runs again with arrays of the size it counted; growing the arrays here would
         # make numba count references to them at every entry, 4x slower)
-        out = ast.parse(f"if _vpos + {width} <= _vcap:\n    pass").body
+        n = self.n
+        out = ast.parse(f"if {n['pos']} + {width} <= {n['cap']}:\n    pass").body
         writes = out[0].body = []
         for k in range(width):
-            for array, item in (("_vti", items[2 * k]), ("_vtp", items[2 * k + 1])):
+            for array, item in ((n["ti"], items[2 * k]), (n["tp"], items[2 * k + 1])):
                 writes.append(ast.Assign(
                     targets=[ast.Subscript(ast.Name(array, ast.Load()),
-                                           ast.parse(f"_vpos + {k}").body[0].value,
+                                           ast.parse(f"{n['pos']} + {k}").body[0].value,
                                            ast.Store())],
                     value=self.visit(item)))
-        out += ast.parse(f"_vpos = _vpos + {width}").body
+        out += ast.parse(f"{n['pos']} = {n['pos']} + {width}").body
         return [ast.copy_location(n, s) for n in out]
 
     def function(self, s):
@@ -256,10 +275,11 @@ class _Kernel(ast.NodeTransformer):
         ``(value, index, _vlast)``, as ``f(..., _vlast, <the tape's state>, _vsink)``
         returning ``(value, index, _vlast, _vpos)``."""
         if s.decorator_list or s.args.vararg or s.args.kwarg or s.args.kwonlyargs or \
-                s.args.defaults or self.forward == ("_extend" in [a.arg for a in s.args.args]):
+                s.args.defaults or \
+                self.forward == (self.n["extend"] in [a.arg for a in s.args.args]):
             self.refuse(f"the function {s.name} defined inside", s)
         s.args.args = [new for a in s.args.args for new in (
-            [ast.arg(n) for n in _STATE] if a.arg == "_extend" else [a])]
+            [ast.arg(n) for n in self.state] if a.arg == self.n["extend"] else [a])]
         outer, self.in_function = self.in_function, True
         s.body = self.block(s.body)
         self.in_function = outer
@@ -273,11 +293,11 @@ class _Kernel(ast.NodeTransformer):
                                                                          else 3)):
             self.refuse(f"{ast.unparse(s)!r}", s)
         call.args = [self.visit(new) for a in call.args for new in (
-            [ast.Name(n, ast.Load()) for n in _STATE]
-            if isinstance(a, ast.Name) and a.id == "_extend" else [a])]
+            [ast.Name(n, ast.Load()) for n in self.state]
+            if isinstance(a, ast.Name) and a.id == self.n["extend"] else [a])]
         target.elts = [self.visit(t) for t in target.elts]
         if not self.forward:  # (and the tape's count)
-            target.elts.append(ast.Name("_vpos", ast.Store()))
+            target.elts.append(ast.Name(self.n["pos"], ast.Store()))
         return s
 
     def returning(self, s):
@@ -293,23 +313,25 @@ class _Kernel(ast.NodeTransformer):
         if self.in_function:  # (return value, index, _vlast: and the tape's count)
             if not (isinstance(call, ast.Tuple) and len(call.elts) == 3):
                 self.refuse(f"{ast.unparse(s)!r}", s)
-            call.elts = [self.visit(e) for e in call.elts] + [ast.Name("_vpos", ast.Load())]
+            call.elts = [self.visit(e) for e in call.elts] + \
+                [ast.Name(self.n["pos"], ast.Load())]
             return s
+        n = self.n
         if isinstance(call, ast.Constant) and call.value is None:
             return ast.copy_location(ast.parse(
-                "return 0.0, _vnone, _vpos, NONE").body[0], s)
+                f"return 0.0, {n['none']}, {n['pos']}, NONE").body[0], s)
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and
                 call.func.attr == "tape_gradient_of"):
             self.refuse("a return of another kind than one float (a Jacobian's rows are "
                         "not compiled yet)", s)
         _, width, value, index, sink, _ = call.args
-        name = f"_vret{len(self.returned)}"
+        name = f"{n['ret']}{len(self.returned)}"
         self.returned.append((name, value.id if isinstance(value, ast.Name) else None))
         text = (f"{name} = 0\n"
-                f"if _vpos > _vcap:\n"
-                f"    return 0.0, _vnone, _vpos, FULL\n"
-                f"return {name}, swept(_vti, _vtp, _vpos, {width.value}, _vindex, "
-                f"_vsink), _vpos, VALUE")
+                f"if {n['pos']} > {n['cap']}:\n"
+                f"    return 0.0, {n['none']}, {n['pos']}, FULL\n"
+                f"return {name}, swept({n['ti']}, {n['tp']}, {n['pos']}, {width.value}, "
+                f"INDEX, SINK), {n['pos']}, VALUE")
         out = ast.parse(text).body
         out[0].value = self.visit(value)
         out[2].value.elts[1].args[4] = self.visit(index)
@@ -346,7 +368,7 @@ class _Kernel(ast.NodeTransformer):
 
     def visit_Name(self, node):
         name = node.id
-        if name in _TAPE_NAMES and name != "_vlast":
+        if name in (self.n["tape"], self.n["extend"], self.n["layout"]):
             self.refuse("the tape read as a list", node)
         if isinstance(node.ctx, ast.Store) or name in self.arguments or \
                 name in self.assigned or name in _SHAPE_NAMES or name in self.functions:
@@ -393,6 +415,14 @@ class _Kernel(ast.NodeTransformer):
             for arg in args[1:]:  # (max(a, b, c): compared left to right, as Python does)
                 out = self.call(f"python_{func.id}", [out, arg], node)
             return out
+        if isinstance(func, ast.Name) and func.id == "float" and len(node.args) == 1 and \
+                isinstance(node.args[0], ast.Constant) and type(node.args[0].value) is str:
+            value = float(node.args[0].value)  # (float("inf") of the rules' partials)
+            name = {math.inf: "INF", -math.inf: "NEG_INF"}.get(value, "NAN")
+            if value == value and name == "NAN":
+                return ast.copy_location(ast.Constant(value), node)
+            self.namespace[name] = value
+            return ast.copy_location(ast.Name(name, ast.Load()), node)
         if isinstance(func, ast.Name) and func.id == "int" and len(node.args) == 1:
             return self.call("to_int", [self.visit(node.args[0])], node)
         if isinstance(func, ast.Name) and func.id == "sum":

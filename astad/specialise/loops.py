@@ -611,7 +611,10 @@ def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: 
         else:
             lines.append((text.replace(", _width_, ", f", {width}, "), line))
     head = [(text.replace("{width}", str(width)), line) for text, line in head]
-    return parse_with_user_lines(head + lines, root.lineno, writer.classes, writer.cells)
+    function, text = parse_with_user_lines(head + lines, root.lineno, writer.classes,
+                                           writer.cells)
+    function.astad_names = writer.names  # (its own names: compile/numba_translate reads them)
+    return function, text
 
 
 def user_scope(writer, root, fn, params, kinds, local_names, filename, found):
