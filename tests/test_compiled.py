@@ -306,6 +306,13 @@ def _no_loop(x, y):
     return x * math.sin(y)
 
 
+def _numpy_scalars(xs):
+    s = 0.0
+    for v in xs:
+        s += np.exp(v) * v
+    return s
+
+
 def _closure_loop(scale):
     def f(xs):
         s = 0.0
@@ -318,7 +325,8 @@ def _closure_loop(scale):
 def test_what_is_not_compiled_says_why_once_and_runs_as_python():
     cases = [(_energy, (Body(1.0, 2.0), 3), "dataclass"),
              (_no_loop, (1.0, 2.0), "no loop"),
-             (P.maybe_int, ([1.0, 2.0],), "may hold an int")]
+             (P.maybe_int, ([1.0, 2.0],), "may hold an int"),
+             (_numpy_scalars, ([1.0, 2.0],), "no code for floats")]
     for fn, args, reason in cases:
         compiled = astad.reverse_diff(fn, compile="numba")
         with pytest.warns(CompileWarning, match=reason) as said:
@@ -328,6 +336,13 @@ def test_what_is_not_compiled_says_why_once_and_runs_as_python():
         with warnings.catch_warnings():
             warnings.simplefilter("error", CompileWarning)  # (said once)
             assert compiled.value_and_grad(*args) == got
+    with pytest.warns(CompileWarning, match="forward.*dataclass"):
+        assert astad.jvp(_energy, (Body(1.0, 2.0), 3), (Body(1.0, 0.0), None),
+                         compile="numba") == astad.jvp(_energy, (Body(1.0, 2.0), 3),
+                                                       (Body(1.0, 0.0), None))
+    with pytest.warns(CompileWarning, match="forward.*no code for floats"):
+        assert astad.jvp(_numpy_scalars, ([1.0, 2.0],), ([1.0, 0.0],), compile="numba") \
+            == astad.jvp(_numpy_scalars, ([1.0, 2.0],), ([1.0, 0.0],))
 
 
 def test_closures_are_read_at_call_time():

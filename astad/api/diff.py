@@ -219,6 +219,8 @@ class DiffFunction:
         """``(value, gradient)`` by the specialised float code (specialise/straight_line.py,
         specialise/loops.py), or None where it does not apply (``specialised``)."""
         entry = self.entry
+        if self.backend is not None and entry.tapeless is None:
+            compiled_tapeless(entry, self.fn, self.backend)  # (it says why: nothing to compile)
         if kwargs or entry.tapeless is None or len(args) != entry.arity and \
                 with_defaults(self.fn, args, entry.arity) is None:
             return None  # (before the selection, whose argnums may not fit this call)

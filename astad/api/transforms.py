@@ -441,6 +441,8 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False,
                           for p, t in zip(primals, tangents))
         entry = cached(fun) or (compiled.transformed(fun) if resolvable_function(fun)
                                         else None)  # (cached: it was resolvable)
+        if backend is not None and entry is not None and entry.forward is None:
+            compiled_forward(entry, fun, backend)  # (it says why there is nothing to compile)
         full = None if entry is None or entry.forward is None else \
             with_defaults(fun, tuple(primals), entry.arity)
         if full is not None:

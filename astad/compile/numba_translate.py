@@ -231,6 +231,10 @@ class _Kernel(ast.NodeTransformer):
                 s.test = self.visit(s.test)
             s.body, s.orelse = self.block(s.body), self.block(s.orelse)
             return s
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) and \
+                s.target.id == self.n["last"]:  # (the entries' count: astad's own, small)
+            return ast.copy_location(ast.Assign(targets=[s.target], value=ast.BinOp(
+                ast.Name(s.target.id, ast.Load()), s.op, self.visit(s.value))), s)
         if isinstance(s, ast.AugAssign):
             if not isinstance(s.target, (ast.Name, ast.Subscript)):
                 self.refuse("an augmented assignment to an attribute", s)
