@@ -202,19 +202,16 @@ class CompiledGradient(_Compiled):
         if values is None:  # kinds numba would compute otherwise (an int, None)
             return self.python_code(*args)
         local = self.local
-        slots = getattr(local, "slots", None)
-        if slots is None:
-            slots, partials = np.empty(4096, np.int64), np.empty(4096, np.float64)
-        else:
-            partials = local.partials
-            local.slots = local.partials = None  # (a call from inside this one: its own)
-        out = self.run(values, slots, partials)
+        arrays = getattr(local, "arrays", None)
+        local.arrays = None  # (a call from inside this one makes its own)
+        sink = values[self.parts.sink_at]
+        if arrays is None or len(arrays[2]) < sink + 1 + len(arrays[0]):
+            arrays = _tape_arrays(len(arrays[0]) if arrays else 4096, sink)
+        out = self.run(values, *arrays)
         if out is not MISSING and out[3] == FULL:  # (once per larger tape: kept after)
-            used = out[2]
-            slots = np.empty(used + used // 4, np.int64)
-            partials = np.empty(used + used // 4, np.float64)
-            out = self.run(values, slots, partials)
-        local.slots, local.partials = slots, partials
+            arrays = _tape_arrays(out[2] + out[2] // 4, sink)
+            out = self.run(values, *arrays)
+        local.arrays = arrays
         if out is MISSING:
             return self.python_code(*args)
         value, adjoint, _, status = out
@@ -238,6 +235,15 @@ class CompiledForward(_Compiled):
         values = _converted(raw, self.kinds)
         out = MISSING if values is None else self.run(values)
         return self.python_code(*args) if out is MISSING else out
+
+
+def _tape_arrays(size: int, sink: int) -> tuple:
+    """The tape's slots and partials, ``size`` items each, and room for the sweep's
+    adjoints. The partials start 64 bytes past a page's offset of the slots: two arrays
+    at the same offset in their pages make the processor take a write to one for a read
+    of the other (4K aliasing), a fifth of the kernel's time measured."""
+    return (np.empty(size, np.int64), np.empty(size + 8, np.float64)[8:],
+            np.empty(sink + 1 + size + 16, np.float64)[16:])
 
 
 def _kind_of(numba_type) -> str:

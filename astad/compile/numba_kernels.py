@@ -30,7 +30,9 @@ from numba.extending import overload
 from ..rules.scalar import rule_namespace
 from ..rules.scalar_general import inverse, sign
 
-JIT = {"error_model": "python", "boundscheck": True, "nogil": True}
+# (no bounds checked by numba: the kernel's reads and writes of the user's values go
+# through checked_get and checked_set, its own of the tape are within what it counted)
+JIT = {"error_model": "python", "boundscheck": False, "nogil": True}
 njit = numba.njit(**JIT)
 
 _INT = types.Integer
@@ -59,6 +61,52 @@ def checked_pow(a, b):
 
 def checked_lshift(a, b):
     """``a << b``."""
+
+
+def checked_get(a, i):
+    """``a[i]``: an index past either end raises IndexError, a negative one counts from
+    the end, as Python's."""
+
+
+def checked_set(a, i, value):
+    """``a[i] = value``, checked as ``checked_get``."""
+
+
+def _indexable(a, i) -> bool:
+    return isinstance(a, (types.Array, types.List)) and \
+        isinstance(i, (types.Integer, types.Boolean))
+
+
+@overload(checked_get, inline="never")
+def _get(a, i):
+    if not _indexable(a, i):
+        return None
+
+    def impl(a, i):
+        n = len(a)
+        k = np.int64(i)
+        if k < 0:
+            k += n
+        if k < 0 or k >= n:
+            raise IndexError("index out of range")
+        return a[k]
+    return impl
+
+
+@overload(checked_set, inline="never")
+def _set(a, i, value):
+    if not _indexable(a, i):
+        return None
+
+    def impl(a, i, value):
+        n = len(a)
+        k = np.int64(i)
+        if k < 0:
+            k += n
+        if k < 0 or k >= n:
+            raise IndexError("assignment index out of range")
+        a[k] = value
+    return impl
 
 
 # (each checks before it computes: a signed overflow is undefined to LLVM, which may
@@ -242,32 +290,58 @@ def _pairwise(a, low, n):
 
 @njit
 def numpy_sum(a):
-    """``np.sum`` of a 1-d float64 array, numpy's value to the last bit."""
+    """``np.sum`` of a 1-d float64 array, numpy's value to the last bit (numpy 2.3 and
+    later: one pairwise sum of the whole array)."""
     return _pairwise(a, 0, a.shape[0])
+
+
+@njit
+def numpy_sum_chunked(a):
+    """The same by numpy before 2.3, which sums a contiguous array in chunks of its
+    buffer's 8,192 items, one after another, each pairwise."""
+    n = a.shape[0]
+    total, low = 0.0, 0
+    while low < n:
+        m = min(8192, n - low)
+        total += _pairwise(a, low, m)
+        low += m
+    return total
 
 
 @njit
 def numpy_mean(a):
     if a.shape[0] == 0:
         raise ValueError("the mean of an empty array")
-    return _pairwise(a, 0, a.shape[0]) / a.shape[0]
+    return numpy_sum(a) / a.shape[0]
 
 
-_AGREES: list = []
+@njit
+def numpy_mean_chunked(a):
+    if a.shape[0] == 0:
+        raise ValueError("the mean of an empty array")
+    return numpy_sum_chunked(a) / a.shape[0]
 
 
-def numpy_sums_agree() -> bool:
-    """Does this numpy's ``np.sum`` add in the order of ``numpy_sum``? (Checked once, on
-    sums whose rounding shows the order.)"""
-    if not _AGREES:
+_ORDER: list = []
+
+
+def numpy_sum_order() -> str | None:
+    """How this numpy's ``np.sum`` adds: "" (``numpy_sum``'s order), "_chunked"
+    (``numpy_sum_chunked``'s), or None (neither: not compiled). Checked once, on sums
+    whose rounding shows the order."""
+    if not _ORDER:
         rng = np.random.default_rng(12345)
-        agree = True
-        for n in (0, 1, 5, 8, 9, 17, 127, 128, 129, 300, 1000, 8193, 20001):
-            a = rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)
-            agree = agree and float(np.sum(a)) == numpy_sum(a) and \
-                (n == 0 or float(np.mean(a)) == numpy_mean(a))
-        _AGREES.append(agree)
-    return _AGREES[0]
+        sizes = (0, 1, 5, 8, 9, 17, 127, 128, 129, 300, 1000, 8193, 20001, 70000)
+        arrays = [rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n) for n in sizes]
+        found = None
+        for suffix, total, mean in (("", numpy_sum, numpy_mean),
+                                    ("_chunked", numpy_sum_chunked, numpy_mean_chunked)):
+            if all(float(np.sum(a)) == total(a) and
+                   (not len(a) or float(np.mean(a)) == mean(a)) for a in arrays):
+                found = suffix
+                break
+        _ORDER.append(found)
+    return _ORDER[0]
 
 
 @njit
@@ -290,11 +364,15 @@ def reversed_stop(a, b, c):
 
 
 @njit
-def swept(slots, partials, used, width, index, sink):
+def swept(slots, partials, used, width, index, sink, room):
     """The adjoints of slots ``0 .. sink`` (the arguments' floats) after one sweep of the
-    flat tape seeded at ``index``, in the order runtime.tape.sweep_flat adds them."""
+    flat tape seeded at ``index``, in the order runtime.tape.sweep_flat adds them; the
+    adjoints kept in ``room`` where it is large enough (a fresh array of that size would
+    fault its pages in at every call)."""
     entries = used // width
-    adjoint = np.zeros(sink + 1 + entries)
+    need = sink + 1 + entries
+    adjoint = room[:need] if room.shape[0] >= need else np.empty(need)
+    adjoint[:] = 0.0
     adjoint[index] = 1.0
     for e in range(entries - 1, -1, -1):
         g = adjoint[sink + 1 + e]

@@ -43,8 +43,8 @@ def names_of(tree) -> dict:
     written = getattr(tree, "astad_names", None) or \
         {"tape": "_tape", "extend": "_extend", "temp": "_v"}
     temp = written["temp"]
-    names = {key: temp + key for key in ("last", "sink", "layout", "ti", "tp", "pos", "cap",
-                                         "none", "ret")}
+    names = {key: temp + key for key in ("last", "sink", "layout", "ti", "tp", "adj", "pos",
+                                         "cap", "none", "ret")}
     names.update(tape=written["tape"], extend=written["extend"])
     return names
 _SHAPE_NAMES = {"len", "range", "zip", "enumerate", "abs", "float", "bool"}
@@ -58,8 +58,9 @@ class Parts:
     """What ``translate`` makes of one written function."""
 
     def __init__(self, prologue, kinds, kernel_text, returned, width, namespace,
-                 functions=()):
+                 functions=(), sink_at=None):
         self.prologue, self.kinds, self.kernel_text = prologue, kinds, kernel_text
+        self.sink_at = sink_at  # (which of the kernel's arguments is the sink's slot)
         self.functions = functions  # the kernel's own functions (a recursive helper's)
         self.returned, self.width, self.namespace = returned, width, namespace
         self.kernel = None  # (compiled by numba_backend, per argument types)
@@ -80,7 +81,7 @@ def translate(tree: ast.FunctionDef) -> Parts:
     # (the prologue's names the kernel reads: the slots of the arguments, the sink...)
     tape_names = {n["tape"], n["extend"], n["layout"]}
     carried = sorted((bound & _read(body[start + 1:])) - tape_names | {n["last"]})
-    return _parts(tree, checks, body[start + 1:], carried, [n["ti"], n["tp"]],
+    return _parts(tree, checks, body[start + 1:], carried, [n["ti"], n["tp"], n["adj"]],
                   f"{n['pos']} = 0\n{n['cap']} = {n['ti']}.shape[0]\n"
                   f"{n['none']} = np.zeros(0)", n["layout"])
 
@@ -132,7 +133,9 @@ def _parts(tree, checks: list, body: list, carried: list, state: list, start: st
     return Parts(prologue, tuple(kinds.get(n, "plain" if n in params else "local")
                                  for n in names),
                  text, rewriter.returned, rewriter.width,
-                 {**rewriter.namespace, **_always()}, tuple(f.name for f in rewriter.nested))
+                 {**rewriter.namespace, **_always()}, tuple(f.name for f in rewriter.nested),
+                 names.index(names_of(tree)["sink"]) if names_of(tree)["sink"] in names
+                 else None)
 
 
 def _always() -> dict:
@@ -242,7 +245,17 @@ class _Kernel(ast.NodeTransformer):
             load.ctx = ast.Load()
             s = ast.copy_location(ast.Assign(
                 targets=[s.target], value=ast.BinOp(load, s.op, s.value)), s)
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and \
+                isinstance(s.targets[0], ast.Subscript):  # (a write into a list or array)
+            target = s.targets[0]
+            if isinstance(target.slice, ast.Slice):
+                self.refuse("a write into a slice", s)
+            return ast.copy_location(ast.Expr(self.call("checked_set", [
+                self.visit(target.value), self.visit(target.slice), self.visit(s.value)],
+                s)), s)
         if isinstance(s, ast.Assign):
+            if any(isinstance(n, ast.Subscript) for t in s.targets for n in ast.walk(t)):
+                self.refuse("a write into a list inside an unpacking", s)
             s.value = self.visit(s.value)
             s.targets = [self.visit(t) for t in s.targets]
             return s
@@ -335,7 +348,7 @@ class _Kernel(ast.NodeTransformer):
                 f"if {n['pos']} > {n['cap']}:\n"
                 f"    return 0.0, {n['none']}, {n['pos']}, FULL\n"
                 f"return {name}, swept({n['ti']}, {n['tp']}, {n['pos']}, {width.value}, "
-                f"INDEX, SINK), {n['pos']}, VALUE")
+                f"INDEX, SINK, {n['adj']}), {n['pos']}, VALUE")
         out = ast.parse(text).body
         out[0].value = self.visit(value)
         out[2].value.elts[1].args[4] = self.visit(index)
@@ -355,6 +368,13 @@ class _Kernel(ast.NodeTransformer):
         if isinstance(node.op, _PLAIN_BINARY):
             return node
         self.refuse(f"the operator in {ast.unparse(node)!r}", node)
+
+    def visit_Subscript(self, node):
+        """``a[i]`` checked (numba_kernels.checked_get); ``a[::-1]``, a view, as it is."""
+        if isinstance(node.slice, ast.Slice):
+            return self.generic_visit(node)
+        return self.call("checked_get", [self.visit(node.value), self.visit(node.slice)],
+                         node)
 
     def visit_Constant(self, node):
         if type(node.value) is int and not -2 ** 53 < node.value < 2 ** 53:
@@ -400,12 +420,13 @@ class _Kernel(ast.NodeTransformer):
             if func.attr == "numpy_reduced" and len(node.args) == 2 and \
                     isinstance(node.args[0], ast.Constant) and \
                     node.args[0].value in ("sum", "mean"):
-                from .numba_kernels import numpy_sums_agree
-                if not numpy_sums_agree():
+                from .numba_kernels import numpy_sum_order
+                order = numpy_sum_order()
+                if order is None:
                     self.refuse(f"np.{node.args[0].value} of an array written here: this "
-                                "numpy adds in another order than its compiled copy", node)
-                return self.call(f"numpy_{node.args[0].value}", [self.visit(node.args[1])],
-                                 node)
+                                "numpy adds in another order than its compiled copies", node)
+                return self.call(f"numpy_{node.args[0].value}{order}",
+                                 [self.visit(node.args[1])], node)
             args = [self.visit(a) for a in node.args]
             if func.attr == "float64" and len(args) == 1:
                 return args[0]
