@@ -187,7 +187,7 @@ def test_reads_as_the_function_it_stands_for():
     assert astad.jvp.__name__ == "jvp" and astad.jvp.__module__ == "astad.api.transforms"
     assert "forward mode" in astad.jvp.__doc__
     assert list(inspect.signature(astad.jvp).parameters) == ["fun", "primals", "tangents",
-                                                           "has_aux"]
+                                                           "has_aux", "compile"]
     assert pickle.loads(pickle.dumps(astad.jvp)) is astad.jvp
     assert transforms.jvp is astad.jvp
     if NATIVE:

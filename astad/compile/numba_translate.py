@@ -76,11 +76,8 @@ def translate(tree: ast.FunctionDef) -> Parts:
                             "as fast as a Python call of it allows", tree)
     checks = [s for s in body[:start + 1]
               if not (_assigns(s, n["tape"]) or _assigns(s, n["extend"]))]
-    bound = {name.id for s in checks for name in ast.walk(s)
-             if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)}
-    # (the prologue's names the kernel reads: the slots of the arguments, the sink...)
     tape_names = {n["tape"], n["extend"], n["layout"]}
-    carried = sorted((bound & _read(body[start + 1:])) - tape_names | {n["last"]})
+    carried = sorted(_carried(checks, body[start + 1:]) - tape_names | {n["last"]})
     return _parts(tree, checks, body[start + 1:], carried, [n["ti"], n["tp"], n["adj"]],
                   f"{n['pos']} = 0\n{n['cap']} = {n['ti']}.shape[0]\n"
                   f"{n['none']} = np.zeros(0)", n["layout"])
@@ -92,8 +89,17 @@ def translate_forward(tree: ast.FunctionDef) -> Parts:
     start = getattr(tree, "astad_checks", None)
     if start is None:
         raise CannotCompile("its forward-mode code has no checks apart", tree)
-    return _parts(tree, tree.body[:start], tree.body[start:], [], [], "", None,
+    checks, body = tree.body[:start], tree.body[start:]
+    return _parts(tree, checks, body, sorted(_carried(checks, body)), [], "", None,
                   forward=True)
+
+
+def _carried(checks: list, body: list) -> set:
+    """The names the prologue binds that the kernel reads (the slots of the arguments,
+    the sink, a dataclass's fields): arguments of the kernel."""
+    bound = {name.id for s in checks for name in ast.walk(s)
+             if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)}
+    return bound & _read(body)
 
 
 def _read(statements: list) -> set:
@@ -152,7 +158,7 @@ def _assigns(statement, name: str) -> bool:
 
 def _kinds(prologue: list, params: list) -> dict:
     """Each parameter's kind, as the prologue's checks say it: "float", "vector" (a list
-    of floats), "matrix" (a list of lists), else "plain"; a dataclass is refused."""
+    of floats), "matrix" (a list of lists), else "plain"."""
     kinds = {}
     for node in ast.walk(ast.Module(body=prologue, type_ignores=[])):
         if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and \
@@ -165,13 +171,9 @@ def _kinds(prologue: list, params: list) -> dict:
                 kinds.update({a.id: kind for a in node.args if isinstance(a, ast.Name)})
             elif node.func.attr == "floats":
                 kinds.update({a.id: "float" for a in node.args if isinstance(a, ast.Name)})
-            elif node.func.attr in ("plain_data", "record_values", "is_record"):
-                raise CannotCompile("a dataclass argument (the compiled backend takes "
-                                    "floats, lists of floats and float arrays)", node)
-    for node in ast.walk(ast.Module(body=prologue, type_ignores=[])):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == "isinstance":
-            raise CannotCompile("a dataclass argument", node)
+    # (a dataclass's fields are floats the prologue reads into locals: the kernel takes
+    # those; a parameter of another kind the kernel reads is passed if it is a float, an
+    # int or a bool, else the call runs the Python code, numba_backend._converted)
     return {p: kinds[p] for p in params if p in kinds}
 
 
