@@ -385,6 +385,21 @@ def test_dataclasses_of_floats_compile_by_their_fields(monkeypatch):
     assert _energy(Body(1.0, 2.0), 3) == 15.0
 
 
+def _plain_loop(xs):
+    s = 0.0
+    for v in xs:
+        s += v * v * v
+    return s
+
+
+def test_without_numba_it_says_so_and_runs_as_python(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "numba", None)  # (import numba raises ImportError)
+    compiled = astad.reverse_diff(_plain_loop, compile="numba")
+    with pytest.warns(CompileWarning, match="numba is not installed"):
+        assert compiled.grad([1.0, 2.0]) == [3.0, 12.0]
+
+
 def test_closures_are_read_at_call_time():
     g1, g2 = (astad.grad(_closure_loop(s), compile="numba") for s in (2.0, 3.0))
     assert g1([1.0, 2.0]) == [4.0, 8.0]

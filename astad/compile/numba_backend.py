@@ -1,21 +1,24 @@
-"""The compiled backend: the code astad writes for float arguments with a flat tape
-(specialise/loops.py), compiled by numba (``compile="numba"``).
+"""The compiled backend (``compile="numba"``): the code astad writes for float arguments,
+compiled by numba. Three codes are compiled, each from its tree: the gradient's code with
+a flat tape (specialise/loops.py; ``compiled_tapeless``), forward mode's code
+(specialise/forward.py; ``compiled_forward``) and the Hessian-vector code, reverse mode's
+code over forward mode's (api/hvp.py; ``compiled_hvp``).
 
-The written function has three parts, and each runs where it belongs:
+Each written function has parts, and each runs where it belongs:
 
-- its checks of the arguments' kinds and its layout of their tape slots stay Python
-  (``prologue``): they read Python objects;
-- the rest, the primal with its tape entries, becomes a numba kernel (numba_translate.py):
-  the tape two typed arrays (parent slots, partials) kept per thread between calls (a call
-  they are too short for counts what it needs and runs again); each
-  ``return ad.tape_gradient_of(...)`` the sweep, in numba;
-- the gradients are rebuilt from the arguments' adjoints by the same layout as the
-  Python code's.
+- its checks of the arguments' kinds (and, for a gradient, the layout of their slots on
+  the tape) stay Python, a prologue: they read Python objects;
+- the rest becomes a numba kernel (numba_translate.py): for a gradient, the tape is two
+  typed arrays (parent slots, partials) kept per thread between calls (a call they are
+  too short for counts what it needs and runs again), and each
+  ``return ad.tape_gradient_of(...)`` sweeps it, in numba;
+- a gradient is rebuilt from the arguments' adjoints by the same layout as the Python
+  code's.
 
 A call the kernel does not take (an argument of another kind, a raise inside it: see
-numba_kernels) runs the Python code, which gives Python's answer. What numba cannot
-compile is refused once, with a warning naming the construct at the user's line; the
-function then runs the Python path.
+numba_kernels) runs the Python code, which gives Python's answer. What cannot be
+compiled is said once, by a CompileWarning naming the function and the construct; the
+function then runs the Python code.
 """
 from __future__ import annotations
 
