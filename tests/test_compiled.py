@@ -186,6 +186,25 @@ def test_compiled_hessian_vector_products(name, monkeypatch):
         assert _flat(got[1]) == pytest.approx(_flat(general[1]), rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.parametrize("name", ["pendulum", "particles", "decay"])
+def test_compiled_hessians_and_jacobians(name, monkeypatch):
+    """``hessian(f, compile="numba")`` takes one compiled Hessian-vector product per
+    column; ``jacrev``, ``jacfwd`` and ``jacobian`` of a float result its compiled
+    gradient. The same numbers as without ``compile=``."""
+    fn, args = getattr(P, name), _args(name)
+    argnums = tuple(k for k, a in enumerate(args) if not isinstance(a, int))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        got = astad.hessian(fn, argnums=argnums, compile="numba")(*args)
+    ran = _counting(codegen.transformed(fn).compiled[("numba", "hvp")], monkeypatch)
+    assert astad.hessian(fn, argnums=argnums, compile="numba")(*args) == got
+    assert ran["python"] == 0
+    assert got == astad.hessian(fn, argnums=argnums)(*args)
+    for transform in (astad.jacrev, astad.jacfwd, astad.jacobian):
+        assert transform(fn, argnums=argnums, compile="numba")(*args) == \
+            astad.grad(fn, argnums=argnums)(*args)
+
+
 def test_arrays_tuples_and_lists_take_the_kernel(monkeypatch):
     compiled = astad.reverse_diff(P.dot, compile="numba")
     x, y = np.linspace(0.1, 1.0, 7), np.linspace(-1.0, 2.0, 7)

@@ -28,6 +28,7 @@ from ..core.boundary import (ArrayPlan, NodePlan, argument_gradient, holds_deriv
                              leaf_slots)
 from ..compile import calls as compiled
 from ..compile.calls import resolvable_function
+from ..compile.numba_backend import check_backend, python_function_of
 from ..specialise.value_kinds import floats
 from .diff import (ALL_GRADIENTS, selected_rows, selection_of, specialised,
                    specialised_rows)
@@ -110,10 +111,12 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
 
     kind = "jacfwd"
 
-    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False):
+    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False,
+                 compile=None):  # noqa: A002
         argnums_positions(argnums, 1 << 30)
-        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux),
-                         holomorphic=bool(holomorphic))
+        super().__init__(python_function_of(fun) if compile else fun, argnums=argnums,
+                         has_aux=bool(has_aux), holomorphic=bool(holomorphic),
+                         **_compile_option(compile))
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -203,10 +206,12 @@ class jacrev(Transform):  # noqa: N801
 
     kind = "jacrev"
 
-    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False):
+    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False,
+                 compile=None):  # noqa: A002
         argnums_positions(argnums, 1 << 30)
-        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux),
-                         holomorphic=bool(holomorphic))
+        super().__init__(python_function_of(fun) if compile else fun, argnums=argnums,
+                         has_aux=bool(has_aux), holomorphic=bool(holomorphic),
+                         **_compile_option(compile))
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -277,10 +282,12 @@ class jacobian(Transform):  # noqa: N801
 
     kind = "jacobian"
 
-    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False):
+    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False,
+                 compile=None):  # noqa: A002
         argnums_positions(argnums, 1 << 30)
-        super().__init__(fun, argnums=argnums, has_aux=bool(has_aux),
-                         holomorphic=bool(holomorphic))
+        super().__init__(python_function_of(fun) if compile else fun, argnums=argnums,
+                         has_aux=bool(has_aux), holomorphic=bool(holomorphic),
+                         **_compile_option(compile))
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -300,11 +307,20 @@ class jacobian(Transform):  # noqa: N801
 
 @api_boundary
 def hessian(fun: Callable[..., Any], argnums=0, has_aux: bool = False,
-            holomorphic: bool = False):
+            holomorphic: bool = False, compile: str | None = None):  # noqa: A002
     """``hessian(f, argnums=0, has_aux=False, holomorphic=False)``: forward mode over
-    reverse mode, ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
-                  has_aux=has_aux, holomorphic=holomorphic)
+    reverse mode, ``jacfwd(jacrev(f))``; with ``has_aux``, ``(hessian, aux)``.
+    ``compile="numba"``: its Hessian-vector code for floats compiled (docs/compiled.md)."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic,
+                         compile=compile), argnums, has_aux=has_aux,
+                  holomorphic=holomorphic, compile=compile)
+
+
+def _compile_option(compile) -> dict:  # noqa: A002
+    """The ``compile=`` option as a transform keeps it: only when one is asked for (the
+    transform's repr and pickle are unchanged without it)."""
+    backend = check_backend(compile)
+    return {} if backend is None else {"compile": backend}
 
 
 # -- a float function of floats: the code written for floats -------------------------------
@@ -339,7 +355,7 @@ def float_gradient(transform, args, kwargs):
         return None
     fun, entry, positions, single = plan
     select = selection_of(positions, single, len(args))
-    out = specialised(entry, fun, args, select, True)
+    out = specialised(entry, fun, args, select, True, transform.options.get("compile"))
     if out is None:  # (a tuple of floats: each output's gradient, its row)
         return _float_rows(entry, fun, args, select)
     if type(out[0]) is not float and type(out[0]) is not np.float64:
@@ -390,10 +406,12 @@ def float_hessian(transform, args, kwargs):
     if plan is None:
         return None
     fun, entry, positions, single = plan
+    backend = transform.options.get("compile")
     if floats(*args):  # (the common case, whose fixed cost shows)
         known = inner.__dict__.get("_hvp_code")  # (the code found for this entry)
         if known is None or known[0] is not entry or known[1] != len(args):
-            known = inner._hvp_code = (entry, len(args), floats_code(entry, fun, len(args)))
+            known = inner._hvp_code = (entry, len(args),
+                                       floats_code(entry, fun, len(args), backend))
         code = known[2]
         found = None if code is None else _hessian_of_floats(code, args, positions, single)
         if found is not None:
@@ -426,7 +444,8 @@ def float_hessian(transform, args, kwargs):
             else:
                 tangents[k] = [0.0] * size
                 tangents[k][m] = 1.0
-            out = hessian_vector_product(entry, fun, positions, single, args, tangents)
+            out = hessian_vector_product(entry, fun, positions, single, args, tangents,
+                                         backend)
             if out is None:
                 return None
             columns[k, m] = out[1] if not single else (out[1],)
