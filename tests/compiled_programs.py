@@ -160,3 +160,25 @@ def written_then_reduced(xs, w):
     for i in range(n):
         y[i] = math.exp(w * xs[i]) - xs[i]
     return np.sum(y) + np.mean(y) * w
+
+
+def lattice_forces(x, k):
+    """The forces on a chain of springs with a cubic term: a tuple of floats (a Jacobian's
+    rows), one per site."""
+    n = len(x)
+    out = []
+    for i in range(n):
+        left = x[i - 1] if i > 0 else 0.0
+        right = x[i + 1] if i < n - 1 else 0.0
+        d1, d2 = x[i] - left, right - x[i]
+        out.append(-k * (d1 - d2) - 0.1 * (d1 ** 3 - d2 ** 3))
+    return tuple(out)
+
+
+def three_moments(xs):
+    s0 = s1 = s2 = 0.0
+    for v in xs:
+        s0 += math.exp(-v)
+        s1 += v * math.exp(-v)
+        s2 += v * v * math.exp(-v)
+    return s0, s1, s2

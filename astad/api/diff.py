@@ -17,7 +17,7 @@ from typing import Any
 
 from ..compile import calls as compiled
 from ..compile.entry import UNBUILT
-from ..compile.numba_backend import check_backend, compiled_tapeless
+from ..compile.numba_backend import check_backend, compiled_rows, compiled_tapeless
 from ..compile.pipeline import compile_rules, front
 from ..specialise.expressions import CannotSpecialise
 from ..specialise.loops import write_scalar_loops
@@ -215,11 +215,12 @@ class DiffFunction:
         return reverse_pass(self._rev(entry), args, kwargs, positions, others, single,
                             self._no_float_error)
 
-    def _specialised(self, args, kwargs):
+    def _specialised(self, args, kwargs, rows_next: bool = False):
         """``(value, gradient)`` by the specialised float code (specialise/straight_line.py,
-        specialise/loops.py), or None where it does not apply (``specialised``)."""
+        specialise/loops.py), or None where it does not apply (``specialised``).
+        ``rows_next``: the code for a Jacobian's rows is tried next (vjp)."""
         entry = self.entry
-        if self.backend is not None and entry.tapeless is None:
+        if self.backend is not None and entry.tapeless is None and not rows_next:
             compiled_tapeless(entry, self.fn, self.backend)  # (it says why: nothing to compile)
         if kwargs or entry.tapeless is None or len(args) != entry.arity and \
                 with_defaults(self.fn, args, entry.arity) is None:
@@ -232,11 +233,11 @@ class DiffFunction:
     @api_boundary
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
-        out = self._specialised(args, kwargs)
+        out = self._specialised(args, kwargs, rows_next=True)
         if out is not None and scalable(out[1]):
             return out[0], ScaledPullback(self, tuple(map(snapshot, args)), out[1])
         if out is None and not kwargs:  # (a tuple of floats: a pullback summing its rows)
-            found = specialised_rows(self.entry, self.fn, args)
+            found = specialised_rows(self.entry, self.fn, args, self.backend)
             rows = None if found is None else \
                 selected_rows(found[1], args, self.selection(len(args)))
             if rows is not None:
@@ -400,17 +401,22 @@ def run_specialised(tapeless, tapes: bool, args, select, given: int | None = Non
     return None
 
 
-def specialised_rows(entry, fn, args):
+def specialised_rows(entry, fn, args, backend=None):
     """``(values, rows)`` of ``fn``, a function returning a tuple (or list) of floats, by
     the code written for its rows (``entry.rows``, written when first asked for:
-    specialise/loops.py with ``rows``): its values and, for each, the gradients of all
-    the arguments; None where that code does not apply (as ``specialised``)."""
+    specialise/loops.py with ``rows``; compiled by ``backend`` where it can be): its
+    values and, for each, the gradients of all the arguments; None where that code does
+    not apply (as ``specialised``)."""
     rows = entry.rows
     if rows is UNBUILT:
         rows = entry.rows = _rows_code(entry, fn)
+    if backend is not None and rows is None:
+        compiled_rows(entry, fn, backend)  # (it says why there is nothing to compile)
     full = None if rows is None or running.stack else with_defaults(fn, args, entry.arity)
     if full is None:
         return None
+    if backend is not None:
+        rows = compiled_rows(entry, fn, backend) or rows
     out = run_specialised(rows, True, full, ALL_GRADIENTS)
     if out is None or full is args:
         return out
@@ -446,7 +452,9 @@ def _rows_code(entry, fn):
         return None
     function, _ = written
     entry.dependencies.extend(found)
-    return compile_rules([(function.name, function)], parsed.filename)[function.name]
+    compiled = compile_rules([(function.name, function)], parsed.filename)[function.name]
+    compiled.astad_tree, compiled.astad_of = function, fn  # (a compiled backend's)
+    return compiled
 
 
 def _short(value) -> str:

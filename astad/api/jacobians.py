@@ -357,18 +357,18 @@ def float_gradient(transform, args, kwargs):
     select = selection_of(positions, single, len(args))
     out = specialised(entry, fun, args, select, True, transform.options.get("compile"))
     if out is None:  # (a tuple of floats: each output's gradient, its row)
-        return _float_rows(entry, fun, args, select)
+        return _float_rows(entry, fun, args, select, transform.options.get("compile"))
     if type(out[0]) is not float and type(out[0]) is not np.float64:
         return None
     return out[1]
 
 
-def _float_rows(entry, fun, args, select):
+def _float_rows(entry, fun, args, select, backend=None):
     """The Jacobian of a plain Python function whose result is a tuple or list of floats,
     by the code written for its rows (diff.specialised_rows), as the general path gives
     it: the result's container of each output's gradient; None where that code does not
     apply."""
-    out = specialised_rows(entry, fun, args)
+    out = specialised_rows(entry, fun, args, backend)
     picked = None if out is None else selected_rows(out[1], args, select)
     if picked is None:
         return None

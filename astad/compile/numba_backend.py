@@ -28,8 +28,10 @@ import warnings
 import numpy as np
 
 from ..errors import AstadError, CompileWarning
+from .entry import UNBUILT
 from ..specialise.value_kinds import gradient_by_plan
-from .numba_translate import FULL, VALUE, CannotCompile, translate, translate_forward
+from .numba_translate import (FULL, ROW_KINDS, VALUE, CannotCompile, translate,
+                              translate_forward)
 
 MISSING = object()
 
@@ -72,6 +74,13 @@ def compiled_hvp(entry, fn, backend: str):
     return _kept(entry, fn, backend, "hvp")
 
 
+def compiled_rows(entry, fn, backend: str):
+    """The code written for a Jacobian's rows (``entry.rows``: a function returning a
+    tuple or list of floats, api/diff.specialised_rows) compiled, as
+    ``compiled_tapeless``."""
+    return _kept(entry, fn, backend, "rows")
+
+
 def _kept(entry, fn, backend: str, role: str):
     found = entry.compiled.get((backend, role))
     if found is None:
@@ -94,8 +103,9 @@ def _compiled(entry, fn, role: str):
         raise CannotCompile("numba is not installed (pip install numba)") from None
     python_code, of = entry.tapeless if role == "gradient" else entry.forward, fn
     tree = entry.tapeless_tree if role == "gradient" else entry.forward_tree
-    if role == "hvp":  # (entry.hvp: written when first asked for, api/hvp.py)
-        python_code = entry.hvp[0]
+    if role in ("hvp", "rows"):  # (written when first asked for: api/hvp.py, api/diff.py)
+        python_code = entry.hvp[0] if role == "hvp" else entry.rows
+        python_code = None if python_code is UNBUILT else python_code
         tree, of = getattr(python_code, "astad_tree", None), \
             getattr(python_code, "astad_of", None)
     if tree is None and role == "hvp":
@@ -117,7 +127,8 @@ def _compiled(entry, fn, role: str):
     prologue, _ = compile_as(parts.prologue, of, of.__code__.co_filename, keep_name=True)
     if role == "forward":
         return CompiledForward(parts, prologue, python_code, fn)
-    return CompiledGradient(parts, prologue, python_code, fn)
+    return (CompiledRows if role == "rows" else CompiledGradient)(parts, prologue,
+                                                                   python_code, fn)
 
 
 def _kernel(parts):
@@ -217,10 +228,25 @@ class CompiledGradient(_Compiled):
         local.arrays = arrays
         if out is MISSING:
             return self.python_code(*args)
-        value, adjoint, _, status = out
+        value, adjoint, _, status, kind = out
         if status != VALUE:
             return None
+        return self.finish(value, adjoint, kind, layout)
+
+    def finish(self, value, adjoint, kind, layout):
         return value, tuple([_gradient_of(adjoint, plan) for plan in layout])
+
+
+class CompiledRows(CompiledGradient):
+    """``rows(*args)`` (the code for a Jacobian's rows) by the kernel: ``(values, rows)``,
+    each row the arguments' gradients of one output, as value_kinds.tape_rows_of gives
+    them."""
+
+    def finish(self, values, rows, kind, layout):
+        container = ROW_KINDS[kind]
+        values = values.tolist() if container == "list" else values.copy() \
+            if container == "array" else tuple(values.tolist())
+        return values, [tuple([_gradient_of(row, plan) for plan in layout]) for row in rows]
 
 
 class CompiledForward(_Compiled):

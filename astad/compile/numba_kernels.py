@@ -383,6 +383,16 @@ def swept(slots, partials, used, width, index, sink, room):
     return adjoint[:sink + 1].copy()
 
 
+@njit
+def swept_rows(slots, partials, used, width, seeds, sink, room):
+    """``swept`` once per output, seeded at each of ``seeds``: a row of the arguments'
+    adjoints each (value_kinds.tape_rows_of's sweeps, in its order)."""
+    rows = np.empty((len(seeds), sink + 1))
+    for r in range(len(seeds)):
+        rows[r, :] = swept(slots, partials, used, width, seeds[r], sink, room)
+    return rows
+
+
 def _math(name: str, arity: int):
     """numba's version of ``math.<name>`` raising where the result is not finite."""
     f = getattr(math, name)

@@ -1,5 +1,8 @@
-"""The code written for floats with a flat tape (specialise/loops.py), split and rewritten
-for numba (compile/numba_backend.py): its prologue kept as Python, the rest a kernel.
+"""The code written for floats, split and rewritten for numba (compile/numba_backend.py):
+its prologue (the checks of the arguments' kinds, a gradient's layout) kept as Python, the
+rest a kernel. ``translate`` takes the gradient's code with a flat tape
+(specialise/loops.py, and the Hessian-vector code api/hvp.py writes with it),
+``translate_forward`` forward mode's code (specialise/forward.py).
 
 The rewrite is a whitelist. Each statement and call the writers emit has its numba form
 here; anything else is refused (``CannotCompile``) at its line, so that what numba
@@ -8,6 +11,7 @@ compiles is only what it computes as Python does (numba_kernels says how):
     _extend((s0, p0, s1, p1))     the tape's arrays written (counted past their end)
     [c] * n                       numba_kernels.full (an array)
     a + b, a * b, a ** b, ...     numba_kernels.checked_* (ints checked for overflow)
+    a[i], a[i] = v                numba_kernels.checked_get, checked_set (bounds checked)
     math.f(x), f(x)               numba_kernels.MATH (raise where not finite)
     max(a, b), min(a, b), int(x)  as Python compares and converts
     sum(terms, start)             numba_kernels.python_sum (CPython's order)
@@ -24,6 +28,7 @@ import math
 
 
 VALUE, NONE, FULL = 0, 1, 2  # what a kernel's call gave: a value, None, a tape too short
+ROW_KINDS = ("tuple", "list", "array")  # how a Jacobian's rows code returns its values
 
 
 class CannotCompile(Exception):
@@ -38,8 +43,9 @@ def names_of(tree) -> dict:
     """The names the written code uses for its tape (specialise/loops.py: ``tape``,
     ``extend``, ``last``, ``sink``, ``layout``, prefixed so that no user name starts like
     them), and the kernel's own names, made with the same prefix: the tape's arrays
-    ``ti`` (slots) and ``tp`` (partials), the count of their items ``pos``, their
-    capacity ``cap``, an empty array ``none``, returned values ``ret``."""
+    ``ti`` (slots) and ``tp`` (partials), room for the sweep's adjoints ``adj``, the
+    count of their items ``pos``, their capacity ``cap``, an empty array ``none``,
+    returned values ``ret``."""
     written = getattr(tree, "astad_names", None) or \
         {"tape": "_tape", "extend": "_extend", "temp": "_v"}
     temp = written["temp"]
@@ -47,6 +53,8 @@ def names_of(tree) -> dict:
                                          "cap", "none", "ret")}
     names.update(tape=written["tape"], extend=written["extend"])
     return names
+
+
 _SHAPE_NAMES = {"len", "range", "zip", "enumerate", "abs", "float", "bool"}
 _BINARY = {ast.Add: "checked_add", ast.Sub: "checked_sub", ast.Mult: "checked_mul",
            ast.Pow: "checked_pow", ast.LShift: "checked_lshift"}
@@ -147,8 +155,8 @@ def _parts(tree, checks: list, body: list, carried: list, state: list, start: st
 def _always() -> dict:
     from . import numba_kernels
     import numpy as np
-    return {"np": np, "swept": numba_kernels.swept, "VALUE": VALUE, "NONE": NONE,
-            "FULL": FULL}
+    return {"np": np, "swept": numba_kernels.swept, "swept_rows": numba_kernels.swept_rows,
+            "VALUE": VALUE, "NONE": NONE, "FULL": FULL}
 
 
 def _assigns(statement, name: str) -> bool:
@@ -182,6 +190,9 @@ class _Kernel(ast.NodeTransformer):
 
     def __init__(self, arguments: set, tree, names: dict, forward: bool = False):
         self.arguments, self.tree, self.forward = arguments, tree, forward
+        # (a Jacobian's rows: each return gives values and rows, arrays, and their kind)
+        self.rows = any(isinstance(n, ast.Attribute) and n.attr == "tape_rows_of"
+                        for n in ast.walk(tree))
         self.n = names
         # the tape's state a function defined inside takes and gives back
         self.state = [names[key] for key in ("ti", "tp", "pos", "cap")]
@@ -336,9 +347,13 @@ class _Kernel(ast.NodeTransformer):
                 [ast.Name(self.n["pos"], ast.Load())]
             return s
         n = self.n
+        empty = f"{n['none']}, {n['none']}.reshape(0, 0)" if self.rows else \
+            f"0.0, {n['none']}"
         if isinstance(call, ast.Constant) and call.value is None:
             return ast.copy_location(ast.parse(
-                f"return 0.0, {n['none']}, {n['pos']}, NONE").body[0], s)
+                f"return {empty}, {n['pos']}, NONE, 0").body[0], s)
+        if self.rows:
+            return self.returning_rows(s, call, empty)
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and
                 call.func.attr == "tape_gradient_of"):
             self.refuse("a return of another kind than one float (a Jacobian's rows are "
@@ -348,14 +363,51 @@ class _Kernel(ast.NodeTransformer):
         self.returned.append((name, value.id if isinstance(value, ast.Name) else None))
         text = (f"{name} = 0\n"
                 f"if {n['pos']} > {n['cap']}:\n"
-                f"    return 0.0, {n['none']}, {n['pos']}, FULL\n"
+                f"    return {empty}, {n['pos']}, FULL, 0\n"
                 f"return {name}, swept({n['ti']}, {n['tp']}, {n['pos']}, {width.value}, "
-                f"INDEX, SINK, {n['adj']}), {n['pos']}, VALUE")
+                f"INDEX, SINK, {n['adj']}), {n['pos']}, VALUE, 0")
         out = ast.parse(text).body
         out[0].value = self.visit(value)
         out[2].value.elts[1].args[4] = self.visit(index)
         out[2].value.elts[1].args[5] = self.visit(sink)
         return [ast.copy_location(n, s) for n in out]
+
+    def returning_rows(self, s, call, empty):
+        """``return ad.tape_rows_of(tape, width, values, indices, sink, layout, kind)``:
+        the values as an array, one sweep per output (numba_kernels.swept_rows), and the
+        kind of container the values are returned in (ROW_KINDS)."""
+        n = self.n
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and
+                call.func.attr == "tape_rows_of" and len(call.args) == 7 and
+                isinstance(call.args[6], ast.Constant)):
+            self.refuse(f"{ast.unparse(s)!r}", s)
+        _, width, values, indices, sink, _, kind = call.args
+        if isinstance(values, ast.Tuple) and isinstance(indices, ast.Tuple):
+            self.returned += [(None, v.id) for v in values.elts if isinstance(v, ast.Name)]
+            values = ast.parse(f"np.array([{', '.join(['0.0'] * len(values.elts))}])",
+                               mode="eval").body
+            values.args[0].elts = [self.visit(v) for v in call.args[2].elts]
+            indices = ast.parse("np.array([0], np.int64)", mode="eval").body
+            indices.args[0].elts = [self.visit(i) for i in call.args[3].elts]
+        elif all(isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and
+                 a.func.id == "tuple" and len(a.args) == 1 for a in (values, indices)):
+            values = ast.Call(ast.Attribute(self.visit(values.args[0]), "copy", ast.Load()),
+                              [], [])  # (a list or np.zeros it wrote: an array here)
+            indices = self.visit(indices.args[0])
+        else:
+            self.refuse(f"{ast.unparse(s)!r}", s)
+        name = f"{n['ret']}{len(self.returned)}"
+        text = (f"{name} = VALUES\n"
+                f"if {n['pos']} > {n['cap']}:\n"
+                f"    return {empty}, {n['pos']}, FULL, 0\n"
+                f"return {name}, swept_rows({n['ti']}, {n['tp']}, {n['pos']}, "
+                f"{width.value}, INDICES, SINK, {n['adj']}), {n['pos']}, VALUE, "
+                f"{ROW_KINDS.index(kind.value)}")
+        out = ast.parse(text).body
+        out[0].value = values
+        out[2].value.elts[1].args[4] = indices
+        out[2].value.elts[1].args[5] = self.visit(sink)
+        return [ast.copy_location(node, s) for node in out]
 
     # -- expressions --------------------------------------------------------------------
     def visit_BinOp(self, node):
