@@ -49,6 +49,13 @@ PROGRAMS = ["dot", "pendulum", "particles", "tree_fold", "smoothed_steps",
             "monte_carlo_path", "rows_weighted", "decay", "written_then_reduced"]
 
 
+def _sampled(names: list, quick: tuple) -> list:
+    """``names`` as parameters, those not in ``quick`` marked slow: each costs a numba
+    compile, and the quick subset runs on every Python (the whole suite runs them all)."""
+    return [name if name in quick else pytest.param(name, marks=pytest.mark.slow)
+            for name in names]
+
+
 def _compiled_call(f):
     """The compiled gradient of decorated ``f``."""
     entry = codegen.transformed(f)
@@ -97,8 +104,8 @@ def test_compiled_gradient_equals_the_python_code_bit_for_bit(name, monkeypatch)
     assert [type(g) for g in gradient] == [type(g) for g in want_gradient]
 
 
-@pytest.mark.parametrize("name", ["dot", "pendulum", "particles", "tree_fold",
-                                  "monte_carlo_path"])
+@pytest.mark.parametrize("name", _sampled(["dot", "pendulum", "particles", "tree_fold",
+                                           "monte_carlo_path"], ("dot", "tree_fold")))
 def test_compiled_gradient_against_finite_differences(name):
     fn, args = getattr(P, name), _args(name)
     gradient = astad.grad(fn, argnums=0, compile="numba")(*args)
@@ -132,7 +139,8 @@ def _tangents(args, seed):
     return tuple(out)
 
 
-@pytest.mark.parametrize("name", PROGRAMS)
+@pytest.mark.parametrize("name", _sampled(PROGRAMS, ("particles", "rows_weighted",
+                                                    "tree_fold")))
 def test_compiled_forward_mode_equals_the_python_code(name, monkeypatch):
     """``jvp`` with ``compile="numba"`` runs forward mode's code for floats compiled: the
     same value and tangent as that code, bit for bit, and the gradient's dot product."""
@@ -154,8 +162,9 @@ def test_compiled_forward_mode_equals_the_python_code(name, monkeypatch):
     assert decorated.jvp(args, tangents) == got
 
 
-@pytest.mark.parametrize("name", ["pendulum", "particles", "decay", "smoothed_steps",
-                                  "monte_carlo_path"])
+@pytest.mark.parametrize("name", _sampled(["pendulum", "particles", "decay",
+                                           "smoothed_steps", "monte_carlo_path"],
+                                          ("pendulum", "smoothed_steps")))
 def test_compiled_hessian_vector_products(name, monkeypatch):
     """``jvp(grad(f, compile="numba"), ...)`` runs the Hessian-vector code (reverse mode
     over forward mode's code for floats, api/hvp.py) compiled: the same numbers as that
@@ -186,7 +195,7 @@ def test_compiled_hessian_vector_products(name, monkeypatch):
         assert _flat(got[1]) == pytest.approx(_flat(general[1]), rel=1e-9, abs=1e-12)
 
 
-@pytest.mark.parametrize("name", ["pendulum", "particles", "decay"])
+@pytest.mark.parametrize("name", _sampled(["pendulum", "particles", "decay"], ("decay",)))
 def test_compiled_hessians_and_jacobians(name, monkeypatch):
     """``hessian(f, compile="numba")`` takes one compiled Hessian-vector product per
     column; ``jacrev``, ``jacfwd`` and ``jacobian`` of a float result its compiled
