@@ -63,6 +63,9 @@ class Record:
         "view",          # view(args, kwargs): a view of the array, or None
         # -- what calls of it are recorded as
         "primitive",     # a Python function recorded as this callable (scipy's logsumexp)
+        # -- what the code specialised for floats computes for a call of it on floats
+        "float_rule",    # the name of its formula there (numpy's functions of a float:
+                         # rules/numpy_floats.py), or None
     )
 
     def __init__(self, name=None):
@@ -70,7 +73,7 @@ class Record:
         self.call = self.formula = self.general = self.array = self.partials = None
         self.vjps = self.jvps = self.result_kind = self.outputs = self.linear = None
         self.multilinear = self.check = self.writer = self.view = None
-        self.primitive = self.refusals = self.complex = None
+        self.primitive = self.refusals = self.complex = self.float_rule = None
         self.total = self.finite = self.batched_vjps = self.batched_jvps = False
         self.shapes_only = self.primal_only = self.selects = False
 
@@ -107,6 +110,7 @@ def renew(fn) -> Record:
     if old is not None:
         for slot in Record.__slots__:
             setattr(new, slot, getattr(old, slot))
+        new.float_rule = None  # (a rule changed: the formula for floats no longer holds)
     RECORDS[fn] = new
     return new
 
@@ -198,13 +202,34 @@ def on_missing(hook: Callable) -> None:
     _missing.append(hook)
 
 
+_FLOAT_RULES: dict = {}  # the name of a formula for floats -> (primal, partials)
+
+
+def float_rule(fn, name: str, primal: str, partials: tuple) -> None:
+    """Calls of ``fn`` on floats compute ``primal`` (text in ``x``, ``y``), whose partials
+    are ``partials`` (in ``x``, ``y`` and the result ``r``): the formula the code
+    specialised for floats writes for them, called ``name``. For a callable whose own
+    rule is an array rule (numpy's functions of one element); a rule registered for
+    ``fn`` later takes it away (``renew``)."""
+    _FLOAT_RULES[name] = (primal, tuple(partials))
+    record(fn).float_rule = name
+
+
+def float_rules() -> list:
+    """``(name, primal, partials)`` of every formula for floats (``float_rule``)."""
+    return [(name, primal, partials) for name, (primal, partials) in _FLOAT_RULES.items()]
+
+
 def formula(name, arity: int | None = None):
     """``(primal, partials)``: the scalar rule ``name`` as text in ``x`` (and ``y``) and the
-    result ``r``, or None if it is not given as text (or takes another number of
-    arguments than ``arity``)."""
+    result ``r`` (or the formula for floats so named), or None if it is not given as text
+    (or takes another number of arguments than ``arity``)."""
     found = _NAMED.get(name)
     if found is None or found.formula is None:
-        return None
+        if name not in _FLOAT_RULES:
+            return None
+        primal, partials = _FLOAT_RULES[name]
+        return None if arity is not None and len(partials) != arity else (primal, partials)
     primal, partials, _ = found.formula
     if arity is not None and len(partials) != arity:
         return None
@@ -220,7 +245,7 @@ def formulas() -> list:
 def total(name) -> bool:
     """Does the scalar rule ``name`` never raise on floats (giving inf or nan instead)?"""
     found = _NAMED.get(name)
-    return found is not None and found.total
+    return found is not None and found.total or name in _FLOAT_RULES  # (numpy warns)
 
 
 def rule_name(fn):

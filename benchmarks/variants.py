@@ -12,7 +12,8 @@ Each family is one computation in several forms (the dot product by ``range`` in
 float; lists of ``numpy.float64`` and 1-d numpy arrays; a tiny function calling helpers, through
 ``value_and_grad`` and ``vjp``; a sum of distances written out, through a helper in a
 loop, a generator over it, a dataclass's method, a local def and a lambda; a helper
-returning early against its if/else written out; a recurrence carried in locals,
+returning early against its if/else written out; ``np.exp`` of an array's element
+against ``math.exp`` of it; a recurrence carried in locals,
 written into a list and appended to one; a polynomial with its powers written out and
 by ``x ** i`` over a loop's index; a function's constants passed and left to their
 defaults; a tiny function's ``grad``,
@@ -257,6 +258,20 @@ def weighted_in_locals(x, w):
     return s
 
 
+def softplus_math(x, w):
+    s = 0.0
+    for i in range(len(x)):
+        s = s + math.log(1.0 + math.exp(-x[i])) * w[i]
+    return s
+
+
+def softplus_numpy(x, w):
+    s = 0.0
+    for i in range(len(x)):
+        s = s + np.log(1.0 + np.exp(-x[i])) * w[i]
+    return s
+
+
 def weighted_array_summed(x, w):
     y = np.zeros(len(x))
     for i in range(len(x)):
@@ -390,6 +405,11 @@ def forms(quick: bool) -> list:
             Form("written arrays", "np.zeros written, np.dot(w, y)", weighted_array_dot,
                  (x, w), "n=1000"),
             Form("written arrays", "np.zeros written, np.mean", weighted_array_mean, (x, w),
+                 "n=1000")]
+    # numpy's functions of one element of an array, against math's (rules/numpy_floats.py)
+    out += [Form("element functions", "math.exp, math.log of x[i]", softplus_math,
+                 (x, w), "n=1000"),
+            Form("element functions", "np.exp, np.log of x[i]", softplus_numpy, (x, w),
                  "n=1000")]
     # and a tiny function's Jacobians and Hessian within a small constant of its gradient
     out += [Form("tiny derivatives", kind, tiny, (0.3, 1.7), call=kind)

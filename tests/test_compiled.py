@@ -284,6 +284,31 @@ def test_numpy_sums_of_written_arrays_add_in_numpy_order():
         assert compiled.value_and_grad(xs, 0.3) == want
 
 
+def test_numpy_functions_of_floats_compile(monkeypatch):
+    """np.exp(x), np.tanh(h)... of floats in a loop (rules/numpy_floats.py) compile as C's
+    functions: the gradient within rounding of numpy's own (equal where numpy's
+    functions round as the C library's), and the same at a singular point, where the
+    kernel raises and the Python code gives numpy's inf."""
+    xs = [0.3, -0.2, 1.1, 0.7, -1.4]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        compiled = astad.reverse_diff(P.softplus_chain, compile="numba")
+        value, gradient = compiled.value_and_grad(xs, 1.5)
+    ran = _counting(_compiled_call(compiled), monkeypatch)
+    assert compiled.value_and_grad(xs, 1.5) == (value, gradient) and ran["python"] == 0
+    want_value, want = astad.reverse_diff(P.softplus_chain).value_and_grad(xs, 1.5)
+    assert value == pytest.approx(want_value, rel=1e-14)
+    np.testing.assert_allclose(_flat(gradient), _flat(want), rtol=1e-13)
+    _, dot = astad.jvp(P.softplus_chain, (xs, 1.5), ([1.0] * 5, 0.0), compile="numba")
+    assert dot == pytest.approx(sum(gradient[0]), rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        at_inf = compiled.value_and_grad([800.0], 1.5)  # (exp overflows: numpy's inf)
+        assert ran["python"] == 1
+        np.testing.assert_equal(  # (nan where the Python code's is)
+            at_inf, astad.reverse_diff(P.softplus_chain).value_and_grad([800.0], 1.5))
+
+
 def test_python_semantics_where_numba_would_differ():
     """A raise inside the kernel runs the Python code: an int past 64 bits (numba would
     wrap it), a math domain error (numba gives nan), an index out of range (numba would
@@ -374,10 +399,10 @@ def _no_loop(x, y):
     return x * math.sin(y)
 
 
-def _numpy_scalars(xs):
+def _whole_arrays(xs):
     s = 0.0
     for v in xs:
-        s += np.exp(v) * v
+        s += np.sum(np.exp(v * np.ones(3)))  # (arrays the code makes: numpy's dispatch)
     return s
 
 
@@ -393,7 +418,7 @@ def _closure_loop(scale):
 def test_what_is_not_compiled_says_why_once_and_runs_as_python():
     cases = [(_no_loop, (1.0, 2.0), "no loop"),
              (P.maybe_int, ([1.0, 2.0],), "may hold an int"),
-             (_numpy_scalars, ([1.0, 2.0],), "no code for floats")]
+             (_whole_arrays, ([1.0, 2.0],), "no code for floats")]
     for fn, args, reason in cases:
         compiled = astad.reverse_diff(fn, compile="numba")
         with pytest.warns(CompileWarning, match=reason) as said:
@@ -404,8 +429,8 @@ def test_what_is_not_compiled_says_why_once_and_runs_as_python():
             warnings.simplefilter("error", CompileWarning)  # (said once)
             assert compiled.value_and_grad(*args) == got
     with pytest.warns(CompileWarning, match="forward.*no code for floats"):
-        assert astad.jvp(_numpy_scalars, ([1.0, 2.0],), ([1.0, 0.0],), compile="numba") \
-            == astad.jvp(_numpy_scalars, ([1.0, 2.0],), ([1.0, 0.0],))
+        assert astad.jvp(_whole_arrays, ([1.0, 2.0],), ([1.0, 0.0],), compile="numba") \
+            == astad.jvp(_whole_arrays, ([1.0, 2.0],), ([1.0, 0.0],))
 
 
 def _oscillator(b, n, k):

@@ -15,11 +15,11 @@ from astad import registry
 from astad.registry import RECORDS
 from astad.rules import catalogue
 from astad.rules.array import SAME_AS_MATH
-from astad.rules.from_scalar import _FUNCTIONS, _NAMESPACE
+from astad.rules.from_scalar import NUMPY_FUNCTIONS, _NAMESPACE
 
 # numpy's scalar functions in place of math's: the scalar text evaluated with them on each
 # element is what the element-wise partial must give, bit for bit
-_NUMPY_SCALAR = {**_NAMESPACE, **_FUNCTIONS}
+_NUMPY_SCALAR = {**_NAMESPACE, **NUMPY_FUNCTIONS}
 
 
 def _domain(name):

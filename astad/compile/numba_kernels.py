@@ -27,6 +27,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ..registry import float_rules
 from ..rules.scalar import rule_namespace
 from ..rules.scalar_general import inverse, sign
 
@@ -434,6 +435,34 @@ MATH["ceil"] = njit(lambda x: np.int64(math.ceil(_rounded(x))))
 MATH["trunc"] = njit(lambda x: np.int64(math.trunc(_rounded(x))))
 MATH.update({name: getattr(math, name) for name in ("isnan", "isinf", "isfinite")})
 
-# the helpers of the rules' partials (rules/scalar.py's namespace), which are float code
+
+
+def _numpy(name: str, arity: int):
+    """numba's version of ``np.<name>`` of floats, raising where an argument or the
+    result is not finite (numpy's answer there, and its warning, come from the Python
+    code)."""
+    f = getattr(np, name)
+    if arity == 1:
+        def checked(x):
+            r = f(x)
+            if not (math.isfinite(r) and math.isfinite(x)):
+                raise ValueError("a numpy function's argument or result that is not finite")
+            return r
+    else:
+        def checked(x, y):
+            r = f(x, y)
+            if not (math.isfinite(r) and math.isfinite(x) and math.isfinite(y)):
+                raise ValueError("a numpy function's argument or result that is not finite")
+            return r
+    checked.__name__ = name
+    return njit(checked)
+
+
+# numpy's functions of floats (rules/numpy_floats.py), as numba compiles them: as C's
+NUMPY = {name: _numpy(name, arity) for name, arity in {
+    rule[len("numpy_"):]: len(partials) for rule, _, partials in float_rules()}.items()}
+
+# the helpers of the rules' partials (rules/scalar.py's namespace), which are float code;
+# numpy's division raises at a zero divisor here (numba's does), so the Python code runs
 HELPERS = {"_sign": njit(sign), "_inv": njit(inverse),
-           "_sech2": njit(rule_namespace()["_sech2"])}
+           "_sech2": njit(rule_namespace()["_sech2"]), "_np_div": njit(lambda a, b: a / b)}

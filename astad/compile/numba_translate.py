@@ -13,6 +13,7 @@ compiles is only what it computes as Python does (numba_kernels says how):
     a + b, a * b, a ** b, ...     numba_kernels.checked_* (ints checked for overflow)
     a[i], a[i] = v                numba_kernels.checked_get, checked_set (bounds checked)
     math.f(x), f(x)               numba_kernels.MATH (raise where not finite)
+    np.f(x) (numpy's of floats)   numba_kernels.NUMPY (raise where not finite)
     max(a, b), min(a, b), int(x)  as Python compares and converts
     sum(terms, start)             numba_kernels.python_sum (CPython's order)
     np.sum(y), np.mean(y)         numba_kernels.numpy_sum (numpy's pairwise order)
@@ -524,6 +525,13 @@ class _Kernel(ast.NodeTransformer):
             node.args = [self.visit(a) for a in node.args]
             node.func = self.visit(func)
             return node
+        from . import numba_kernels
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                func.value.id == "np" and func.attr in numba_kernels.NUMPY:
+            name = f"numpy_{func.attr}"  # (numpy's function of floats: the formula's)
+            self.namespace[name] = numba_kernels.NUMPY[func.attr]
+            return ast.copy_location(ast.Call(ast.Name(name, ast.Load()),
+                                              [self.visit(a) for a in node.args], []), node)
         self.refuse(f"the call {ast.unparse(node)!r}", node)
 
     def reversed(self, sequence, node):

@@ -14,6 +14,8 @@
 - custom.py: ``custom_vjp``, ``custom_jvp``, ``stop_gradient`` and astad's own rules
   given that way; scipy_special.py: scipy.special's, scipy_stats.py: scipy.stats'
   distributions', registered on first use (scipy_loader.py);
+- numpy_floats.py: numpy's element-wise functions of floats as formulas, for the code
+  specialised for floats;
 - catalogue.py: what is registered, as docs/numpy.md lists it.
 """
 from . import scalar  # noqa: F401
@@ -38,5 +40,6 @@ from . import numpy_values  # noqa: F401  (lists and floats to numpy)
 from . import complex_values  # noqa: F401  (after the rules it marks)
 from . import fft  # noqa: F401
 from . import custom  # noqa: F401
+from . import numpy_floats  # noqa: F401  (after every rule of numpy's functions)
 from . import scipy_loader  # noqa: F401  (scipy.special's, scipy.stats' rules, on first use)
 from . import catalogue  # noqa: F401

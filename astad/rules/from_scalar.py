@@ -15,6 +15,7 @@ the C library's. The translation:
   own elements only (no warning or overflow from the branch not taken);
 - a chained comparison is the ``&`` of its links, ``and``/``or`` are ``&``/``|`` of
   truth values;
+- a division is numpy's (inf or nan at a zero divisor, where Python raises);
 - an arithmetic operation on a temporary of the formula (``1.0 - r * r``: ``r * r``)
   writes its result into that temporary when it is a large float64 array: the same
   operations, with one array allocated where the text has several (on arrays of a
@@ -31,9 +32,10 @@ import numpy as np
 
 from .. import registry
 from ..runtime.tape import native
+from .scalar_general import numpy_divide
 
 # math's functions as numpy's, where a scalar rule's text calls them
-_FUNCTIONS = {
+NUMPY_FUNCTIONS = {
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "exp": np.exp,
@@ -180,7 +182,8 @@ def _elements(value, shape, where):
     return np.ravel(np.broadcast_to(value, shape))[where]
 
 
-_NAMESPACE = {**_FUNCTIONS, "_inv": _inv, "_sign": np.sign, "_sech2": _sech2,
+_NAMESPACE = {**NUMPY_FUNCTIONS, "_inv": _inv, "_np_div": numpy_divide, "_sign": np.sign,
+              "_sech2": _sech2,
               "float": _float, "_branch": _branch, "_into": _into, "_call_into": _call_into,
               "_and": _and,
               "np": np,
@@ -210,6 +213,8 @@ class _ElementWise(ast.NodeTransformer):
         numpy) may write into it (``_into``)."""
         self.generic_visit(node)
         if not self.reuse:
+            if isinstance(node.op, ast.Div):  # (numpy's division: inf at a float 0)
+                return ast.Call(ast.Name("_np_div", ast.Load()), [node.left, node.right], [])
             return node
         ufunc = _UFUNC_OF.get(type(node.op))
         fresh = [k for k, side in enumerate((node.left, node.right)) if _is_temporary(side)]
@@ -233,8 +238,8 @@ class _ElementWise(ast.NodeTransformer):
         fresh = [k for k, a in enumerate(node.args) if _is_temporary(a)]
         if node.func.id in ("_inv", "_sech2") and fresh:
             node.keywords.append(ast.keyword("fresh", ast.Constant(True)))
-        elif isinstance(_FUNCTIONS.get(node.func.id), np.ufunc) and fresh:
-            return self._call_into(_FUNCTIONS[node.func.id].__name__, fresh[0], node.args)
+        elif isinstance(NUMPY_FUNCTIONS.get(node.func.id), np.ufunc) and fresh:
+            return self._call_into(NUMPY_FUNCTIONS[node.func.id].__name__, fresh[0], node.args)
         return node
 
     @staticmethod
@@ -310,7 +315,7 @@ def _is_temporary(node) -> bool:
     if isinstance(node, ast.BinOp):
         return type(node.op) in _UFUNC_OF
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        return node.func.id in _FUNCTIONS or node.func.id in ("_into", "_call_into", "_inv",
+        return node.func.id in NUMPY_FUNCTIONS or node.func.id in ("_into", "_call_into", "_inv",
                                                               "_sech2", "_sign")
     return False
 

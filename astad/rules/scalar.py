@@ -37,8 +37,9 @@ from ..runtime.duals import (DUAL_TYPES, SCALAR_DUALS, Dual, FDual, forward_dual
                              new_dual)
 from ..runtime.tape import gradient_of
 from . import polygamma
-from .scalar_general import (Rule, add_term, inverse, sign, apply as general, apply2 as general2,
-                      apply_many, general_form, general_namespace, is_dual)
+from .scalar_general import (Rule, add_term, inverse, numpy_divide, sign, apply as general,
+                             apply2 as general2, apply_many, general_form, general_namespace,
+                             is_dual)
 
 # digamma for the general rules (gamma's partial, differentiated again at any order)
 general_namespace()["_digamma"] = polygamma.general(general, Rule, is_dual)
@@ -141,7 +142,7 @@ IN_PLACE_OPERATORS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.i
 
 _NAMESPACE = {
     "Dual": Dual, "FDual": FDual, "SCALAR_DUALS": SCALAR_DUALS, "new": new_dual,
-    "general": general, "_inv": inverse, "_sign": sign,
+    "general": general, "_inv": inverse, "_sign": sign, "_np_div": numpy_divide, "np": np,
     "ARRAY": ARRAY, "OPERATORS": OPERATORS, "ARRAY_OPERATORS": ARRAY_OPERATORS,
     "math": math, "LN2": math.log(2.0), "LN10": math.log(10.0),
     "TWO_OVER_SQRTPI": 2.0 / math.sqrt(math.pi), "DEG": 180.0 / math.pi,

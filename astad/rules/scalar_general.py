@@ -173,6 +173,16 @@ def inverse(z):
     return 1.0 / z if z else _INF
 
 
+def numpy_divide(a, b):
+    """a / b as numpy divides: inf or nan, with numpy's warning, at a float or int zero
+    divisor, where Python raises (a partial at its function's singular point). The
+    division of numpy's formulas: element-wise (rules/from_scalar.py) and for floats
+    (rules/numpy_floats.py)."""
+    if (type(b) is float or type(b) is int) and not b:
+        return np.true_divide(a, b)
+    return a / b
+
+
 def sign(x):
     """Derivative of abs: 0 at 0 (the subgradient PyTorch also picks), nan at nan (as
     numpy's sign, which the element-wise rules use)."""

@@ -491,7 +491,7 @@ class Expressions:
         if isinstance(node, gast.Call) and not node.keywords and \
                 not any(isinstance(a, gast.Starred) for a in node.args) and \
                 not self.is_local(node.func) and self.active(node):
-            rule = self.scope.resolver.rule_name(node.func)
+            rule = self.scope.resolver.rule_name(node.func, floats=True)
             rule = "log1" if rule == "log" and len(node.args) == 1 else rule
             rule = "hypot2" if rule == "hypot" and len(node.args) == 2 else rule
             if len(node.args) == 1 and formula(rule, 1) is not None:
@@ -609,7 +609,7 @@ class Expressions:
                 return f"len({value.name})"
         if _in_rules(node.func) is not callee or callee is None or not (
                 name in _PLAIN_BUILTINS and callee is getattr(builtins, name, None) or
-                self.scope.resolver.rule_name(node.func) is not None or
+                self.scope.resolver.rule_name(node.func, floats=True) is not None or
                 name in _NO_DERIVATIVE):
             raise CannotSpecialise
         inner = quiet or name in _NO_DERIVATIVE

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..front.activity import Activity
-from ..registry import formulas
+from ..registry import float_rules, formulas
 from .value_kinds import nonnegative_names
 
 
@@ -14,9 +14,9 @@ def rule_helpers() -> set:
     """The names the rules' primal and partial expressions use (sin, _inv, LN2...), and
     those the generated code calls: no local of the generated code may hide them."""
     words = set()
-    for _, primal, partials in formulas():
+    for _, primal, partials in formulas() + float_rules():
         for expression in (primal, *partials):
-            words.update(re.findall(r"[A-Za-z_]\w*", expression))
+            words.update(re.findall(r"(?<![\w.])[A-Za-z_]\w*", expression))
     return (words - {"x", "y", "r", "if", "else", "or", "and", "not"}) | {
         "ad", "len", "type", "float", "list", "tuple", "set", "map", "all", "id", "zip",
         "range", "reversed", "enumerate", "int", "abs", "min", "max", "round", "bool",

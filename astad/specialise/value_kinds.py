@@ -266,14 +266,17 @@ class Resolver:
                 return getattr(module, func.attr, ABSENT)
         return ABSENT
 
-    def rule_name(self, func):
-        """The registered scalar rule ``func`` names, or None (a rule registered for it
-        later rebuilds the code: a dependency on the rule table)."""
+    def rule_name(self, func, floats: bool = False):
+        """The registered scalar rule ``func`` names (or with ``floats``, its formula for
+        floats: numpy's functions of a float, rules/numpy_floats.py), or None (a rule
+        registered for it later rebuilds the code: a dependency on the rule table)."""
         callee = self.callee(func)
         try:
             rule, found = rule_name(callee) if callee is not ABSENT else (None, None)
         except TypeError:
             return None
+        if rule is None and floats and found is not None:
+            rule = found.float_rule
         if rule is not None:
             self.dependencies.append((RECORDS, callee, found))
         return rule
