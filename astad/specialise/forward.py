@@ -151,7 +151,7 @@ def write_tangents(root, fn, local_names: set, filename: str, writer_class, head
     prepared = prepare(root, fn, local_names, "_dot")
     if prepared is None:
         return None
-    params, body, names, taken = prepared
+    root, local_names, params, body, names, taken = prepared
     names["sink"] = "0.0"
 
     def write(kinds, int_names):

@@ -34,6 +34,8 @@ ordinary transformed code runs (and raises the user's error at the user's line).
 """
 from __future__ import annotations
 
+import copy
+
 import linecache
 import re
 
@@ -523,15 +525,30 @@ def _width(entries: list) -> int:
 
 # -- the function: its parameters, then the body -------------------------------------------
 def prepare(root, fn, local_names: set, suffix: str):
-    """What every mode needs before writing: the parameters, the body, the generated
-    code's reserved names, or None if the function cannot be specialised at all."""
+    """What every mode needs before writing: ``(root, local_names, params, body, names,
+    taken)``, the tree and its local names (a local named as a function the generated
+    code calls, ``gamma`` or ``exp``, renamed), the parameters, the body, the generated
+    code's reserved names; or None if the function cannot be specialised at all."""
     args = root.args
     if args.vararg or args.kwarg or args.kwonlyargs:
         return None
+    user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)}
+    clash = (set(local_names) | {a.id for a in args.posonlyargs + args.args}) & \
+        rule_helpers()
+    if clash:  # a user name would hide a function the generated code calls: another one
+        code = fn.__code__
+        if clash & set(code.co_freevars + code.co_cellvars):
+            return None  # (a closure's cell is read by its name)
+        root, local_names = renamed(root, clash, user_names | rule_helpers()), \
+            set(local_names) - clash
+        local_names |= {n.id for n in gast.walk(root) if isinstance(n, gast.Name)} - \
+            user_names
+        user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)}
+        args = root.args
     params = [a.id for a in args.posonlyargs + args.args]
-    user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)} | set(params)
-    if not params or (set(local_names) | set(params)) & rule_helpers():
-        return None  # a user name would hide a function the generated code calls
+    user_names |= set(params)
+    if not params:
+        return None
     if shadowed_builtins(fn):
         return None  # (a global named like a builtin: the resolver would see it, not us)
     body = [s for s in root.body if not (isinstance(s, gast.Expr) and isinstance(
@@ -546,7 +563,25 @@ def prepare(root, fn, local_names: set, suffix: str):
     names.update(sink=f"{temp}sink", layout=f"{temp}layout", last=f"{temp}last",
                  parent=f"{temp}parent")
     taken = set(user_names) | set(local_names) | rule_helpers() | {names["parent"]}
-    return params, body, names, taken
+    return root, local_names, params, body, names, taken
+
+
+def renamed(root, names: set, taken: set):
+    """A copy of ``root`` whose locals ``names`` are called otherwise (``gamma_``): the
+    code written from it reads the same values under names that hide nothing it calls."""
+    new = {}
+    for name in sorted(names):
+        other = name + "_"
+        while other in taken or other in new.values():
+            other += "_"
+        new[name] = other
+    root = copy.deepcopy(root)
+    for node in gast.walk(root):
+        if isinstance(node, gast.Name) and node.id in new:
+            node.id = new[node.id]
+        elif isinstance(node, (gast.FunctionDef, gast.ClassDef)) and node.name in new:
+            node.name = new[node.name]
+    return root
 
 
 def write_attempts(write, params: list, root):
@@ -586,7 +621,7 @@ def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: 
     prepared = prepare(root, fn, local_names, "_i")
     if prepared is None:
         return None
-    params, body, names, taken = prepared
+    root, local_names, params, body, names, taken = prepared
 
     def write(kinds, int_names):
         found: list = []

@@ -155,7 +155,7 @@ def write_straight_line(root, fn, local_names: set, filename: str, dependencies:
     prepared = prepare(root, fn, local_names, "_i")
     if prepared is None:
         return None
-    params, body, names, taken = prepared
+    root, local_names, params, body, names, taken = prepared
     if any(isinstance(n, (gast.If, gast.While, gast.For, gast.IfExp)) for n in
            gast.walk(root)):
         return None
