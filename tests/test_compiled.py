@@ -3,6 +3,7 @@ the code written for floats, compiled, equals the Python code's bit for bit (the
 operations in the same order), and finite differences; what it cannot compile, or a call
 its kernel does not take, runs the Python code and gives Python's answer."""
 import dataclasses
+import functools
 import math
 import os
 import pickle
@@ -214,6 +215,13 @@ def test_compiled_hessians_and_jacobians(name, monkeypatch):
             astad.grad(fn, argnums=argnums)(*args)
 
 
+def _rows_of_records(xs):
+    out = []
+    for v in xs:
+        out.append((v * v, v))  # (a tuple of tuples: no code for its rows)
+    return tuple(out)
+
+
 def test_compiled_jacobian_rows(monkeypatch):
     """A function returning a tuple of floats: ``jacrev`` (and ``jacobian``, ``vjp``) by
     the code for its rows compiled, one sweep per output; the same as without it."""
@@ -231,10 +239,22 @@ def test_compiled_jacobian_rows(monkeypatch):
     assert value == P.three_moments(*args)
     assert pullback((1.0, 0.0, 2.0)) == astad.reverse_diff(P.three_moments).vjp(
         *args)[1]((1.0, 0.0, 2.0))
+    # a list appended to, returned as a tuple: its rows compiled too (jacfwd takes them)
+    x = [0.1, 0.3, -0.2, 0.6]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        got = astad.jacfwd(P.lattice_forces, compile="numba")(x, 2.0)
+    ran = _counting(codegen.transformed(P.lattice_forces).compiled[("numba", "rows")],
+                    monkeypatch)
+    assert astad.jacrev(P.lattice_forces, compile="numba")(x, 2.0) == got
+    assert ran["python"] == 0
+    assert got == astad.jacrev(P.lattice_forces)(x, 2.0)
+    np.testing.assert_allclose(  # (forward mode's general path, in its own order)
+        got, astad.jacfwd(functools.partial(P.lattice_forces))(x, 2.0), rtol=1e-14)
     # (rows the writer has no code for: said, and the Python path's answer)
     with pytest.warns(CompileWarning, match="rows"):
-        assert astad.jacrev(P.lattice_forces, compile="numba")([0.1, 0.3], 2.0) == \
-            astad.jacrev(P.lattice_forces)([0.1, 0.3], 2.0)
+        assert astad.jacrev(_rows_of_records, compile="numba")([0.1, 0.3]) == \
+            astad.jacrev(_rows_of_records)([0.1, 0.3])
 
 
 def test_arrays_tuples_and_lists_take_the_kernel(monkeypatch):

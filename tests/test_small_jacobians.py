@@ -181,6 +181,28 @@ def one_output(x):
     return (x * x,)
 
 
+def springs(x, k):  # residuals appended to a list, returned as a tuple (a chain of springs)
+    out = []
+    for i in range(len(x)):
+        left = x[i - 1] if i > 0 else 0.0
+        out.append(k * (x[i] - left) + 0.1 * (x[i] - left) ** 3)
+    return tuple(out)
+
+
+def springs_list(x, k):
+    out = []
+    for v in x:
+        out.append(k * math.sin(v))
+    return list(out)
+
+
+def springs_array(x, k):
+    out = []
+    for v in x:
+        out.append(k * v * v)
+    return np.array(out)
+
+
 CAM = [1.0, 0.1, 0.2, 0.3, 0.05, 1.1, 0.1, -0.2, 0.01, 0.02, 1.0, 4.0]
 ROWS = [
     (residual, (CAM, [0.5, -0.3, 1.2], 0.01), (0, 1, 2)),
@@ -188,6 +210,9 @@ ROWS = [
     (residual, (CAM, [0.5, -0.3, 1.2], 0.01), (2, 0)),
     (as_list, (0.4, -1.3), (0, 1)), (as_list, (0.4, -1.3), 0),
     (one_output, (0.7,), 0),
+    (springs, ([0.1, 0.4, -0.3], 2.0), (0, 1)), (springs, ([0.1, 0.4, -0.3], 2.0), 0),
+    (springs_list, ([0.1, 0.4, -0.3], 2.0), (0, 1)),
+    (springs_array, (np.array([0.1, 0.4, -0.3]), 2.0), 0),
 ]
 
 

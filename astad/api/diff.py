@@ -233,7 +233,11 @@ class DiffFunction:
     @api_boundary
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """Return ``(value, pullback)``; ``pullback(cotangent)`` gives the gradients."""
-        out = self._specialised(args, kwargs, rows_next=True)
+        values = self.__dict__.get("_values")  # (the checks compiled, as f.value_and_grad)
+        if values is None:
+            values = self._values = specialised_call(self, False, _unanswered)
+        out = values(*args, **kwargs) if values is not False else \
+            self._specialised(args, kwargs, rows_next=True)
         if out is not None and scalable(out[1]):
             return out[0], ScaledPullback(self, tuple(map(snapshot, args)), out[1])
         if out is None and not kwargs:  # (a tuple of floats: a pullback summing its rows)
@@ -321,16 +325,24 @@ def parameters_of(fn) -> tuple:
     return n, varargs, fewest, float("inf") if varargs else n
 
 
-def specialised_call(diff: DiffFunction, gradient_only: bool):
+def specialised_call(diff: DiffFunction, gradient_only: bool, general=None):
     """``f.grad`` (``gradient_only``) or ``f.value_and_grad`` of a decorated function:
     with the compiled runtime a ``SpecialisedCall`` (runtime/_specialised.c: the checks of
     ``DiffFunction._specialised``, compiled, around the specialised code, else the general
-    path), else the DiffFunction's bound method. Pickles as this call."""
+    path), else the DiffFunction's bound method. Pickles as this call. With ``general``
+    (``vjp``'s first step), what answers where the specialised code does not; without the
+    compiled runtime, False."""
     if native is None or diff.backend is not None:  # (a backend: its call, in Python)
-        return diff.grad if gradient_only else diff.value_and_grad
-    general = diff._grad_general if gradient_only else diff._value_and_grad_general
+        return False if general is not None else \
+            diff.grad if gradient_only else diff.value_and_grad
+    if general is None:
+        general = diff._grad_general if gradient_only else diff._value_and_grad_general
     return native.SpecialisedCall(diff, general, running, MISSING, specialised_call,
                                    gradient_only)
+
+
+def _unanswered(*args, **kwargs):
+    return None  # (vjp: the specialised code did not answer; the rows or the tape next)
 
 
 ALL_GRADIENTS = "all"  # (a marker: every gradient, in argument order)

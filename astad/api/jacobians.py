@@ -10,7 +10,6 @@ shape ``out.shape + in.shape`` (a float for two floats).
 from __future__ import annotations
 
 import functools
-import math
 import types
 from collections.abc import Callable
 from typing import Any
@@ -463,6 +462,11 @@ def float_hessian(transform, args, kwargs):
 
 
 @functools.lru_cache(maxsize=64)
+def _in_order(n: int) -> tuple:
+    return tuple(range(n))
+
+
+@functools.lru_cache(maxsize=64)
 def _units(n: int) -> tuple:
     """The unit vectors of n floats, as tuples."""
     return tuple(tuple(1.0 if i == k else 0.0 for i in range(n)) for k in range(n))
@@ -473,16 +477,19 @@ def _hessian_of_floats(code, args, positions, single):
     for floats (``code(*primals, *tangents)``), or None."""
     units, n = _units(len(args)), len(args)
     try:  # (one column of H per float: H e_k, and the gradient after it)
-        outs = [code(*args, *units[k]) for k in positions]
-    except Exception:  # noqa: BLE001 (it only reads its arguments: the general path runs
-        return None  # and raises the error at the user's line)
-    if None in outs or not math.isfinite(sum([sum(out[1]) for out in outs])):
+        columns = [code(*args, *units[k])[1] for k in positions]
+    except Exception:  # noqa: BLE001 (it only reads its arguments, or answered None: the
+        return None  # general path runs, and raises the error at the user's line)
+    total = 0.0
+    for column in columns:
+        total += sum(column)
+    if total - total != 0.0:
         return None  # (a zero times an infinite partial: the general path's result)
     if single:
-        return outs[0][1][positions[0]]
-    if len(positions) == n and positions[-1] == n - 1:  # all of them, in order
-        return tuple(zip(*[out[1] for out in outs]))[:n]
-    return tuple([tuple([out[1][i] for out in outs]) for i in positions])
+        return columns[0][positions[0]]
+    if positions == _in_order(n):  # (every argument, in order: the common case)
+        return tuple(zip(*[column[:n] for column in columns]))
+    return tuple([tuple([column[i] for column in columns]) for i in positions])
 
 
 __all__ = ["jacfwd", "jacrev", "jacobian", "hessian"]

@@ -220,6 +220,25 @@ def full(n, value):
     return np.full(max(n, 0), value)
 
 
+@njit
+def float_array_of(items):
+    """A new float array of ``items`` (a list the code appended floats to, or an array
+    it wrote): a Jacobian's values."""
+    out = np.empty(len(items))
+    for j in range(len(items)):
+        out[j] = items[j]
+    return out
+
+
+@njit
+def int_array_of(items):
+    """A new int array of ``items``: the tape slots of a Jacobian's values."""
+    out = np.empty(len(items), np.int64)
+    for j in range(len(items)):
+        out[j] = items[j]
+    return out
+
+
 if sys.version_info >= (3, 12):
     @njit
     def python_sum(items, start, int_start):

@@ -392,9 +392,9 @@ class _Kernel(ast.NodeTransformer):
             indices.args[0].elts = [self.visit(i) for i in call.args[3].elts]
         elif all(isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and
                  a.func.id == "tuple" and len(a.args) == 1 for a in (values, indices)):
-            values = ast.Call(ast.Attribute(self.visit(values.args[0]), "copy", ast.Load()),
-                              [], [])  # (a list or np.zeros it wrote: an array here)
-            indices = self.visit(indices.args[0])
+            # (a list or np.zeros it wrote, or a list it appended to: arrays here)
+            values = self.call("float_array_of", [self.visit(values.args[0])], s)
+            indices = self.call("int_array_of", [self.visit(indices.args[0])], s)
         else:
             self.refuse(f"{ast.unparse(s)!r}", s)
         name = f"{n['ret']}{len(self.returned)}"

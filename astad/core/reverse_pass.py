@@ -144,6 +144,9 @@ def _scaled(gradient, c: float, memo: dict):
         return gradient * c
     if t in PLAIN:
         return gradient
+    if t is tuple:  # (the gradients of a call's floats, the common case)
+        return tuple([g * c if type(g) is float else _scaled(g, c, memo)
+                      for g in gradient])
     made = memo.get(id(gradient))
     if made is not None:
         return made
@@ -151,8 +154,6 @@ def _scaled(gradient, c: float, memo: dict):
         made = memo[id(gradient)] = []
         made.extend([g * c if type(g) is float else _scaled(g, c, memo) for g in gradient])
         return made
-    if t is tuple:
-        return tuple([_scaled(g, c, memo) for g in gradient])
     made = memo[id(gradient)] = new_object(t)  # a record (scalable)
     made.__dict__.update({name: _scaled(g, c, memo) for name, g in gradient.__dict__.items()})
     return made
@@ -163,14 +164,14 @@ def scalable(gradient) -> bool:
     plain constants, lists, tuples, and records kept in a ``__dict__`` alone (no
     slots)."""
     t = type(gradient)
+    if t is tuple:
+        return all(type(g) is float or scalable(g) for g in gradient)
     if t is float or t is np.float64 or t in PLAIN:
         return True
     if t is np.ndarray:  # (an array read by element: its gradient, of float64)
         return gradient.dtype == np.float64
     if t is list:
         return all(type(g) is float for g in gradient) or all(map(scalable, gradient))
-    if t is tuple:
-        return all(map(scalable, gradient))
     return dataclasses.is_dataclass(gradient) and not slot_names(t) and \
         all(map(scalable, gradient.__dict__.values()))
 
@@ -179,6 +180,8 @@ def snapshot(value):
     """A copy of an argument of the specialised code (floats, lists, tuples, dataclasses
     in a ``__dict__``) for a later forward pass: its containers copied, its values not."""
     t = type(value)
+    if t is float or t is int:
+        return value
     if t is list:
         return value[:] if all(type(v) is float for v in value) else list(map(snapshot,
                                                                                value))

@@ -433,13 +433,14 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
         kind = "list" if isinstance(node, gast.List) else "tuple"
         if self.makes_vector(node):
             node, kind = node.args[0], "array"
-        local = self.listed(node)
+        made = self.converted_list(node)  # (tuple(out), np.array(out) of a list it wrote)
+        local = self.listed(node if made is None else made[0])
         if local is not None and self.function is None:  # a list (or np.zeros) it wrote
             names = self.names
+            kind = made[1] if made is not None else 'array' if local.array else 'list'
             self.emit(depth, f"return ad.tape_rows_of({names['tape']}, _width_, "
                              f"tuple({local.name}), tuple({local.handles}), {names['sink']}, "
-                             f"{names['layout']}, {'array' if local.array else 'list'!r})",
-                      line)
+                             f"{names['layout']}, {kind!r})", line)
             return
         if self.function is not None or not isinstance(node, (gast.Tuple, gast.List)) or \
                 not node.elts or any(isinstance(e, gast.Starred) for e in node.elts):
@@ -459,6 +460,18 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
         self.emit(depth, f"return ad.tape_rows_of({names['tape']}, _width_, "
                          f"{tuple_text(values)}, {tuple_text(handles)}, {names['sink']}, "
                          f"{names['layout']}, {kind!r})", line)
+
+    def converted_list(self, node):
+        """``(list, kind)`` of ``tuple(a)``, ``list(a)``, ``np.array(a)`` or
+        ``np.asarray(a)`` (one argument, a name): the kind of what it returns; else None."""
+        if not (isinstance(node, gast.Call) and len(node.args) == 1 and not node.keywords and
+                isinstance(node.args[0], gast.Name) and not self.is_local(node.func)):
+            return None
+        callee = self.scope.resolver.callee(node.func)
+        kind = {tuple: "tuple", list: "list", np.array: "array", np.asarray: "array"}.get(
+            callee) if callee is tuple or callee is list or callee is np.array or \
+            callee is np.asarray else None
+        return None if kind is None else (node.args[0], kind)
 
     def makes_vector(self, node) -> bool:
         """``np.array([...])`` or ``np.asarray((...))``: a 1-d array of the items."""
