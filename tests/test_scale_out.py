@@ -337,3 +337,33 @@ def test_a_pullback_of_a_tuple_of_floats_does_not_pickle_either():
         assert type(pullback).__name__ == "RowsPullback"
         with pytest.raises(TypeError, match="Pullback cannot be pickled.*call .vjp"):
             pickle.dumps(pullback)
+
+
+def test_a_function_sent_by_value_is_written_once_per_process(monkeypatch):
+    """Each task unpickles a function sent by value anew, with globals of its own: the
+    code written for the first one serves the next ones, whose globals hold equal values
+    (nothing is written again), and is written anew when a value differs (a constant the
+    client changed between tasks), giving that value's gradient."""
+    from astad.compile import calls
+    response = notebook_cells()
+    blob = cloudpickle.dumps(response)
+    built = []
+    real_build = calls.build
+    monkeypatch.setattr(calls, "build", lambda fn, *a: built.append(fn) or real_build(fn, *a))
+    args = (1.3, 0.4, [0.1 * k for k in range(8)])
+    first = pickle.loads(blob)
+    want = first.grad(*args)
+    assert want == response.grad(*args)
+    written = len(built)
+    for _ in range(3):  # (three more tasks)
+        task = pickle.loads(blob)
+        assert task is not first and task.__globals__ is not first.__globals__
+        assert task.grad(*args) == want and task.vjp(*args)[1](1.0) == want
+        assert astad.grad(task, argnums=(0, 1))(*args) == want[:2]
+    assert len(built) == written  # (nothing written again)
+    # a constant of the cell the client changed: other code, and its gradient
+    response.__globals__["math"] = types.SimpleNamespace(**{**vars(math),
+                                                            "cos": math.sin})
+    changed = pickle.loads(cloudpickle.dumps(response))
+    assert changed.grad(*args) == response.grad(*args) != want
+    assert len(built) > written

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..compile import calls as compiled
 from ..compile.entry import UNBUILT
-from ..compile.numba_backend import check_backend, compiled_rows, compiled_tapeless
+from ..compile.numba_backend import check_backend, compiled_code
 from ..compile.pipeline import compile_rules, front
 from ..specialise.expressions import CannotSpecialise
 from ..specialise.loops import write_scalar_loops
@@ -220,8 +220,8 @@ class DiffFunction:
         specialise/loops.py), or None where it does not apply (``specialised``).
         ``rows_next``: the code for a Jacobian's rows is tried next (vjp)."""
         entry = self.entry
-        if self.backend is not None and entry.tapeless is None and not rows_next:
-            compiled_tapeless(entry, self.fn, self.backend)  # (it says why: nothing to compile)
+        if entry.tapeless is None and not rows_next:  # (with compile=: it says why)
+            compiled_code(entry, self.fn, self.backend, "gradient", None)
         if kwargs or entry.tapeless is None or len(args) != entry.arity and \
                 with_defaults(self.fn, args, entry.arity) is None:
             return None  # (before the selection, whose argnums may not fit this call)
@@ -371,8 +371,7 @@ def specialised(entry, fn, args, select, current: bool = False, backend=None):
     full = with_defaults(fn, args, entry.arity)
     if full is None:
         return None
-    tapeless = entry.tapeless if backend is None else \
-        compiled_tapeless(entry, fn, backend) or entry.tapeless
+    tapeless = compiled_code(entry, fn, backend, "gradient", entry.tapeless)
     return run_specialised(tapeless, entry.tapes, full, select, len(args))
 
 
@@ -422,13 +421,12 @@ def specialised_rows(entry, fn, args, backend=None):
     rows = entry.rows
     if rows is UNBUILT:
         rows = entry.rows = _rows_code(entry, fn)
-    if backend is not None and rows is None:
-        compiled_rows(entry, fn, backend)  # (it says why there is nothing to compile)
+    if rows is None:  # (with compile=: it says why there is nothing to compile)
+        compiled_code(entry, fn, backend, "rows", None)
     full = None if rows is None or running.stack else with_defaults(fn, args, entry.arity)
     if full is None:
         return None
-    if backend is not None:
-        rows = compiled_rows(entry, fn, backend) or rows
+    rows = compiled_code(entry, fn, backend, "rows", rows)
     out = run_specialised(rows, True, full, ALL_GRADIENTS)
     if out is None or full is args:
         return out

@@ -23,7 +23,7 @@ import math
 import re
 
 from ..compile.entry import UNBUILT
-from ..compile.numba_backend import compiled_hvp
+from ..compile.numba_backend import compiled_code
 from ..compile.pipeline import compile_as, front
 from ..errors import AstadError
 from .diff import DiffFunction, with_defaults
@@ -223,9 +223,7 @@ def floats_code(entry, fn, n: int, backend=None):
 
 def _code(entry, fn, built, backend):
     """The Hessian-vector code ``built``, compiled by ``backend`` where it can be."""
-    if backend is None:
-        return built[0]
-    return compiled_hvp(entry, fn, backend) or built[0]
+    return compiled_code(entry, fn, backend, "hvp", built[0])
 
 
 def hvp_source(entry, fn) -> str | None:

@@ -102,13 +102,9 @@ def _block(column, out_shape, in_shape, array_input: bool):
     return float(block) if type(block) in (np.ndarray, np.float64) else block.item()
 
 
-# -- jacfwd --------------------------------------------------------------------------------
-class jacfwd(Transform):  # noqa: N801 - named as JAX names it
-    """``jacfwd(f, argnums=0, has_aux=False, holomorphic=False)(*args)``: the Jacobian by
-    forward mode, one pass with a tangent per scalar of the differentiated arguments
-    (complex ones: ``holomorphic=True``, JAX's)."""
-
-    kind = "jacfwd"
+class _Jacobian(Transform):
+    """What ``jacfwd``, ``jacrev`` and ``jacobian`` take: ``argnums``, ``has_aux``,
+    ``holomorphic`` (JAX's) and ``compile`` (docs/compiled.md)."""
 
     def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False,
                  compile=None):  # noqa: A002
@@ -116,6 +112,15 @@ class jacfwd(Transform):  # noqa: N801 - named as JAX names it
         super().__init__(python_function_of(fun) if compile else fun, argnums=argnums,
                          has_aux=bool(has_aux), holomorphic=bool(holomorphic),
                          **_compile_option(compile))
+
+
+# -- jacfwd --------------------------------------------------------------------------------
+class jacfwd(_Jacobian):  # noqa: N801 - named as JAX names it
+    """``jacfwd(f, argnums=0, has_aux=False, holomorphic=False)(*args)``: the Jacobian by
+    forward mode, one pass with a tangent per scalar of the differentiated arguments
+    (complex ones: ``holomorphic=True``, JAX's)."""
+
+    kind = "jacfwd"
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -198,19 +203,12 @@ def _count_inputs(args, positions) -> int:
 
 
 # -- jacrev --------------------------------------------------------------------------------
-class jacrev(Transform):  # noqa: N801
+class jacrev(_Jacobian):  # noqa: N801
     """``jacrev(f, argnums=0, has_aux=False, holomorphic=False)(*args)``: the Jacobian by
     reverse mode, one forward pass and one sweep with an adjoint per scalar of the output
     (a complex output: ``holomorphic=True``, JAX's)."""
 
     kind = "jacrev"
-
-    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False,
-                 compile=None):  # noqa: A002
-        argnums_positions(argnums, 1 << 30)
-        super().__init__(python_function_of(fun) if compile else fun, argnums=argnums,
-                         has_aux=bool(has_aux), holomorphic=bool(holomorphic),
-                         **_compile_option(compile))
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -273,20 +271,13 @@ class jacrev(Transform):  # noqa: N801
         return jacobian
 
 
-class jacobian(Transform):  # noqa: N801
+class jacobian(_Jacobian):  # noqa: N801
     """``jacobian(f, argnums=0, has_aux=False)``: ``jacfwd`` when the differentiated
     arguments hold fewer scalars than the output, else ``jacrev``. The output's size is
     read off reverse mode's forward pass, which ``jacrev`` then continues from; choosing
     ``jacfwd`` runs ``f`` once more."""
 
     kind = "jacobian"
-
-    def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False,
-                 compile=None):  # noqa: A002
-        argnums_positions(argnums, 1 << 30)
-        super().__init__(python_function_of(fun) if compile else fun, argnums=argnums,
-                         has_aux=bool(has_aux), holomorphic=bool(holomorphic),
-                         **_compile_option(compile))
 
     @api_boundary
     def __call__(self, *args, **kwargs):

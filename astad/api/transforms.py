@@ -30,7 +30,7 @@ import numpy as np
 
 from ..compile import calls as compiled
 from ..compile.entry import CACHE, cached
-from ..compile.numba_backend import check_backend, compiled_forward, python_function_of
+from ..compile.numba_backend import check_backend, compiled_code, python_function_of
 from . import pickling
 from ..transform.bindings import MISSING
 from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
@@ -441,14 +441,13 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False,
                           for p, t in zip(primals, tangents))
         entry = cached(fun) or (compiled.transformed(fun) if resolvable_function(fun)
                                         else None)  # (cached: it was resolvable)
-        if backend is not None and entry is not None and entry.forward is None:
-            compiled_forward(entry, fun, backend)  # (it says why there is nothing to compile)
+        if entry is not None and entry.forward is None:  # (with compile=: it says why
+            compiled_code(entry, fun, backend, "forward", None)  # there is nothing to compile)
         full = None if entry is None or entry.forward is None else \
             with_defaults(fun, tuple(primals), entry.arity)
         if full is not None:
             omitted = full[len(primals):]  # (the defaults: constants, a zero tangent each)
-            code = entry.forward if backend is None else \
-                compiled_forward(entry, fun, backend) or entry.forward
+            code = compiled_code(entry, fun, backend, "forward", entry.forward)
             try:  # specialise/forward.py: no dual
                 out = code(*full, *given, *map(_zero_tangent, omitted))
             except Exception:  # noqa: BLE001 (it only reads its arguments: the forward

@@ -27,7 +27,7 @@ import weakref
 
 from ..errors import AstadError, NotDifferentiableError, SourceUnavailableError, \
     user_location
-from ..front.source import filename_of
+from ..front.source import filename_of, restore_filename
 from ..registry import RECORDS, ad, define, publish
 from ..rules.scalar import TAPELESS_BUILTINS
 from ..rules import scipy_loader
@@ -491,6 +491,7 @@ def transformed(fn, preaccumulate: bool = True, as_method: bool = False) -> Entr
     with LOCK:
         entry = CACHE.get((id(fn), preaccumulate, as_method))
         if entry is None or entry.function() is not fn or not entry.is_current(fn):
+            restore_filename(fn)  # (code that travelled by value: as building it does)
             key = (fn.__code__, preaccumulate, as_method)
             template = BY_CODE.get(key)  # (a lambda made again: its code written once)
             entry = rebound(template, fn) if template is not None else None

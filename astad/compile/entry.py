@@ -26,6 +26,7 @@ was written for still holds (transform/bindings.py).
 """
 from __future__ import annotations
 
+import math
 import threading
 import types
 import weakref
@@ -120,11 +121,58 @@ class Template:
         self.last_run = None  # (a weak reference to the last function api/inline ran)
 
     def fits(self, fn) -> bool:
-        """May ``fn`` (a function of this code) take this code? The same globals, the
-        same classes in its closure (their properties shape the code), and every binding
-        the code was written for unchanged."""
-        return fn.__globals__ is self.globals and closure_classes(fn) == self.classes and \
-            unchanged(self.dependencies, MISSING)
+        """May ``fn`` (a function of this code) take this code?"""
+        return self.bindings_for(fn) is not None
+
+    def bindings_for(self, fn) -> list | None:
+        """The bindings the code depends on as ``fn`` reads them, or None where ``fn``
+        may not take this code. ``fn`` must have the same classes in its closure (their
+        properties shape the code), and every binding the code was written for must hold:
+        in the same globals, the same objects; in other globals (a function sent to this
+        process by value: cloudpickle gives each task globals of its own), ``fn``'s hold
+        equal values (``same_value``), and the bindings are read there from then on."""
+        if closure_classes(fn) != self.classes or not unchanged(self.dependencies, MISSING):
+            return None
+        if fn.__globals__ is self.globals:
+            return self.dependencies
+        old, new, out = self.globals, fn.__globals__, []
+        for namespace, name, value in self.dependencies:
+            if namespace is old:
+                found = new.get(name, MISSING)
+                if not same_value(value, found, old, new):
+                    return None
+                namespace, value = new, found
+            out.append((namespace, name, value))
+        return out
+
+
+def same_value(a, b, old: dict, new: dict, depth: int = 0) -> bool:
+    """Does ``b``, read in globals ``new``, compute what ``a``, read in ``old``, does? The
+    same object; an equal number, string or tuple of them (a float's sign and nan
+    included); a function of equal code, defaults and closure whose globals are ``old``
+    and ``new`` (its own reads are bindings of the same code, checked as these are).
+    Anything else (an array, a list, an object) only as the same object."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b) or depth > 8:
+        return False
+    if t is float:
+        return (a == b or a != a and b != b) and math.copysign(1.0, a) == \
+            math.copysign(1.0, b)
+    if t in (int, bool, str, bytes, complex):
+        return a == b
+    if t is tuple:
+        return len(a) == len(b) and all(same_value(x, y, old, new, depth + 1)
+                                        for x, y in zip(a, b))
+    if t is types.FunctionType:
+        cells = (a.__closure__ or (), b.__closure__ or ())
+        return a.__code__ == b.__code__ and a.__globals__ is old and b.__globals__ is new \
+            and same_value(a.__defaults__, b.__defaults__, old, new, depth + 1) and \
+            a.__kwdefaults__ == b.__kwdefaults__ is None and len(cells[0]) == len(cells[1]) \
+            and all(same_value(_contents(x), _contents(y), old, new, depth + 1)
+                    for x, y in zip(*cells))
+    return False
 
 
 def template_of(entry: Entry, fn) -> Template | None:
@@ -146,7 +194,8 @@ def rebound(template: Template, fn) -> Entry | None:
     or nested ``def`` made again: a new function object, the same code), bound to ``fn``'s
     closure cells and defaults; None where it does not apply to ``fn`` (other globals,
     another class in its closure, or a binding the code was written for has changed)."""
-    if not template.fits(fn):
+    bindings = template.bindings_for(fn)
+    if bindings is None:
         return None
     code, cells = template.recipe
     closure, itself = [], None
@@ -163,7 +212,7 @@ def rebound(template: Template, fn) -> Entry | None:
     taped._astad_origin = weakref.ref(fn)  # (core/escape.py)
     if itself is not None:
         itself.cell_contents = taped
-    entry = Entry(fn, taped, list(template.dependencies) + own_defaults(fn),
+    entry = Entry(fn, taped, list(bindings) + own_defaults(fn),
                   template.artifacts["transformed_source"])
     for slot, value in template.artifacts.items():
         setattr(entry, slot, value)  # (written for kinds of values, not for the function)

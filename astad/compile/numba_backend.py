@@ -1,8 +1,9 @@
 """The compiled backend (``compile="numba"``): the code astad writes for float arguments,
-compiled by numba. Three codes are compiled, each from its tree: the gradient's code with
-a flat tape (specialise/loops.py; ``compiled_tapeless``), forward mode's code
-(specialise/forward.py; ``compiled_forward``) and the Hessian-vector code, reverse mode's
-code over forward mode's (api/hvp.py; ``compiled_hvp``).
+compiled by numba (``compiled_code``). Four codes are compiled, each from its tree: the
+gradient's code with a flat tape (specialise/loops.py), forward mode's code
+(specialise/forward.py), the Hessian-vector code, reverse mode's code over forward
+mode's (api/hvp.py), and the code for a Jacobian's rows (specialise/loops.py with
+``rows``).
 
 Each written function has parts, and each runs where it belongs:
 
@@ -55,33 +56,17 @@ def python_function_of(fn):
     return fn
 
 
-def compiled_tapeless(entry, fn, backend: str):
-    """``entry.tapeless`` compiled by ``backend`` (kept on the entry, which is rebuilt
-    when a binding it was written for changes), or None where it cannot be: then a
-    ``CompileWarning`` says why, once per entry."""
-    return _kept(entry, fn, backend, "gradient")
-
-
-def compiled_forward(entry, fn, backend: str):
-    """``entry.forward`` (forward mode's code for floats) compiled, as
-    ``compiled_tapeless``."""
-    return _kept(entry, fn, backend, "forward")
-
-
-def compiled_hvp(entry, fn, backend: str):
-    """The Hessian-vector code written for ``fn`` (api/hvp.py: reverse mode's code with a
-    flat tape over forward mode's code) compiled, as ``compiled_tapeless``."""
-    return _kept(entry, fn, backend, "hvp")
-
-
-def compiled_rows(entry, fn, backend: str):
-    """The code written for a Jacobian's rows (``entry.rows``: a function returning a
-    tuple or list of floats, api/diff.specialised_rows) compiled, as
-    ``compiled_tapeless``."""
-    return _kept(entry, fn, backend, "rows")
-
-
-def _kept(entry, fn, backend: str, role: str):
+def compiled_code(entry, fn, backend, role: str, python_code):
+    """What runs for ``role`` of ``fn``'s entry: ``python_code``, or with ``backend`` (not
+    None) its compiled version where one can be made, kept on the entry (which is
+    rebuilt when a binding it was written for changes). Where none can, or where there is
+    no ``python_code`` to compile (None), a ``CompileWarning`` says why, once per entry
+    and role. The roles: "gradient" (``entry.tapeless``: ``grad``), "forward"
+    (``entry.forward``: ``jvp``), "hvp" (api/hvp.py: reverse mode's code with a flat tape
+    over forward mode's code, ``jvp(grad(f))`` and ``hessian``) and "rows" (``entry.rows``:
+    a Jacobian's rows, api/diff.specialised_rows)."""
+    if backend is None:
+        return python_code
     found = entry.compiled.get((backend, role))
     if found is None:
         try:
@@ -90,10 +75,10 @@ def _kept(entry, fn, backend: str, role: str):
             line = refusal.line or fn.__code__.co_firstlineno
             warnings.warn(f"{fn.__code__.co_filename}:{line}: {fn.__qualname__} runs as "
                           f"Python code, not compiled by numba ({role}): {refusal.reason}",
-                          CompileWarning, stacklevel=5)
+                          CompileWarning, stacklevel=4)
             found = False
         entry.compiled[backend, role] = found
-    return found or None
+    return found or python_code
 
 
 def _compiled(entry, fn, role: str):

@@ -66,12 +66,12 @@ _PLAIN_BINARY = (ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitX
 class Parts:
     """What ``translate`` makes of one written function."""
 
-    def __init__(self, prologue, kinds, kernel_text, returned, width, namespace,
-                 functions=(), sink_at=None):
+    def __init__(self, prologue, kinds, kernel_text, returned, namespace, functions=(),
+                 sink_at=None):
         self.prologue, self.kinds, self.kernel_text = prologue, kinds, kernel_text
         self.sink_at = sink_at  # (which of the kernel's arguments is the sink's slot)
         self.functions = functions  # the kernel's own functions (a recursive helper's)
-        self.returned, self.width, self.namespace = returned, width, namespace
+        self.returned, self.namespace = returned, namespace
         self.kernel = None  # (compiled by numba_backend, per argument types)
 
 
@@ -147,8 +147,8 @@ def _parts(tree, checks: list, body: list, carried: list, state: list, start: st
                        for f in rewriter.nested + [kernel])
     return Parts(prologue, tuple(kinds.get(n, "plain" if n in params else "local")
                                  for n in names),
-                 text, rewriter.returned, rewriter.width,
-                 {**rewriter.namespace, **_always()}, tuple(f.name for f in rewriter.nested),
+                 text, rewriter.returned, {**rewriter.namespace, **_always()},
+                 tuple(f.name for f in rewriter.nested),
                  names.index(names_of(tree)["sink"]) if names_of(tree)["sink"] in names
                  else None)
 
