@@ -204,3 +204,18 @@ def test_nested_quick_checks_every_pair(tmp_path):
     assert [r["pair"] for r in rows][:2] == ["saddle", "particle"]
     assert all(_positive(r["fast_s"]) and _positive(r["slow_s"]) for r in rows)
     assert "| saddle |" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_by_value_runs_the_three_forms(tmp_path):
+    """benchmarks/by_value.py: a task by reference, by value, and by value writing the
+    code again, their gradients checked equal first (no ratio is asserted)."""
+    out = tmp_path / "by_value.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "by_value.py"),
+                           "--samples", "2", "--target", "0.002", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    row, = json.loads(out.read_text())["rows"]
+    assert all(_positive(row[key]) for key in ("by_reference_s", "by_value_s",
+                                               "written_again_s"))
+    assert "| a task: unpickle, one .grad |" in out.with_suffix(".md").read_text()

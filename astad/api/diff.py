@@ -310,8 +310,12 @@ def parameters_of(fn) -> tuple:
     function ``fn``, as ``inspect.signature`` reads them, from its code and defaults as
     they are now (a replaced ``__code__`` or ``__defaults__`` is read again): a transform
     made inline makes a DiffFunction per call, and inspect.signature costs ~10 us."""
-    if "__wrapped__" in fn.__dict__ or "__signature__" in fn.__dict__:  # (inspect reads
-        params = list(inspect.signature(fn).parameters.values())          # those instead)
+    wrapped = fn.__dict__.get("__wrapped__")  # (a decorated function's own: of its code)
+    if "__signature__" in fn.__dict__ or wrapped is not None and not (
+            getattr(wrapped, "__code__", None) is fn.__code__ and
+            wrapped.__defaults__ is fn.__defaults__ and "__wrapped__" not in wrapped.__dict__
+            and "__signature__" not in wrapped.__dict__):  # (inspect reads those instead)
+        params = list(inspect.signature(fn).parameters.values())
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                       p.POSITIONAL_OR_KEYWORD)]
         varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
