@@ -113,9 +113,36 @@ class RowsPullback(ScaledPullback):
                 if total is None:
                     break  # (a structure the sum does not take: the tape)
             else:
-                if total is not None:  # (every output's cotangent zero: the tape's zeros)
+                if total is None and rows:  # (every output's cotangent zero or None:
+                    return _zeroed(rows[0], {})  # the tape's zeros, no tape)
+                if total is not None:
                     return total
         return self._tape()(cotangent)
+
+
+def _zeroed(gradient, memo: dict):
+    """A gradient of ``gradient``'s structure and aliasing, every float 0.0: what the
+    sweep gives for a zero cotangent (it skips a zero adjoint, an infinite partial
+    too)."""
+    t = type(gradient)
+    if t is float or t is np.float64:
+        return 0.0 if t is float else np.float64(0.0)
+    if t is np.ndarray:
+        return np.zeros_like(gradient)
+    if t in PLAIN:
+        return gradient
+    if t is tuple:
+        return tuple([_zeroed(g, memo) for g in gradient])
+    made = memo.get(id(gradient))
+    if made is not None:
+        return made
+    if t is list:
+        made = memo[id(gradient)] = []
+        made.extend([_zeroed(g, memo) for g in gradient])
+        return made
+    made = memo[id(gradient)] = new_object(t)  # a record (scalable)
+    made.__dict__.update({name: _zeroed(g, memo) for name, g in gradient.__dict__.items()})
+    return made
 
 
 def _added(a, b):
