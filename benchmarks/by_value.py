@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import linecache
-import math
 import os
 import pickle
 import sys
@@ -30,10 +29,9 @@ for path in (_ROOT, _HERE):
 
 import cloudpickle  # noqa: E402
 
-import astad  # noqa: E402
 from small_arrays import interleaved, save_rows  # noqa: E402
 
-# the same model twice: in a "notebook cell" (its source only in this process's linecache,
+# one model, run twice: as a "notebook cell" (its source only in this process's linecache,
 # as a notebook's is; its module __main__: by value) and in this importable module
 _CELL = '''\
 import math
@@ -53,27 +51,19 @@ def response(a, c, ts):
 '''
 
 
-def notebook_function():
-    filename = "<astad-benchmark-cell-1>"
+def _run_cell(filename: str, namespace: dict) -> None:
     linecache.cache[filename] = (len(_CELL), None, _CELL.splitlines(True), filename)
-    namespace = {"__name__": "__main__"}
     exec(compile(_CELL, filename, "exec"), namespace)  # noqa: S102 (our own source)
+
+
+def notebook_function():
+    namespace = {"__name__": "__main__"}
+    _run_cell("<astad-benchmark-cell-1>", namespace)
     return namespace["response"]
 
 
-RATE = 0.3
-
-
-def damping(t, c):
-    return math.exp(-c * t)
-
-
-@astad.reverse_diff
-def response(a, c, ts):
-    s = 0.0
-    for t in ts:
-        s += a * damping(t, c) * math.cos(RATE * t)
-    return s
+# the same cell run in this module: its functions importable by name (by reference)
+_run_cell("<astad-benchmark-module>", globals())
 
 
 ARGS = (1.3, 0.4, [0.05 * k for k in range(20)])

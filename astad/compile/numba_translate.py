@@ -5,8 +5,9 @@ rest a kernel. ``translate`` takes the gradient's code with a flat tape
 ``translate_forward`` forward mode's code (specialise/forward.py).
 
 The rewrite is a whitelist. Each statement the writers emit has its numba form here, each
-expression and call in numba_expressions.py; anything else is refused (``CannotCompile``) at its line, so that what numba
-compiles is only what it computes as Python does (numba_kernels says how):
+expression and call in numba_expressions.py; anything else is refused (``CannotCompile``)
+at its line, so that what numba compiles is only what it computes as Python does
+(numba_kernels says how):
 
     _extend((s0, p0, s1, p1))     the tape's arrays written (counted past their end)
     [c] * n                       numba_kernels.full (an array)
