@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, api_boundary
+from ..errors import InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
 from ..runtime.array_dual import ArrayDual, index_of
 from ..compile.calls import rev as transformed_callable
@@ -122,12 +122,17 @@ class jacfwd(_Jacobian):  # noqa: N801 - named as JAX names it
 
     kind = "jacfwd"
 
-    @api_boundary
     def __call__(self, *args, **kwargs):
-        fast = float_gradient(self, args, kwargs) if type(self.fun) is not jacrev else \
-            float_hessian(self, args, kwargs)
-        if fast is not None:
-            return fast
+        __tracebackhide__ = True  # (api_boundary's, inline: no frame more on the fast call)
+        try:
+            fast = float_gradient(self, args, kwargs) if type(self.fun) is not jacrev \
+                else float_hessian(self, args, kwargs)
+            return fast if fast is not None else self._forward(args, kwargs)
+        except Exception as error:
+            hide_own_frames(error)
+            raise
+
+    def _forward(self, args, kwargs):
         positions, single = argnums_positions(self.options["argnums"], len(args))
         if not self.options["holomorphic"]:
             _refuse_complex([args[k] for k in positions], "an argument", self)
@@ -390,6 +395,12 @@ def float_hessian(transform, args, kwargs):
     (api/hvp.py: reverse mode over forward mode's code for floats), assembled as the
     general path gives it; None where that code does not apply."""
     inner = transform.fun
+    known = transform.__dict__.get("_floats_known")  # (what the last call of floats found)
+    if known is not None and not kwargs and len(args) == known[1] and \
+            known[0].is_current(inner.fun) and not running.stack and floats(*args):
+        found = _hessian_of_floats(known[2], args, known[3], known[4])
+        if found is not None:  # (the common case, whose fixed cost shows)
+            return found
     if type(inner) is not jacrev or inner.options != transform.options:
         return None
     plan = _float_function(inner, kwargs, len(args))
@@ -405,6 +416,7 @@ def float_hessian(transform, args, kwargs):
         code = known[2]
         found = None if code is None else _hessian_of_floats(code, args, positions, single)
         if found is not None:
+            transform._floats_known = (entry, len(args), code, positions, single)
             return found
     sizes = []
     for k in positions:
@@ -479,7 +491,7 @@ def _hessian_of_floats(code, args, positions, single):
     if single:
         return columns[0][positions[0]]
     if positions == _in_order(n):  # (every argument, in order: the common case)
-        return tuple(zip(*[column[:n] for column in columns]))
+        return tuple(zip(*columns))[:n]
     return tuple([tuple([column[i] for column in columns]) for i in positions])
 
 
