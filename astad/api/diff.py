@@ -425,12 +425,10 @@ def specialised_rows(entry, fn, args, backend=None):
     rows = entry.rows
     if rows is UNBUILT:
         rows = entry.rows = _rows_code(entry, fn)
-    if rows is None:  # (with compile=: it says why there is nothing to compile)
-        compiled_code(entry, fn, backend, "rows", None)
+    rows = compiled_code(entry, fn, backend, "rows", rows)  # (None: with compile=, why)
     full = None if rows is None or running.stack else with_defaults(fn, args, entry.arity)
     if full is None:
         return None
-    rows = compiled_code(entry, fn, backend, "rows", rows)
     out = run_specialised(rows, True, full, ALL_GRADIENTS)
     if out is None or full is args:
         return out

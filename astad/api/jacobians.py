@@ -395,9 +395,12 @@ def float_hessian(transform, args, kwargs):
     (api/hvp.py: reverse mode over forward mode's code for floats), assembled as the
     general path gives it; None where that code does not apply."""
     inner = transform.fun
-    known = transform.__dict__.get("_floats_known")  # (what the last call of floats found)
-    if known is not None and not kwargs and len(args) == known[1] and \
-            known[0].is_current(inner.fun) and not running.stack and floats(*args):
+    # what the last call of floats found: (entry, count of arguments, its Hessian-vector
+    # code or None, positions, single), kept while the entry is current
+    known = transform.__dict__.get("_floats_known")
+    if known is not None and known[2] is not None and not kwargs and \
+            len(args) == known[1] and known[0].is_current(inner.fun) and \
+            not running.stack and floats(*args):
         found = _hessian_of_floats(known[2], args, known[3], known[4])
         if found is not None:  # (the common case, whose fixed cost shows)
             return found
@@ -408,15 +411,13 @@ def float_hessian(transform, args, kwargs):
         return None
     fun, entry, positions, single = plan
     backend = transform.options.get("compile")
-    if floats(*args):  # (the common case, whose fixed cost shows)
-        known = inner.__dict__.get("_hvp_code")  # (the code found for this entry)
+    if floats(*args):
         if known is None or known[0] is not entry or known[1] != len(args):
-            known = inner._hvp_code = (entry, len(args),
-                                       floats_code(entry, fun, len(args), backend))
-        code = known[2]
-        found = None if code is None else _hessian_of_floats(code, args, positions, single)
+            known = transform._floats_known = (entry, len(args), floats_code(
+                entry, fun, len(args), backend), positions, single)
+        found = None if known[2] is None else \
+            _hessian_of_floats(known[2], args, positions, single)
         if found is not None:
-            transform._floats_known = (entry, len(args), code, positions, single)
             return found
     sizes = []
     for k in positions:

@@ -441,13 +441,11 @@ def jvp(fun: Callable[..., Any], primals, tangents, has_aux: bool = False,
                           for p, t in zip(primals, tangents))
         entry = cached(fun) or (compiled.transformed(fun) if resolvable_function(fun)
                                         else None)  # (cached: it was resolvable)
-        if entry is not None and entry.forward is None:  # (with compile=: it says why
-            compiled_code(entry, fun, backend, "forward", None)  # there is nothing to compile)
-        full = None if entry is None or entry.forward is None else \
-            with_defaults(fun, tuple(primals), entry.arity)
+        code = None if entry is None else \
+            compiled_code(entry, fun, backend, "forward", entry.forward)  # (None: why)
+        full = None if code is None else with_defaults(fun, tuple(primals), entry.arity)
         if full is not None:
             omitted = full[len(primals):]  # (the defaults: constants, a zero tangent each)
-            code = compiled_code(entry, fun, backend, "forward", entry.forward)
             try:  # specialise/forward.py: no dual
                 out = code(*full, *given, *map(_zero_tangent, omitted))
             except Exception:  # noqa: BLE001 (it only reads its arguments: the forward

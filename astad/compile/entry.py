@@ -166,12 +166,13 @@ def same_value(a, b, old: dict, new: dict, depth: int = 0) -> bool:
         return len(a) == len(b) and all(same_value(x, y, old, new, depth + 1)
                                         for x, y in zip(a, b))
     if t is types.FunctionType:
-        cells = (a.__closure__ or (), b.__closure__ or ())
-        return a.__code__ == b.__code__ and a.__globals__ is old and b.__globals__ is new \
-            and same_value(a.__defaults__, b.__defaults__, old, new, depth + 1) and \
-            a.__kwdefaults__ == b.__kwdefaults__ is None and len(cells[0]) == len(cells[1]) \
-            and all(same_value(_contents(x), _contents(y), old, new, depth + 1)
-                    for x, y in zip(*cells))
+        if a.__code__ != b.__code__ or a.__globals__ is not old or b.__globals__ is not new \
+                or a.__kwdefaults__ is not None or b.__kwdefaults__ is not None:
+            return False
+        cells = (tuple(map(_contents, a.__closure__ or ())),
+                 tuple(map(_contents, b.__closure__ or ())))
+        return same_value((a.__defaults__, cells[0]), (b.__defaults__, cells[1]), old, new,
+                          depth + 1)
     return False
 
 

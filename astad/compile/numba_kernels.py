@@ -455,7 +455,6 @@ MATH["trunc"] = njit(lambda x: np.int64(math.trunc(_rounded(x))))
 MATH.update({name: getattr(math, name) for name in ("isnan", "isinf", "isfinite")})
 
 
-
 def _numpy(name: str, arity: int):
     """numba's version of ``np.<name>`` of floats, raising where an argument or the
     result is not finite (numpy's answer there, and its warning, come from the Python

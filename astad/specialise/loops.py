@@ -35,7 +35,6 @@ ordinary transformed code runs (and raises the user's error at the user's line).
 from __future__ import annotations
 
 import copy
-
 import linecache
 import re
 
@@ -468,9 +467,7 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
                 isinstance(node.args[0], gast.Name) and not self.is_local(node.func)):
             return None
         callee = self.scope.resolver.callee(node.func)
-        kind = {tuple: "tuple", list: "list", np.array: "array", np.asarray: "array"}.get(
-            callee) if callee is tuple or callee is list or callee is np.array or \
-            callee is np.asarray else None
+        kind = next((kind for function, kind in _CONVERSIONS if callee is function), None)
         return None if kind is None else (node.args[0], kind)
 
     def makes_vector(self, node) -> bool:
@@ -536,6 +533,10 @@ def _width(entries: list) -> int:
     return width
 
 
+# what a list the code wrote is returned as, converted (Writer.converted_list)
+_CONVERSIONS = ((tuple, "tuple"), (list, "list"), (np.array, "array"), (np.asarray, "array"))
+
+
 # -- the function: its parameters, then the body -------------------------------------------
 def prepare(root, fn, local_names: set, suffix: str):
     """What every mode needs before writing: ``(root, local_names, params, body, names,
@@ -552,11 +553,9 @@ def prepare(root, fn, local_names: set, suffix: str):
         code = fn.__code__
         if clash & set(code.co_freevars + code.co_cellvars):
             return None  # (a closure's cell is read by its name)
-        root, local_names = renamed(root, clash, user_names | rule_helpers()), \
-            set(local_names) - clash
-        local_names |= {n.id for n in gast.walk(root) if isinstance(n, gast.Name)} - \
-            user_names
-        user_names = {n.id for n in gast.walk(root) if isinstance(n, gast.Name)}
+        root, new = renamed(root, clash, user_names | rule_helpers())
+        local_names = set(local_names) - clash | set(new.values())
+        user_names = user_names - clash | set(new.values())
         args = root.args
     params = [a.id for a in args.posonlyargs + args.args]
     user_names |= set(params)
@@ -579,9 +578,10 @@ def prepare(root, fn, local_names: set, suffix: str):
     return root, local_names, params, body, names, taken
 
 
-def renamed(root, names: set, taken: set):
+def renamed(root, names: set, taken: set) -> tuple:
     """A copy of ``root`` whose locals ``names`` are called otherwise (``gamma_``): the
-    code written from it reads the same values under names that hide nothing it calls."""
+    code written from it reads the same values under names that hide nothing it calls;
+    and each name's new one."""
     new = {}
     for name in sorted(names):
         other = name + "_"
@@ -594,7 +594,7 @@ def renamed(root, names: set, taken: set):
             node.id = new[node.id]
         elif isinstance(node, (gast.FunctionDef, gast.ClassDef)) and node.name in new:
             node.name = new[node.name]
-    return root
+    return root, new
 
 
 def write_attempts(write, params: list, root):
