@@ -82,7 +82,8 @@ class Build(build):
 
 native = Extension("astad.runtime._native",
                    ["astad/runtime/_native.c", "astad/runtime/_specialised.c",
-                    "astad/runtime/_elementwise.c", "astad/runtime/_jvp.c"],
+                    "astad/runtime/_elementwise.c", "astad/runtime/_jvp.c",
+                    "astad/runtime/_float_tape.c"],
                    depends=["astad/runtime/_native.h"], optional=True)
 setup(ext_modules=[] if SKIP else [native], cmdclass={"build_ext": BuildExt, "build": Build,
                                                       "build_record": BuildRecord})

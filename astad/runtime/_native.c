@@ -722,7 +722,8 @@ static struct PyModuleDef native_module = {
     .m_doc = "The backward sweeps of astad.runtime.tape, compiled (same results, bit for bit), "
              "the specialised code's checks of its arguments (specialise/value_kinds.py) and of the bindings "
              "it was written for (compile/pipeline.py), SpecialisedCall (_specialised.c), the "
-             "element-wise numpy rules (_elementwise.c) and jvp on floats (_jvp.c).",
+             "element-wise numpy rules (_elementwise.c), jvp on floats (_jvp.c) and the "
+             "tape of the code for floats (_float_tape.c).",
     .m_size = -1,
     .m_methods = native_methods,
 };
@@ -734,7 +735,8 @@ PyInit__native(void)
     if (module != NULL && (PyModule_AddIntConstant(module, "SWEEP_CHUNK", SWEEP_CHUNK) < 0 ||
                            astad_add_specialised_call(module) < 0 ||
                            astad_add_elementwise(module) < 0 ||
-                           astad_add_compiled_jvp(module) < 0))
+                           astad_add_compiled_jvp(module) < 0 ||
+                           astad_add_float_tape(module) < 0))
         Py_CLEAR(module);
     return module;
 }

@@ -6,7 +6,7 @@
  *
  * Files: _native.c (the sweeps, unchanged(), float_lists/float_rows/floats, all_finite,
  * the thread state), _specialised.c (SpecialisedCall), _elementwise.c (the compiled
- * element-wise rules), _jvp.c (CompiledJvp).
+ * element-wise rules), _jvp.c (CompiledJvp), _float_tape.c (FloatTape, float_adjoints).
  *
  * What is read, by name:
  * - an entry (compile/entry.py: Entry): ``function`` (a weak reference), ``code``,
@@ -41,5 +41,8 @@ int astad_add_specialised_call(PyObject *module);
 
 /* _jvp.c */
 int astad_add_compiled_jvp(PyObject *module);
+
+/* _float_tape.c */
+int astad_add_float_tape(PyObject *module);
 
 #endif

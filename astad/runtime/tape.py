@@ -10,8 +10,10 @@ The representation (paper sections 7, 8.1, 8.2, Figure 12):
 - one backward sweep walks the tape from the highest index down (the "resolve order" of
   section 4), so each entry runs at most once and the sweep is linear in the tape. A
   one-shot gradient frees the entries chunk by chunk as it sweeps (sweep_and_free);
-- the float-specialised code (specialise/loops.py) keeps no tuple per entry: its tape is one
-  flat list of (parent, partial) pairs, the same number per entry (sweep_flat).
+- the float-specialised code (specialise/loops.py) keeps no tuple per entry: its tape
+  (``float_tape``) holds (parent, partial) pairs one after another, the same number per
+  entry: a flat list here (sweep_flat), C arrays on the native runtime (_float_tape.c);
+  ``float_adjoints`` sweeps either.
 Every gradient call owns its tape (it is passed explicitly as the first argument of
 every transformed function), so threads and nested gradient calls never share state.
 Interleave, rebuild and seed, which walk the user's data, are in core/boundary.py.
@@ -276,6 +278,22 @@ def sweep_flat(tape: list, width: int, adjoint: list, first: int) -> None:
         top = low
 
 
+float_tape = list  # the tape of the code for floats: the native runtime's is a FloatTape
+
+
+def float_adjoints(tape: list, width: int, seed: int, first: int, last: bool) -> list:
+    """The adjoints of the slots below ``first`` (the arguments') from one sweep of the
+    code for floats' tape (``width`` pairs an entry, entry ``first`` first), seeded with
+    1.0 at slot ``seed``. A sweep frees what it passed: unless it is the ``last`` one, it
+    sweeps a copy. (The native runtime's tape is a FloatTape of C arrays, swept by
+    _float_tape.c in the same order: bit-identical adjoints.)"""
+    adjoint = [0.0] * (first + len(tape) // (2 * width))
+    adjoint[seed] = 1.0
+    sweep_flat(tape if last else list(tape), width, adjoint, first)
+    del adjoint[first:]
+    return adjoint
+
+
 def gradient_of(tape: list, width: int, value, index: int, sink: int, layout: tuple):
     """``(value, gradients)`` for float code specialised by specialise/loops.py, whose flat
     tape holds ``width`` pairs per entry, entry ``sink + 1`` first: ``layout`` gives each
@@ -321,6 +339,8 @@ def _select_runtime():
 
 
 python_sweeps = (sweep, sweep_and_free, sweep_flat)  # the reference implementations
+python_float_tape = (float_tape, float_adjoints)
 RUNTIME, native = _select_runtime()  # "native" or "python"
 if native is not None:
     sweep, sweep_and_free, sweep_flat = native.sweep, native.sweep_and_free, native.sweep_flat
+    float_tape, float_adjoints = native.FloatTape, native.float_adjoints

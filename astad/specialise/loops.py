@@ -12,10 +12,10 @@ the code builds is one local per element or field; a call of a helper function i
 inlined with its
 parameters bound to the arguments' kinds (specialise/expressions.py). This is the same
 algorithm with the operand kinds resolved when the code is generated, not at run time.
-Only the tape's layout differs (runtime.sweep_flat): one flat list of (parent slot, partial)
-pairs, the same number of pairs for every entry of the function (padded or split), so an
-entry
-costs no tuple of its own.
+Only the tape's layout differs: (parent slot, partial) pairs one after another, the same
+number of pairs for every entry of the function (padded or split), on ``ad.float_tape()``
+(runtime.tape.float_adjoints): a list on the Python runtime, C arrays on the native one
+(runtime/_float_tape.c), where an entry keeps no Python object alive.
 
 Loops: ``for`` over ``range``, over a list argument (``for x in xs``: its slots are a
 ``range`` zipped beside it), ``zip``, ``enumerate`` and ``reversed`` of those, the rows
@@ -815,8 +815,8 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
                         f"{tuple_text([like_layout[p] for p in params])}")
         else:
             text.append(f"{names['layout']} = {exact_text}")
-        text += [f"{names['tape']} = []  # the entries, one after another: {{width}} "
-                 "(slot, partial) pairs each",
+        text += [f"{names['tape']} = ad.float_tape()  # the entries, one after another: "
+                 "{width} (slot, partial) pairs each",
                  f"{names['extend']} = {names['tape']}.extend",
                  f"{names['last']} = {names['sink']}  # the index of the last entry"]
         return [(f"def {root.name}_floats({', '.join(params)}):", first)] + [

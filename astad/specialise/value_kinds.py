@@ -530,13 +530,10 @@ def tape_gradient_of(tape: list, width: int, value, index: int, sink: int,
     return value, _swept(tape, width, index, sink, layout, True)
 
 
-def _swept(tape: list, width: int, index: int, sink: int, layout: tuple, last: bool):
-    """Each argument's gradient (``layout``) from one sweep of the flat tape seeded at
-    slot ``index``; a sweep frees what it passed, so unless it is the ``last`` one it
-    sweeps a copy."""
-    adjoint = [0.0] * (sink + 1 + len(tape) // (2 * width))
-    adjoint[index] = 1.0
-    _tape_module.sweep_flat(tape if last else list(tape), width, adjoint, sink + 1)
+def _swept(tape, width: int, index: int, sink: int, layout: tuple, last: bool):
+    """Each argument's gradient (``layout``) from one sweep of the tape seeded at slot
+    ``index`` (runtime.tape.float_adjoints; ``last``: no other sweep follows)."""
+    adjoint = _tape_module.float_adjoints(tape, width, index, sink + 1, last)
     return tuple([gradient_by_plan(adjoint, plan) for plan in layout])
 
 
@@ -779,6 +776,7 @@ def plain_data(value, depth: int = 0) -> bool:
 # what generated code calls (through ``ad``, in the rules' namespace)
 publish("tape_gradient_of", tape_gradient_of)
 publish("tape_rows_of", tape_rows_of)
+publish("float_tape", _tape_module.float_tape)
 publish("record_values", record_values)
 publish("plain_gradient", plain_gradient)
 publish("number_gradient", number_gradient)
