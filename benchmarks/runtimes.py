@@ -62,21 +62,40 @@ def _free_only_flat(tape, width, adjoint, first):
     tape.clear()
 
 
+def _use_float_tape(make, adjoints):
+    """The code for floats' tape (``ad.float_tape()``) and its sweep."""
+    from astad.registry import ad
+    ad.float_tape = runtime.float_tape = make
+    runtime.float_adjoints = adjoints
+
+
+def _free_only_adjoints(tape, width, seed, first, last):
+    adjoint = [0.0] * first
+    if seed < first:
+        adjoint[seed] = 1.0
+    tape.clear()
+    return adjoint
+
+
 def _free_only(tape, adjoint, first, arrays):
     tape.clear()
 
 
 def use_runtime(kind):
     """Make value_and_grad sweep with ``kind``: the names it looks up at each call are
-    tape.sweep_flat (the specialised code, through gradient_of) and api.sweep_and_free
+    ad.float_tape and tape.float_adjoints (the code for floats: C arrays on the native
+    runtime, a list swept by tape.sweep_flat on the Python one) and api.sweep_and_free
     (the tape of duals)."""
     if kind == "native":
         native = runtime.native
         runtime.sweep_flat, astad.api.diff.sweep_and_free = native.sweep_flat, native.sweep_and_free
+        _use_float_tape(native.FloatTape, native.float_adjoints)
     elif kind == "python":
         astad.api.diff.sweep_and_free, runtime.sweep_flat = _python_sweeps()
+        _use_float_tape(*runtime.python_float_tape)
     elif kind == "no sweep":
         runtime.sweep_flat, astad.api.diff.sweep_and_free = _free_only_flat, _free_only
+        _use_float_tape(list, _free_only_adjoints)
     else:
         raise ValueError(kind)
 
@@ -84,21 +103,21 @@ def use_runtime(kind):
 def sweep_kind(case, ad):
     """Which tape one value_and_grad call sweeps, and how many entries."""
     seen = []
-    flat, dual = runtime.sweep_flat, astad.api.diff.sweep_and_free
+    flat, dual = runtime.float_adjoints, astad.api.diff.sweep_and_free
 
-    def counting_flat(tape, width, adjoint, first):
+    def counting_flat(tape, width, seed, first, last):
         seen.append(("flat tape", len(tape) // (2 * width)))
-        flat(tape, width, adjoint, first)
+        return flat(tape, width, seed, first, last)
 
     def counting(tape, adjoint, first, arrays):
         seen.append(("dual tape", len(tape) - first))
         dual(tape, adjoint, first, arrays)
 
-    runtime.sweep_flat, astad.api.diff.sweep_and_free = counting_flat, counting
+    runtime.float_adjoints, astad.api.diff.sweep_and_free = counting_flat, counting
     try:
         ad.value_and_grad(*case.args)
     finally:
-        runtime.sweep_flat, astad.api.diff.sweep_and_free = flat, dual
+        runtime.float_adjoints, astad.api.diff.sweep_and_free = flat, dual
     return seen[0] if seen else ("no tape", 0)
 
 
@@ -273,7 +292,8 @@ def callgrind(names, reps_for):
                     row["native_top_functions"] = top
                     inclusive = _annotate(out, inclusive=True)
                     row["native_sweep"] = sum(n for f, n in inclusive.items() if f in (
-                        "native_sweep", "native_sweep_flat", "native_sweep_and_free")) / \
+                        "native_sweep", "native_sweep_flat", "native_sweep_and_free",
+                        "float_adjoints")) / \
                         row["reps"]
                 print(f"  {name} {kind}: {row[kind] / 1e6:.2f}M instructions per call",
                       file=sys.stderr)
