@@ -150,6 +150,11 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
     gradient_only = False  # (grad: what the fast call returns)
 
     def __init__(self, fun, argnums=0, has_aux=False, compile=None):  # noqa: A002
+        if compile is None and type(argnums) is int and argnums >= 0 and \
+                type(fun) is types.FunctionType:  # (the common form: nothing to check;
+            self.fun = self.__wrapped__ = fun    # a transform made inline pays no more)
+            self.options = {"argnums": argnums, "has_aux": bool(has_aux)}
+            return
         argnums_positions(argnums, ANY_COUNT)  # (its form, checked now)
         backend = check_backend(compile)
         if backend is None:
@@ -190,13 +195,18 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
             plain = self._plain
             if plain is not None and self._resolvable is self.fun.__code__:
                 return plain(*args, **kwargs)  # (checked in _evaluate, once per code)
-            if not self._called:  # (made inline: the call kept per function, at once)
-                options = self.options
-                shared = None if options["has_aux"] else \
-                    kept_call(self.fun, options["argnums"], self.gradient_only)
+            if not self._called and not self.options["has_aux"]:  # (made inline: the
+                fun, argnums = self.fun, self.options["argnums"]   # call kept per function)
+                shared = kept_call(fun, argnums, self.gradient_only)
                 if shared is not None:
                     self._called = True
                     return shared(*args, **kwargs)
+                if type(argnums) is int and 0 <= argnums < len(args) and not kwargs and \
+                        type(fun) is types.FunctionType:  # (a function made again: the
+                    out = made_again(fun, args, argnums, self.gradient_only)  # code of its
+                    if out is not MISSING:                                    # kind, at once)
+                        self._called = True
+                        return out
             return self._evaluate(args, kwargs)
         except Exception as error:
             hide_own_frames(error)

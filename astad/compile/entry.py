@@ -186,8 +186,11 @@ def closure_classes(fn) -> tuple:
     """``(position, class)`` of each class in ``fn``'s closure: the code is written for
     them (the properties they define, transform/reverse.py), so a function made again
     takes the code only if its closure holds the same classes at the same places."""
-    return tuple((k, value) for k, value in enumerate(map(_contents, fn.__closure__ or ()))
-                 if isinstance(value, type))
+    closure = fn.__closure__
+    if closure is None:
+        return ()
+    return tuple([(k, value) for k, value in enumerate(map(_contents, closure))
+                  if isinstance(value, type)])
 
 
 def rebound(template: Template, fn) -> Entry | None:
