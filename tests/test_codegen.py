@@ -151,11 +151,9 @@ DOT_SPECIALISED = '''
             # s += xs[i] * ys[i]
             _vx0 = xs[i]
             _vx1 = ys[i]
-            _vt2 = _vx0 * _vx1
-            _vt3 = s + _vt2
             _extend((s_i, 1.0, i, _vx1, _vat_ys + i, _vx0))
             _vlast += 1
-            s = _vt3
+            s = s + _vx0 * _vx1
             s_i = _vlast
         # return s
         return ad.tape_gradient_of(_tape, 3, s, s_i, _vsink, _vlayout)

@@ -230,8 +230,9 @@ def with_cells(recipe: tuple, fn):
     """The specialised code ``recipe`` describes (its code, globals, and the positions in
     ``fn``'s closure of the cells it reads), as a function over ``fn``'s cells."""
     code, namespace, positions = recipe
+    closure = fn.__closure__
     return types.FunctionType(code, namespace, code.co_name, None,
-                              tuple(fn.__closure__[k] for k in positions))
+                              tuple([closure[k] for k in positions]))
 
 
 def _contents(cell):
