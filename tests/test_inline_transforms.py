@@ -203,3 +203,31 @@ def test_a_transform_made_inline_finds_the_kept_call_at_once(monkeypatch, tmp_pa
     assert astad.value_and_grad(defaults, argnums=1)(3.0, 2.0) == (18.0, 9.0)
     with pytest.raises(astad.AstadError, match="argnums"):  # (one argument: no position 1)
         astad.grad(defaults, argnums=1)(3.0)
+
+
+def test_a_partial_made_inline_runs_its_functions_call_with_the_bound_constants():
+    import functools
+    kept = astad.grad(f, argnums=1)
+    for a in (1.3, -2.0, 0.5, 1.3):  # (a new partial each time, other bound constants)
+        for x in (0.7, -4.0):
+            got = astad.grad(functools.partial(f, a))(x)
+            assert got == kept(a, x) == 2 * a * x + 3.0
+            value, gradient = astad.value_and_grad(functools.partial(f, a))(x)
+            assert (value, gradient) == (f(a, x), 2 * a * x + 3.0)
+    keywords = functools.partial(defaults, k=3.0)  # (keywords: the partial's own pass)
+    assert astad.grad(keywords)(2.0) == pytest.approx(12.0)
+    with pytest.raises(astad.AstadError, match="argnums"):
+        astad.grad(functools.partial(f, 1.3), argnums=1)(0.7)
+
+
+def _closing_over(a):
+    return lambda x: f(a, x)
+
+
+def test_lambdas_made_anew_give_their_own_closures_derivatives():
+    results = []
+    for a in (1.3, -2.0, 0.5, 1.3, 4.0):
+        for x in (0.7, -4.0):
+            results.append((astad.grad(_closing_over(a))(x), 2 * a * x + 3.0))
+            results.append((astad.grad(lambda x, a=a: f(a, x))(x), 2 * a * x + 3.0))
+    assert all(got == want for got, want in results)

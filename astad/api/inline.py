@@ -30,7 +30,7 @@ from .diff import (DiffFunction, run_specialised, selection_of, specialised_call
 
 # id(function) -> {(argnums, gradient_only): (WeakOwner, SpecialisedCall)}; an id's entry
 # leaves with its function (weakref.finalize), before the id can name another one
-_CALLS: dict = {}
+KEPT_CALLS: dict = {}
 
 
 class WeakOwner:
@@ -38,10 +38,10 @@ class WeakOwner:
     function held weakly; its general path makes the function's DiffFunction when it
     runs (arguments that are not floats: numpy arrays, structures)."""
 
-    __slots__ = ("_function", "entry", "_argnums", "_gradient_only", "_call", "__weakref__")
+    __slots__ = ("function", "entry", "_argnums", "_gradient_only", "_call", "__weakref__")
 
     def __init__(self, fun, argnums, gradient_only: bool, call: str):
-        self._function = weakref.ref(fun)
+        self.function = weakref.ref(fun)  # (called: the function, or None once it died)
         self.entry = None
         self._argnums = argnums  # (an int or a tuple: as DiffFunction takes it)
         self._gradient_only = gradient_only
@@ -49,7 +49,7 @@ class WeakOwner:
 
     @property
     def fn(self):
-        return self._function()
+        return self.function()
 
     def selection(self, n_args: int):
         """DiffFunction.selection's answer for ``argnums`` (always given here)."""
@@ -57,7 +57,7 @@ class WeakOwner:
 
     def general(self, *args, **kwargs):
         """The general path (one reverse pass); the entry it finds current is kept."""
-        diff = DiffFunction(self._function(), self._argnums)
+        diff = DiffFunction(self.function(), self._argnums)
         diff.call = self._call
         diff.entry = self.entry
         try:
@@ -79,10 +79,10 @@ def plain_call(fun, argnums, gradient_only: bool, kind: str):
     found = _kept(fun, (argnums, gradient_only))
     if found is not None:
         return found
-    calls = _CALLS.get(id(fun))
+    calls = KEPT_CALLS.get(id(fun))
     if calls is None:
-        calls = _CALLS[id(fun)] = {}
-        weakref.finalize(fun, _CALLS.pop, id(fun), None)
+        calls = KEPT_CALLS[id(fun)] = {}
+        weakref.finalize(fun, KEPT_CALLS.pop, id(fun), None)
     owner = WeakOwner(fun, argnums, gradient_only, f"astad.{kind}")
     owner.entry = compiled.transformed(fun)
     call = native.SpecialisedCall(owner, owner.general, running, MISSING, specialised_call,
@@ -104,9 +104,9 @@ def kept_call(fun, argnums, gradient_only: bool):
 def _kept(fun, key):
     """The SpecialisedCall kept for ``fun`` under ``key`` (argnums, gradient_only), or
     None (none made, or made for a dead function whose id ``fun`` now has)."""
-    calls = _CALLS.get(id(fun))
+    calls = KEPT_CALLS.get(id(fun))
     found = None if calls is None else calls.get(key)
-    return None if found is None or found[0]._function() is not fun else found[1]
+    return None if found is None or found[0].function() is not fun else found[1]
 
 
 def made_again(fun, args: tuple, select, gradient_only: bool):
@@ -116,7 +116,7 @@ def made_again(fun, args: tuple, select, gradient_only: bool):
     this call: no entry, kept call or finaliser of its own, which a function made per
     call would pay for at every call. ``MISSING`` where that does not apply (the kept
     call is then made: api/transforms.py)."""
-    if id(fun) in _CALLS or running.stack:
+    if id(fun) in KEPT_CALLS or running.stack:
         return MISSING  # (a function with a kept call; an enclosing differentiation)
     template = BY_CODE.get((fun.__code__, True, False))
     if template is None:

@@ -40,7 +40,7 @@ from ..core.reverse_pass import RowsPullback, ScaledPullback, scalable, snapshot
 from ..argnums import ANY_COUNT, argnums_positions  # (shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
-from .inline import kept_call, made_again, plain_call
+from .inline import KEPT_CALLS, kept_call, made_again, plain_call
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
 from .hvp import floats_code as floats_code_of
 from ..specialise.value_kinds import float_sequences, floats
@@ -141,6 +141,9 @@ class Transform:
         return pickling.transform_token(type(self), self.fun, self.options)
 
 
+_PLAIN_CALLABLES = (types.FunctionType, functools.partial)
+
+
 class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
     """``value_and_grad(f, argnums=0, has_aux=False, compile=None)(*args)``:
     ``(f(*args), gradient)``; with ``has_aux``, ``((value, aux), gradient)``.
@@ -151,7 +154,7 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
 
     def __init__(self, fun, argnums=0, has_aux=False, compile=None):  # noqa: A002
         if compile is None and type(argnums) is int and argnums >= 0 and \
-                type(fun) is types.FunctionType:  # (the common form: nothing to check;
+                type(fun) in _PLAIN_CALLABLES:  # (the common form: nothing to check;
             self.fun = self.__wrapped__ = fun    # a transform made inline pays no more)
             self.options = {"argnums": argnums, "has_aux": bool(has_aux)}
             return
@@ -197,16 +200,25 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
                 return plain(*args, **kwargs)  # (checked in _evaluate, once per code)
             if not self._called and not self.options["has_aux"]:  # (made inline: the
                 fun, argnums = self.fun, self.options["argnums"]   # call kept per function)
-                shared = kept_call(fun, argnums, self.gradient_only)
-                if shared is not None:
+                calls = KEPT_CALLS.get(id(fun))  # (api/inline.py's kept_call, written out)
+                found = None if calls is None or type(argnums) is not int or argnums < 0 \
+                    else calls.get((argnums, self.gradient_only))
+                if found is not None and found[0].function() is fun:
                     self._called = True
-                    return shared(*args, **kwargs)
+                    return found[1](*args, **kwargs)
                 if type(argnums) is int and 0 <= argnums < len(args) and not kwargs and \
                         type(fun) is types.FunctionType:  # (a function made again: the
                     out = made_again(fun, args, argnums, self.gradient_only)  # code of its
                     if out is not MISSING:                                    # kind, at once)
                         self._called = True
                         return out
+                if type(fun) is functools.partial and type(argnums) is int and \
+                        0 <= argnums < len(args) and not fun.keywords:  # (its function's
+                    shared = kept_call(fun.func, argnums + len(fun.args),   # call, with the
+                                       self.gradient_only)                # bound constants)
+                    if shared is not None:
+                        self._called = True
+                        return shared(*fun.args, *args, **kwargs)
             return self._evaluate(args, kwargs)
         except Exception as error:
             hide_own_frames(error)

@@ -75,6 +75,37 @@ partial_value(PyObject *a)
     return -1.0;
 }
 
+/* store ``items`` (slot, partial, slot, partial, ...): all of them, or none and -1 with an
+ * error set */
+static int
+float_tape_store(FloatTape *self, PyObject *const *items, Py_ssize_t size)
+{
+    if (size % 2) {
+        PyErr_SetString(PyExc_TypeError, "a tape entry is (slot, partial) pairs");
+        return -1;
+    }
+    Py_ssize_t n = size / 2;
+    if (self->count + n > self->capacity && float_tape_grow(self, self->count + n) < 0)
+        return -1;
+    Py_ssize_t *slots = self->slots + self->count;
+    double *partials = self->partials + self->count;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *slot = items[2 * q];
+        if (!PyLong_CheckExact(slot)) {
+            PyErr_SetString(PyExc_TypeError, "a tape slot must be an int");
+            return -1;
+        }
+        slots[q] = PyLong_AsSsize_t(slot);
+        if (slots[q] == -1 && PyErr_Occurred())
+            return -1;
+        partials[q] = partial_value(items[2 * q + 1]);
+        if (partials[q] == -1.0 && PyErr_Occurred())
+            return -1;
+    }
+    self->count += n; /* (only once every pair converted: a refused entry adds nothing) */
+    return 0;
+}
+
 PyDoc_STRVAR(float_tape_extend_doc,
 "extend(pairs)\n--\n\n"
 "Record a tuple of (slot, partial) pairs, as list.extend would append its items.");
@@ -82,30 +113,25 @@ PyDoc_STRVAR(float_tape_extend_doc,
 static PyObject *
 float_tape_extend(FloatTape *self, PyObject *pairs)
 {
-    if (!PyTuple_CheckExact(pairs) || PyTuple_GET_SIZE(pairs) % 2) {
+    if (!PyTuple_CheckExact(pairs)) {
         PyErr_SetString(PyExc_TypeError, "a tape entry must be a tuple of (slot, partial) "
                                          "pairs");
         return NULL;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(pairs) / 2;
-    if (self->count + n > self->capacity && float_tape_grow(self, self->count + n) < 0)
+    if (float_tape_store(self, &PyTuple_GET_ITEM(pairs, 0), PyTuple_GET_SIZE(pairs)) < 0)
         return NULL;
-    Py_ssize_t *slots = self->slots + self->count;
-    double *partials = self->partials + self->count;
-    for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *slot = PyTuple_GET_ITEM(pairs, 2 * q);
-        if (!PyLong_CheckExact(slot)) {
-            PyErr_SetString(PyExc_TypeError, "a tape slot must be an int");
-            return NULL;
-        }
-        slots[q] = PyLong_AsSsize_t(slot);
-        if (slots[q] == -1 && PyErr_Occurred())
-            return NULL;
-        partials[q] = partial_value(PyTuple_GET_ITEM(pairs, 2 * q + 1));
-        if (partials[q] == -1.0 && PyErr_Occurred())
-            return NULL;
-    }
-    self->count += n; /* (only once every pair converted: a refused entry adds nothing) */
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(float_tape_record_doc,
+"record(slot, partial, ...)\n--\n\n"
+"Record the (slot, partial) pairs given as arguments: extend without the tuple.");
+
+static PyObject *
+float_tape_record(FloatTape *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (float_tape_store(self, args, nargs) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -117,6 +143,8 @@ float_tape_length(FloatTape *self)
 
 static PyMethodDef float_tape_methods[] = {
     {"extend", (PyCFunction)float_tape_extend, METH_O, float_tape_extend_doc},
+    {"record", (PyCFunction)(void (*)(void))float_tape_record, METH_FASTCALL,
+     float_tape_record_doc},
     {NULL, NULL, 0, NULL}};
 
 static PySequenceMethods float_tape_as_sequence = {.sq_length = (lenfunc)float_tape_length};
