@@ -95,7 +95,7 @@ def use_runtime(kind):
         _use_float_tape(*runtime.python_float_tape)
     elif kind == "no sweep":
         runtime.sweep_flat, astad.api.diff.sweep_and_free = _free_only_flat, _free_only
-        _use_float_tape(list, _free_only_adjoints)
+        _use_float_tape(runtime.FlatTape, _free_only_adjoints)
     else:
         raise ValueError(kind)
 

@@ -1,10 +1,10 @@
 """The tape of the code for floats (runtime/_float_tape.c) against tape.py's reference.
 
-The code for floats records ``_extend((slot, partial, ...))`` on ``ad.float_tape()``: a
-list on the Python runtime, a FloatTape of C arrays on the native one, swept by
-``float_adjoints``. The two must give the same adjoints bit for bit, refuse what is not a
-float without recording part of it, and leave a tape swept for one row of a Jacobian
-whole for the next.
+The code for floats records ``_extend(slot, partial, ...)`` (the tape's ``record``) on
+``ad.float_tape()``: a list on the Python runtime, a FloatTape of C arrays on the native
+one, swept by ``float_adjoints``. The two must give the same adjoints bit for bit, refuse
+what is not a float without recording part of it, and leave a tape swept for one row of
+a Jacobian whole for the next.
 """
 import math
 import random
@@ -45,9 +45,13 @@ def random_entries(rng, width, first, n_entries):
 
 def both(entries):
     expected, got = python_float_tape(), native.FloatTape()
-    for pairs in entries:
-        expected.extend(pairs)
-        got.extend(pairs)
+    for k, pairs in enumerate(entries):  # (as the code records them, and by extend)
+        if k % 2:
+            expected.record(*pairs)
+            got.record(*pairs)
+        else:
+            expected.extend(pairs)
+            got.extend(pairs)
     return expected, got
 
 
@@ -96,6 +100,8 @@ def test_a_partial_that_is_not_a_float_is_refused_and_nothing_recorded(partial):
     tape.extend((0, 1.0))
     with pytest.raises((TypeError, OverflowError)):
         tape.extend((0, 2.0, 1, partial))
+    with pytest.raises((TypeError, OverflowError)):
+        tape.record(0, 2.0, 1, partial)
     assert len(tape) == 2
     assert native.float_adjoints(tape, 1, 1, 1, True) == [1.0]
 
@@ -106,6 +112,9 @@ def test_an_entry_of_another_form_is_refused(pairs):
     tape = native.FloatTape()
     with pytest.raises((TypeError, OverflowError)):
         tape.extend(pairs)
+    if type(pairs) is tuple:
+        with pytest.raises((TypeError, OverflowError)):
+            tape.record(*pairs)
     assert len(tape) == 0
 
 
@@ -136,7 +145,7 @@ def test_the_code_for_floats_records_on_the_runtimes_tape():
     from astad.compile import calls as codegen
     assert "_tape = ad.float_tape()" in codegen.build(dot).specialised_source
     expected = runtime.float_tape is (native.FloatTape if runtime.RUNTIME == "native"
-                                      else list)
+                                      else runtime.FlatTape)
     assert expected
     xs, ys = [0.5, -1.25, 3.0], [2.0, 0.75, -0.1]
     value, (gx, gy) = astad.value_and_grad(dot, argnums=(0, 1))(xs, ys)

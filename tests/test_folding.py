@@ -16,10 +16,10 @@ def texts(lines):
 
 def test_a_chain_of_temporaries_becomes_the_users_expression():
     lines = texts(["    _vt2 = _vx0 * _vx1", "    _vt3 = s + _vt2",
-                   "    _extend((s_i, 1.0, i, _vx1, j, _vx0))", "    _vlast += 1",
+                   "    _extend(s_i, 1.0, i, _vx1, j, _vx0)", "    _vlast += 1",
                    "    s = _vt3", "    s_i = _vlast"])
     assert [t for t, _ in folded(lines, "_v")] == [
-        "    _extend((s_i, 1.0, i, _vx1, j, _vx0))", "    _vlast += 1",
+        "    _extend(s_i, 1.0, i, _vx1, j, _vx0)", "    _vlast += 1",
         "    s = s + _vx0 * _vx1", "    s_i = _vlast"]
 
 
@@ -29,7 +29,7 @@ def test_the_order_of_operations_is_kept_by_parentheses():
 
 
 @pytest.mark.parametrize("lines", [
-    ["_vt1 = a * b", "_extend((a_i, _vt1, b_i, _vt1))", "x = _vt1"],  # read twice
+    ["_vt1 = a * b", "_extend(a_i, _vt1, b_i, _vt1)", "x = _vt1"],  # read twice
     ["_vt1 = a * b", "a = 2.0", "x = _vt1"],  # an operand assigned between
     ["_vt1 = a * b", "a, c = f()", "x = _vt1"],
     ["_vt1 = a * b", "_vt1 = float(_vt1)", "x = _vt1"],  # assigned twice

@@ -239,8 +239,8 @@ def test_flat_tape_pads_narrow_entries_and_splits_wide_ones():
     f = astad.reverse_diff(wide)
     args = (0.7, 1.3, -0.4, 0.9, 1.1)
     value, grads = f.value_and_grad(*args)
-    assert "4 (slot, partial) pairs" in f.source and "_vlast, 1.0))" in f.source
-    assert "_vsink, 0.0))" in f.source  # a padded entry
+    assert "4 (slot, partial) pairs" in f.source and "_vlast, 1.0)\n" in f.source
+    assert "_vsink, 0.0)\n" in f.source  # a padded entry
     # the dual path's tape of tuples, one per entry of its own width, agrees
     _, pullback = f.vjp(*args)
     assert value == wide(*args)
@@ -259,7 +259,7 @@ def test_flat_tape_of_one_parent_entries_widens_for_a_split():
     f = astad.reverse_diff(chain)
     args = (0.3, 2.0, -1.5)
     value, grads = f.value_and_grad(*args)
-    assert "2 (slot, partial) pairs" in f.source and "_vlast, 1.0))" in f.source
+    assert "2 (slot, partial) pairs" in f.source and "_vlast, 1.0)\n" in f.source
     x = 0.3
     dx = 1.0
     for _ in range(5):

@@ -9,7 +9,7 @@ expression and call in numba_expressions.py; anything else is refused (``CannotC
 at its line, so that what numba compiles is only what it computes as Python does
 (numba_kernels says how):
 
-    _extend((s0, p0, s1, p1))     the tape's arrays written (counted past their end)
+    _extend(s0, p0, s1, p1)       the tape's arrays written (counted past their end)
     [c] * n                       numba_kernels.full (an array)
     a + b, a * b, a ** b, ...     numba_kernels.checked_* (ints checked for overflow)
     a[i], a[i] = v                numba_kernels.checked_get, checked_set (bounds checked)
@@ -273,9 +273,10 @@ class _Kernel(KernelExpressions, ast.NodeTransformer):
         self.refuse(f"the statement {ast.unparse(s).splitlines()[0]!r}", s)
 
     def entry(self, s, call):
-        """``_extend((s0, p0, ...))``: the pairs written into the tape's arrays."""
-        items = call.args[0].elts if call.args and isinstance(call.args[0], ast.Tuple) \
-            else self.refuse("a tape entry of another form", s)
+        """``_extend(s0, p0, ...)``: the pairs written into the tape's arrays."""
+        items = call.args
+        if not items or len(items) % 2 or any(isinstance(a, ast.Starred) for a in items):
+            self.refuse("a tape entry of another form", s)
         width = len(items) // 2
         if self.width not in (None, width):
             self.refuse("tape entries of two widths", s)

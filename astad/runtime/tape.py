@@ -278,7 +278,18 @@ def sweep_flat(tape: list, width: int, adjoint: list, first: int) -> None:
         top = low
 
 
-float_tape = list  # the tape of the code for floats: the native runtime's is a FloatTape
+class FlatTape(list):
+    """The tape of the code for floats on the Python runtime: a flat list of (slot,
+    partial) pairs, which ``record(slot, partial, ...)`` extends (the native runtime's is
+    a FloatTape of C arrays, _float_tape.c, whose ``record`` takes the same arguments)."""
+
+    __slots__ = ()
+
+    def record(self, *pairs):
+        self.extend(pairs)
+
+
+float_tape = FlatTape
 
 
 def float_adjoints(tape: list, width: int, seed: int, first: int, last: bool) -> list:

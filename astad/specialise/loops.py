@@ -518,7 +518,7 @@ class _Entry:
             pairs = first + [(last, "1.0")]
         pairs = pairs + [(names["sink"], "0.0")] * (width - len(pairs))
         fields = ", ".join(f"{slot}, {partial}" for slot, partial in pairs)
-        return lines + [f"{indent}{names['extend']}(({fields}))",
+        return lines + [f"{indent}{names['extend']}({fields})",
                         f"{indent}{names['last']} += 1"]
 
 
@@ -819,7 +819,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
             text.append(f"{names['layout']} = {exact_text}")
         text += [f"{names['tape']} = ad.float_tape()  # the entries, one after another: "
                  "{width} (slot, partial) pairs each",
-                 f"{names['extend']} = {names['tape']}.extend",
+                 f"{names['extend']} = {names['tape']}.record",
                  f"{names['last']} = {names['sink']}  # the index of the last entry"]
         return [(f"def {root.name}_floats({', '.join(params)}):", first)] + [
             (f"    {t}", first) for t in text]
