@@ -4,7 +4,8 @@
 call. What it needs of ``f`` alone, the compiled call of its specialised float code
 (runtime/_specialised.c's ``SpecialisedCall``) with the entry and the argument selection
 it reads, is made once per (function, kind, argnums) and kept here, so a new transform
-finds it at once.
+finds it at once (``inline_call``); a ``functools.partial`` made anew finds its
+function's, and a lambda made anew runs the code written for its code (``made_again``).
 
 Nothing kept holds the function: the call's owner (``WeakOwner``) and the
 SpecialisedCall hold it weakly, and the function's calls leave when it dies
@@ -17,6 +18,8 @@ own (api/transforms.py), as before.
 """
 from __future__ import annotations
 
+import functools
+import types
 import weakref
 
 from ..argnums import argnums_positions
@@ -30,7 +33,7 @@ from .diff import (DiffFunction, run_specialised, selection_of, specialised_call
 
 # id(function) -> {(argnums, gradient_only): (WeakOwner, SpecialisedCall)}; an id's entry
 # leaves with its function (weakref.finalize), before the id can name another one
-KEPT_CALLS: dict = {}
+_CALLS: dict = {}
 
 
 class WeakOwner:
@@ -38,10 +41,10 @@ class WeakOwner:
     function held weakly; its general path makes the function's DiffFunction when it
     runs (arguments that are not floats: numpy arrays, structures)."""
 
-    __slots__ = ("function", "entry", "_argnums", "_gradient_only", "_call", "__weakref__")
+    __slots__ = ("_function", "entry", "_argnums", "_gradient_only", "_call", "__weakref__")
 
     def __init__(self, fun, argnums, gradient_only: bool, call: str):
-        self.function = weakref.ref(fun)  # (called: the function, or None once it died)
+        self._function = weakref.ref(fun)
         self.entry = None
         self._argnums = argnums  # (an int or a tuple: as DiffFunction takes it)
         self._gradient_only = gradient_only
@@ -49,7 +52,7 @@ class WeakOwner:
 
     @property
     def fn(self):
-        return self.function()
+        return self._function()
 
     def selection(self, n_args: int):
         """DiffFunction.selection's answer for ``argnums`` (always given here)."""
@@ -57,7 +60,7 @@ class WeakOwner:
 
     def general(self, *args, **kwargs):
         """The general path (one reverse pass); the entry it finds current is kept."""
-        diff = DiffFunction(self.function(), self._argnums)
+        diff = DiffFunction(self._function(), self._argnums)
         diff.call = self._call
         diff.entry = self.entry
         try:
@@ -79,10 +82,10 @@ def plain_call(fun, argnums, gradient_only: bool, kind: str):
     found = _kept(fun, (argnums, gradient_only))
     if found is not None:
         return found
-    calls = KEPT_CALLS.get(id(fun))
+    calls = _CALLS.get(id(fun))
     if calls is None:
-        calls = KEPT_CALLS[id(fun)] = {}
-        weakref.finalize(fun, KEPT_CALLS.pop, id(fun), None)
+        calls = _CALLS[id(fun)] = {}
+        weakref.finalize(fun, _CALLS.pop, id(fun), None)
     owner = WeakOwner(fun, argnums, gradient_only, f"astad.{kind}")
     owner.entry = compiled.transformed(fun)
     call = native.SpecialisedCall(owner, owner.general, running, MISSING, specialised_call,
@@ -101,12 +104,32 @@ def kept_call(fun, argnums, gradient_only: bool):
     return _kept(fun, (argnums, gradient_only))
 
 
+def inline_call(fun, argnums, gradient_only: bool, args: tuple, kwargs: dict):
+    """The first call of a transform made inline (api/transforms.py), by what is kept
+    for its function: the call kept for ``fun`` and ``argnums``; for a function made
+    again, the code of its kind (``made_again``); for a ``functools.partial``, its
+    function's kept call with the bound arguments before (constants, as to JAX).
+    ``MISSING`` where none applies: the transform's own first call runs."""
+    found = kept_call(fun, argnums, gradient_only)
+    if found is not None:
+        return found(*args, **kwargs)
+    if type(argnums) is not int or not 0 <= argnums < len(args) or kwargs:
+        return MISSING  # (argnums read for this call, and its errors: the transform's)
+    if type(fun) is types.FunctionType:
+        return made_again(fun, args, argnums, gradient_only)
+    if type(fun) is functools.partial and not fun.keywords:
+        found = kept_call(fun.func, argnums + len(fun.args), gradient_only)
+        if found is not None:
+            return found(*fun.args, *args)
+    return MISSING
+
+
 def _kept(fun, key):
     """The SpecialisedCall kept for ``fun`` under ``key`` (argnums, gradient_only), or
     None (none made, or made for a dead function whose id ``fun`` now has)."""
-    calls = KEPT_CALLS.get(id(fun))
+    calls = _CALLS.get(id(fun))
     found = None if calls is None else calls.get(key)
-    return None if found is None or found[0].function() is not fun else found[1]
+    return None if found is None or found[0]._function() is not fun else found[1]
 
 
 def made_again(fun, args: tuple, select, gradient_only: bool):
@@ -116,7 +139,7 @@ def made_again(fun, args: tuple, select, gradient_only: bool):
     this call: no entry, kept call or finaliser of its own, which a function made per
     call would pay for at every call. ``MISSING`` where that does not apply (the kept
     call is then made: api/transforms.py)."""
-    if id(fun) in KEPT_CALLS or running.stack:
+    if id(fun) in _CALLS or running.stack:
         return MISSING  # (a function with a kept call; an enclosing differentiation)
     template = BY_CODE.get((fun.__code__, True, False))
     if template is None:

@@ -40,7 +40,7 @@ from ..core.reverse_pass import RowsPullback, ScaledPullback, scalable, snapshot
 from ..argnums import ANY_COUNT, argnums_positions  # (shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
-from .inline import KEPT_CALLS, kept_call, made_again, plain_call
+from .inline import inline_call, made_again, plain_call
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
 from .hvp import floats_code as floats_code_of
 from ..specialise.value_kinds import float_sequences, floats
@@ -198,27 +198,12 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
             plain = self._plain
             if plain is not None and self._resolvable is self.fun.__code__:
                 return plain(*args, **kwargs)  # (checked in _evaluate, once per code)
-            if not self._called and not self.options["has_aux"]:  # (made inline: the
-                fun, argnums = self.fun, self.options["argnums"]   # call kept per function)
-                calls = KEPT_CALLS.get(id(fun))  # (api/inline.py's kept_call, written out)
-                found = None if calls is None or type(argnums) is not int or argnums < 0 \
-                    else calls.get((argnums, self.gradient_only))
-                if found is not None and found[0].function() is fun:
+            if not self._called and not self.options["has_aux"]:  # (made inline: what is
+                out = inline_call(self.fun, self.options["argnums"],  # kept for its function)
+                                  self.gradient_only, args, kwargs)
+                if out is not MISSING:
                     self._called = True
-                    return found[1](*args, **kwargs)
-                if type(argnums) is int and 0 <= argnums < len(args) and not kwargs and \
-                        type(fun) is types.FunctionType:  # (a function made again: the
-                    out = made_again(fun, args, argnums, self.gradient_only)  # code of its
-                    if out is not MISSING:                                    # kind, at once)
-                        self._called = True
-                        return out
-                if type(fun) is functools.partial and type(argnums) is int and \
-                        0 <= argnums < len(args) and not fun.keywords:  # (its function's
-                    shared = kept_call(fun.func, argnums + len(fun.args),   # call, with the
-                                       self.gradient_only)                # bound constants)
-                    if shared is not None:
-                        self._called = True
-                        return shared(*fun.args, *args, **kwargs)
+                    return out
             return self._evaluate(args, kwargs)
         except Exception as error:
             hide_own_frames(error)
