@@ -1,13 +1,14 @@
-"""Temporaries folded into their one use in the code for floats (specialise/folding.py):
-what is folded, what is left, and that the values and gradients stay those of the user's
-code to the last bit."""
+"""Temporaries folded into their one reader in the code for floats
+(specialise/folding.py, for reverse mode's code as for forward mode's): what is folded,
+what is left, and that the values and gradients stay those of the user's code to the last
+bit."""
 import math
 
 import pytest
 
 import astad
 from astad.compile import calls as codegen
-from astad.specialise.folding import folded
+from astad.specialise.folding import inline_single_uses
 
 
 def texts(lines):
@@ -18,14 +19,14 @@ def test_a_chain_of_temporaries_becomes_the_users_expression():
     lines = texts(["    _vt2 = _vx0 * _vx1", "    _vt3 = s + _vt2",
                    "    _extend(s_i, 1.0, i, _vx1, j, _vx0)", "    _vlast += 1",
                    "    s = _vt3", "    s_i = _vlast"])
-    assert [t for t, _ in folded(lines, "_v")] == [
+    assert [t for t, _ in inline_single_uses(lines, "_v")] == [
         "    _extend(s_i, 1.0, i, _vx1, j, _vx0)", "    _vlast += 1",
         "    s = s + _vx0 * _vx1", "    s_i = _vlast"]
 
 
 def test_the_order_of_operations_is_kept_by_parentheses():
     lines = texts(["_vt1 = a + b", "_vt2 = c - _vt1", "x = _vt2 * d"])
-    assert [t for t, _ in folded(lines, "_v")] == ["x = (c - (a + b)) * d"]
+    assert [t for t, _ in inline_single_uses(lines, "_v")] == ["x = (c - (a + b)) * d"]
 
 
 @pytest.mark.parametrize("lines", [
@@ -35,12 +36,23 @@ def test_the_order_of_operations_is_kept_by_parentheses():
     ["_vt1 = a * b", "_vt1 = float(_vt1)", "x = _vt1"],  # assigned twice
     ["_vt1 = a * b", "if a > 0.0:", "    x = _vt1"],  # another block
     ["    _vt1 = a * b", "x = _vt1"],
-    ["_vt1 = a * b", "return ad.tape_gradient_of(_tape, 2, _vt1, _vlast)"],  # no assignment
-    ["_vt1 = a * b", "xs[0] = 1.0", "x = _vt1"],  # a statement it cannot tell
-    ["_vx1 = a * b", "x = _vx1"],  # not a temporary of the expressions' (a stable value)
+    ["_vt1 = a * b", "_extend(_vt1, 1.0)", "x = a"],  # read by a call
+    ["_vt1 = a * b", "xs[0] = 1.0", "x = _vt1"],  # a write into a list
+    ["_vx1 = xs[i]", "_extend(a_i, 1.0)", "x = _vx1"],  # an element, past a call
+    ["_vt1 = np.exp(a)", "_extend(a_i, 1.0)", "x = _vt1"],  # an attribute, past a call
+    ["_vt1 = a * b", "a += 1.0", "x = _vt1"],  # an operand augmented
+    ["_vt1 = a * b", "x = _vt1 + 1.0", "y = _vt1"],  # read twice
 ])
 def test_what_is_not_a_single_use_in_the_same_block_stays(lines):
-    assert [t for t, _ in folded(texts(lines), "_v")] == lines
+    assert [t for t, _ in inline_single_uses(texts(lines), "_v")] == lines
+
+
+def test_a_temporary_moves_past_the_entry_and_into_a_return():
+    lines = texts(["    _vx0 = -k", "    _vt1 = _vx0 * a", "    _extend(a_i, _vx0)",
+                   "    _vlast += 1", "    return ad.tape_gradient_of(_tape, 1, _vt1, _vlast)"])
+    assert [t for t, _ in inline_single_uses(lines, "_v")] == ["    _vx0 = -k",
+        "    _extend(a_i, _vx0)", "    _vlast += 1",
+        "    return ad.tape_gradient_of(_tape, 1, _vx0 * a, _vlast)"]
 
 
 def loops(xs, ys, k):

@@ -233,3 +233,38 @@ def test_lambdas_made_anew_give_their_own_closures_derivatives():
             results.append((astad.grad(_closing_over(a))(x), 2 * a * x + 3.0))
             results.append((astad.grad(lambda x, a=a: f(a, x))(x), 2 * a * x + 3.0))
     assert all(got == want for got, want in results)
+
+
+@pytest.mark.parametrize("make", [astad.jacfwd, astad.jacrev, astad.jacobian, astad.hessian])
+def test_jacobians_made_inline_share_what_they_found_and_not_the_function(make):
+    scale = 1.5
+    fun = lambda x, y: scale * x * x * y  # noqa: E731
+    ref = weakref.ref(fun)
+    kept = make(fun, argnums=(0, 1))
+    for x in (2.0, -0.5, 2.0):
+        _same(make(fun, argnums=(0, 1))(x, 3.0), kept(x, 3.0))
+        _same(make(fun, argnums=1)(x, 3.0), make(fun, argnums=1)(x, 3.0))
+    del fun, kept
+    gc.collect()
+    assert ref() is None
+
+
+def _first(x, y):
+    return x * x * y
+
+
+def _second(x, y):
+    return x * y * y * y
+
+
+@pytest.mark.parametrize("make", [astad.jacfwd, astad.jacrev, astad.hessian])
+def test_jacobians_made_inline_see_the_function_changed(make):
+    def fun(x, y):
+        return x * x * y
+
+    first = [make(fun, argnums=1)(2.0, 3.0) for _ in range(3)]
+    fun.__code__ = _second.__code__
+    second = [make(fun, argnums=1)(2.0, 3.0) for _ in range(3)]
+    expected = (make(_first, argnums=1)(2.0, 3.0), make(_second, argnums=1)(2.0, 3.0))
+    assert first == [expected[0]] * 3 and second == [expected[1]] * 3
+    assert expected[0] != expected[1]

@@ -32,7 +32,8 @@ from ..specialise.value_kinds import (float_lists, float_rows, floats, record_gr
                                      record_tangents, record_values)
 from ..specialise.loops import write_scalar_loops
 from ..specialise.straight_line import write_straight_line
-from ..specialise.forward import ForwardWriter, inline_single_uses, names_in, write_tangents
+from ..specialise.folding import inline_single_uses, names_in
+from ..specialise.forward import ForwardWriter, write_tangents
 
 
 # What a gradient knows of its Hessian-vector code once it has found it (``grad.hvp_known``:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -108,6 +109,11 @@ class _Jacobian(Transform):
 
     def __init__(self, fun, argnums=0, has_aux=False, holomorphic=False,
                  compile=None):  # noqa: A002
+        if compile is None and type(argnums) is int and argnums >= 0 and callable(fun):
+            self.fun = self.__wrapped__ = fun  # (nothing to check: a transform made inline
+            self.options = {"argnums": argnums, "has_aux": bool(has_aux),  # pays no more)
+                            "holomorphic": bool(holomorphic)}
+            return
         argnums_positions(argnums, 1 << 30)
         super().__init__(python_function_of(fun) if compile else fun, argnums=argnums,
                          has_aux=bool(has_aux), holomorphic=bool(holomorphic),
@@ -324,10 +330,11 @@ def _float_function(transform, kwargs, n: int):
     and argnums for ``n`` arguments, where the code written for floats may serve it (a
     plain Python function; no aux, holomorphic or keyword arguments; no enclosing
     differentiation), else None. What depends on the transform alone is kept on it."""
-    plans = transform.__dict__.get("_float_plans")
+    found = _found(transform)
+    plans = found.get("plans")
     if plans is None:
         fun, options = transform.fun, transform.options
-        plans = transform._float_plans = {} if not (
+        plans = found["plans"] = {} if not (
             options["has_aux"] or options.get("holomorphic") or
             type(fun) is not types.FunctionType or not resolvable_function(fun)) else False
     if plans is False or kwargs or running.stack:
@@ -335,10 +342,44 @@ def _float_function(transform, kwargs, n: int):
     plan = plans.get(n)
     if plan is None:
         plan = plans[n] = argnums_positions(transform.options["argnums"], n)
-    fun, entry = transform.fun, transform.__dict__.get("_float_entry")
+    fun, entry = transform.fun, found.get("entry")
     if entry is None or not entry.is_current(fun):
-        entry = transform._float_entry = compiled.transformed(fun)
+        entry = found["entry"] = compiled.transformed(fun)
     return fun, entry, *plan
+
+
+# What the calls of a Jacobian or Hessian transform found (its plans, its function's
+# entry, a Hessian's code for floats), shared by every transform of the same plain Python
+# function with the same options, so that one made inline, anew at each call, finds it
+# (api/inline.py does the same for grad): id(function) -> (a weak reference to it,
+# {(kind, options): what was found}), leaving with the function (weakref.finalize).
+# Each item is checked where it is read (an entry is_current, a plan is per argument
+# count), as it is on a transform kept.
+_FOUND: dict = {}
+
+
+def _found(transform) -> dict:
+    """Where ``transform`` keeps what its calls found: shared as ``_FOUND`` says for a
+    plain Python function (or the jacrev of one: a Hessian), else its own."""
+    found = transform.__dict__.get("_found")
+    if found is not None:
+        return found
+    # (the options in the order every transform stores them: argnums, has_aux,
+    # holomorphic, then compile where asked for)
+    fun, key = transform.fun, (type(transform), *transform.options.values())
+    if type(fun) is jacrev:  # (hessian: jacfwd(jacrev(f)))
+        fun, key = fun.fun, (*key, *fun.options.values())
+    found = transform._found = {}
+    if type(fun) is types.FunctionType and all(type(k) in _KEYS for k in key[1:]):
+        kept = _FOUND.get(id(fun))
+        if kept is None or kept[0]() is not fun:
+            kept = _FOUND[id(fun)] = (weakref.ref(fun), {})
+            weakref.finalize(fun, _FOUND.pop, id(fun), None)
+        found = transform._found = kept[1].setdefault(key, found)
+    return found
+
+
+_KEYS = (int, bool, str, tuple)  # (an argnums given as a list: the transform's own)
 
 
 def float_gradient(transform, args, kwargs):
@@ -397,7 +438,7 @@ def float_hessian(transform, args, kwargs):
     inner = transform.fun
     # what the last call of floats found: (entry, count of arguments, its Hessian-vector
     # code or None, positions, single), kept while the entry is current
-    known = transform.__dict__.get("_floats_known")
+    known = _found(transform).get("floats")
     if known is not None and known[2] is not None and not kwargs and \
             len(args) == known[1] and known[0].is_current(inner.fun) and \
             not running.stack and floats(*args):
@@ -413,7 +454,7 @@ def float_hessian(transform, args, kwargs):
     backend = transform.options.get("compile")
     if floats(*args):
         if known is None or known[0] is not entry or known[1] != len(args):
-            known = transform._floats_known = (entry, len(args), floats_code(
+            known = _found(transform)["floats"] = (entry, len(args), floats_code(
                 entry, fun, len(args), backend), positions, single)
         found = None if known[2] is None else \
             _hessian_of_floats(known[2], args, positions, single)

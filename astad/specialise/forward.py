@@ -28,7 +28,6 @@ where reverse mode appends a tape entry.
 """
 from __future__ import annotations
 
-import ast
 import collections
 import re
 
@@ -37,6 +36,7 @@ from .value_kinds import (Alias, Float, FloatLocal, ListArg, MatrixArg, Plain, R
 from .loops import PlainParam, Writer, tuple_text, prepare, user_scope, \
     write_attempts
 from .expressions import CannotSpecialise, Retry, tidy, parse_with_user_lines
+from .folding import inline_single_uses
 
 
 class ForwardWriter(Writer):
@@ -180,66 +180,6 @@ def write_tangents(root, fn, local_names: set, filename: str, writer_class, head
         return writer, lines, found
 
     return write_attempts(write, params, root)
-
-
-_SIMPLE = re.compile(r"( *)([A-Za-z_][\w, ]*) = (.+)")  # an assignment: indent, targets, value
-
-
-def inline_single_uses(lines: list, prefix: str) -> list:
-    """The lines with each temporary the writer made (``{prefix}t3 = ...``) that is read
-    once, by an assignment or a return later in the same run of assignments, written into
-    that reader: the user's expressions come back whole, and reverse mode records one
-    entry per statement of this code with its partials preaccumulated (transform/preaccumulate.py)
-    rather than one per operation (api/hvp.py), and forward mode's own code does the
-    same operations in the same order with fewer loads and stores. A temporary read
-    twice stays: its value is shared.
-
-    One pass, first line first: a reader is always later than what it reads, so a chain
-    of temporaries folds into its last reader as the pass reaches each of them."""
-    temp = re.compile(re.escape(prefix) + r"[tgxd]\d+")
-    lines = list(lines)
-    words = [names_in(text) if not text.lstrip().startswith("#") else [] for text, _ in lines]
-    counts: dict = {}
-    for found in words:
-        for word in found:
-            counts[word] = counts.get(word, 0) + 1
-    k = 0
-    while k < len(lines):
-        match = _SIMPLE.fullmatch(lines[k][0])
-        reader = None
-        if match and temp.fullmatch(match.group(2)) and counts[match.group(2)] == 2:
-            reader = _reader(lines, words, k, *match.groups())
-        if reader is None:
-            k += 1
-            continue
-        indent, name, value = match.groups()
-        new = re.sub(rf"\b{name}\b", f"({value})", lines[reader][0])
-        lines[reader] = (indent + ast.unparse(ast.parse(new.strip())), lines[reader][1])
-        words[reader] = names_in(lines[reader][0])
-        del lines[k], words[k]  # (the line now at k is looked at next)
-    return lines
-
-
-def _reader(lines: list, words: list, k: int, indent: str, name: str, value: str):
-    """The index of the line that reads temporary ``name`` (assigned ``value`` at line
-    ``k``) if it may take ``value`` in its place, else None."""
-    reads = set(names_in(value))
-    for u in range(k + 1, len(lines)):
-        if not words[u]:
-            continue  # (a comment)
-        use = _SIMPLE.fullmatch(lines[u][0])
-        is_return = lines[u][0].startswith(f"{indent}return ")
-        if (use is None or use.group(1) != indent) and not is_return:
-            return None  # (a block begins or ends: the value stays where it is)
-        if name in words[u]:
-            return u
-        if is_return or reads & set(names_in(use.group(2))):
-            return None  # (a name the value reads is assigned before the reader)
-    return None
-
-
-def names_in(text: str) -> list:
-    return re.findall(r"[A-Za-z_]\w*", text)
 
 
 def _without_copies(lines: list, temp: str) -> list:

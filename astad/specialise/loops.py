@@ -51,7 +51,7 @@ from .value_kinds import (Alias, Float, FloatLocal, ListArg, ListLocal, LocalFun
                           parameter_guesses)
 from ..registry import publish
 from .comprehensions import Comprehensions
-from .folding import folded
+from .folding import inline_single_uses
 from .lists import Lists
 from .expressions import CannotSpecialise, parse_with_user_lines
 
@@ -659,7 +659,7 @@ def write_scalar_loops(root, fn, local_names: set, filename: str, dependencies: 
             lines += [(t, line) for t in text.lines(writer.names, width)]
         else:
             lines.append((text.replace(", _width_, ", f", {width}, "), line))
-    lines = folded(lines, writer.names["temp"])  # (s = s + x * y, as the user wrote it)
+    lines = inline_single_uses(lines, writer.names["temp"])  # (s = s + x * y, as written)
     head = [(text.replace("{width}", str(width)), line) for text, line in head]
     function, text = parse_with_user_lines(head + lines, root.lineno, writer.classes,
                                            writer.cells)
