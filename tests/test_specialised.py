@@ -528,6 +528,12 @@ def test_lists_of_numpy_floats_give_gradients_of_the_same_type():
     assert [type(g) for g in gx] == [np.float64] * len(xs)
     assert [type(g) for g in gy] == [float] * len(YS)
     assert gx == pytest.approx(YS) and gy == pytest.approx(XS)
+    mixed = [np.float64(v) if k % 2 else v for k, v in enumerate(XS)]
+    gm = f.grad(mixed, YS)[0]
+    assert [type(g) for g in gm] == [type(v) for v in mixed] and gm == pytest.approx(YS)
+    gt = f.grad(tuple(xs), YS)[0]
+    assert type(gt) is tuple and [type(g) for g in gt] == [np.float64] * len(xs)
+    assert gt == pytest.approx(tuple(YS))
 
 
 def test_tuples_give_tuples():

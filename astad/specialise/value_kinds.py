@@ -640,8 +640,14 @@ def _rebuilt(original, gs):
         return np.array(gs, dtype=original.dtype)
     if floats(*original) and floats(*gs):  # (floats in and out: nothing to convert)
         return gs if type(original) is list else tuple(gs)
-    out = [_like(x, g) for x, g in zip(original, gs)]
+    if set(map(type, original)) == _JUST_FLOAT64:  # (numpy.float64s: made at once)
+        out = list(np.array(gs, dtype=_FLOAT64))
+    else:
+        out = [_like(x, g) for x, g in zip(original, gs)]
     return out if type(original) is list else tuple(out)
+
+
+_JUST_FLOAT64 = {_FLOAT64}
 
 
 def record_values(obj, names: tuple, of=None):
