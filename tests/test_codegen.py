@@ -141,7 +141,7 @@ DOT_SPECIALISED = '''
         _vsink = _vat_ys + _vn_ys  # the slot of constants: the sweep stops above it
         _vlayout = ((0, _vn_xs), (_vat_ys, _vn_ys)) if _vexact else ((0, _vn_xs, xs), (_vat_ys, _vn_ys, ys))
         _tape = ad.float_tape()  # the entries, one after another: 3 (slot, partial) pairs each
-        _extend = _tape.record
+        _record = _tape.record
         _vlast = _vsink  # the index of the last entry
         # s = 0.0
         s = 0.0
@@ -151,7 +151,7 @@ DOT_SPECIALISED = '''
             # s += xs[i] * ys[i]
             _vx0 = xs[i]
             _vx1 = ys[i]
-            _extend(s_i, 1.0, i, _vx1, _vat_ys + i, _vx0)
+            _record(s_i, 1.0, i, _vx1, _vat_ys + i, _vx0)
             _vlast += 1
             s = s + _vx0 * _vx1
             s_i = _vlast

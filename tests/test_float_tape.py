@@ -1,6 +1,6 @@
 """The tape of the code for floats (runtime/_float_tape.c) against tape.py's reference.
 
-The code for floats records ``_extend(slot, partial, ...)`` (the tape's ``record``) on
+The code for floats records ``_record(slot, partial, ...)`` (the tape's ``record``) on
 ``ad.float_tape()``: a list on the Python runtime, a FloatTape of C arrays on the native
 one, swept by ``float_adjoints``. The two must give the same adjoints bit for bit, refuse
 what is not a float without recording part of it, and leave a tape swept for one row of

@@ -17,10 +17,10 @@ def texts(lines):
 
 def test_a_chain_of_temporaries_becomes_the_users_expression():
     lines = texts(["    _vt2 = _vx0 * _vx1", "    _vt3 = s + _vt2",
-                   "    _extend(s_i, 1.0, i, _vx1, j, _vx0)", "    _vlast += 1",
+                   "    _record(s_i, 1.0, i, _vx1, j, _vx0)", "    _vlast += 1",
                    "    s = _vt3", "    s_i = _vlast"])
     assert [t for t, _ in inline_single_uses(lines, "_v")] == [
-        "    _extend(s_i, 1.0, i, _vx1, j, _vx0)", "    _vlast += 1",
+        "    _record(s_i, 1.0, i, _vx1, j, _vx0)", "    _vlast += 1",
         "    s = s + _vx0 * _vx1", "    s_i = _vlast"]
 
 
@@ -30,16 +30,16 @@ def test_the_order_of_operations_is_kept_by_parentheses():
 
 
 @pytest.mark.parametrize("lines", [
-    ["_vt1 = a * b", "_extend(a_i, _vt1, b_i, _vt1)", "x = _vt1"],  # read twice
+    ["_vt1 = a * b", "_record(a_i, _vt1, b_i, _vt1)", "x = _vt1"],  # read twice
     ["_vt1 = a * b", "a = 2.0", "x = _vt1"],  # an operand assigned between
     ["_vt1 = a * b", "a, c = f()", "x = _vt1"],
     ["_vt1 = a * b", "_vt1 = float(_vt1)", "x = _vt1"],  # assigned twice
     ["_vt1 = a * b", "if a > 0.0:", "    x = _vt1"],  # another block
     ["    _vt1 = a * b", "x = _vt1"],
-    ["_vt1 = a * b", "_extend(_vt1, 1.0)", "x = a"],  # read by a call
+    ["_vt1 = a * b", "_record(_vt1, 1.0)", "x = a"],  # read by a call
     ["_vt1 = a * b", "xs[0] = 1.0", "x = _vt1"],  # a write into a list
-    ["_vx1 = xs[i]", "_extend(a_i, 1.0)", "x = _vx1"],  # an element, past a call
-    ["_vt1 = np.exp(a)", "_extend(a_i, 1.0)", "x = _vt1"],  # an attribute, past a call
+    ["_vx1 = xs[i]", "_record(a_i, 1.0)", "x = _vx1"],  # an element, past a call
+    ["_vt1 = np.exp(a)", "_record(a_i, 1.0)", "x = _vt1"],  # an attribute, past a call
     ["_vt1 = a * b", "a += 1.0", "x = _vt1"],  # an operand augmented
     ["_vt1 = a * b", "x = _vt1 + 1.0", "y = _vt1"],  # read twice
 ])
@@ -48,10 +48,10 @@ def test_what_is_not_a_single_use_in_the_same_block_stays(lines):
 
 
 def test_a_temporary_moves_past_the_entry_and_into_a_return():
-    lines = texts(["    _vx0 = -k", "    _vt1 = _vx0 * a", "    _extend(a_i, _vx0)",
+    lines = texts(["    _vx0 = -k", "    _vt1 = _vx0 * a", "    _record(a_i, _vx0)",
                    "    _vlast += 1", "    return ad.tape_gradient_of(_tape, 1, _vt1, _vlast)"])
     assert [t for t, _ in inline_single_uses(lines, "_v")] == ["    _vx0 = -k",
-        "    _extend(a_i, _vx0)", "    _vlast += 1",
+        "    _record(a_i, _vx0)", "    _vlast += 1",
         "    return ad.tape_gradient_of(_tape, 1, _vx0 * a, _vlast)"]
 
 

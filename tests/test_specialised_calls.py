@@ -304,7 +304,7 @@ def test_a_generator_costs_what_its_loop_costs():
     generated = codegen.build(generator_over_helper).specialised_source
     by_hand = codegen.build(helper_in_loop).specialised_source
     assert "# inlined: dist(p, x)" in generated and "for p, p_i in zip(pts" in generated
-    assert generated.count("_extend(") == by_hand.count("_extend(") == 2
+    assert generated.count("_record(") == by_hand.count("_record(") == 2
     assert "def " not in generated.split("\n", 2)[2]  # no nested function: all inlined
 
 

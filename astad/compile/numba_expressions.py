@@ -54,7 +54,7 @@ class KernelExpressions:
 
     def visit_Name(self, node):
         name = node.id
-        if name in (self.n["tape"], self.n["extend"], self.n["layout"]):
+        if name in (self.n["tape"], self.n["record"], self.n["layout"]):
             self.refuse("the tape read as a list", node)
         if isinstance(node.ctx, ast.Store) or name in self.arguments or \
                 name in self.assigned or name in _SHAPE_NAMES or name in self.functions:

@@ -9,7 +9,7 @@ expression and call in numba_expressions.py; anything else is refused (``CannotC
 at its line, so that what numba compiles is only what it computes as Python does
 (numba_kernels says how):
 
-    _extend(s0, p0, s1, p1)       the tape's arrays written (counted past their end)
+    _record(s0, p0, s1, p1)       the tape's arrays written (counted past their end)
     [c] * n                       numba_kernels.full (an array)
     a + b, a * b, a ** b, ...     numba_kernels.checked_* (ints checked for overflow)
     a[i], a[i] = v                numba_kernels.checked_get, checked_set (bounds checked)
@@ -44,17 +44,17 @@ class CannotCompile(Exception):
 
 def names_of(tree) -> dict:
     """The names the written code uses for its tape (specialise/loops.py: ``tape``,
-    ``extend``, ``last``, ``sink``, ``layout``, prefixed so that no user name starts like
+    ``record``, ``last``, ``sink``, ``layout``, prefixed so that no user name starts like
     them), and the kernel's own names, made with the same prefix: the tape's arrays
     ``ti`` (slots) and ``tp`` (partials), room for the sweep's adjoints ``adj``, the
     count of their items ``pos``, their capacity ``cap``, an empty array ``none``,
     returned values ``ret``."""
     written = getattr(tree, "astad_names", None) or \
-        {"tape": "_tape", "extend": "_extend", "temp": "_v"}
+        {"tape": "_tape", "record": "_record", "temp": "_v"}
     temp = written["temp"]
     names = {key: temp + key for key in ("last", "sink", "layout", "ti", "tp", "adj", "pos",
                                          "cap", "none", "ret")}
-    names.update(tape=written["tape"], extend=written["extend"])
+    names.update(tape=written["tape"], record=written["record"])
     return names
 
 
@@ -79,8 +79,8 @@ def translate(tree: ast.FunctionDef) -> Parts:
         raise CannotCompile("it has no loop: its code for floats keeps no tape, and runs "
                             "as fast as a Python call of it allows", tree)
     checks = [s for s in body[:start + 1]
-              if not (_assigns(s, n["tape"]) or _assigns(s, n["extend"]))]
-    tape_names = {n["tape"], n["extend"], n["layout"]}
+              if not (_assigns(s, n["tape"]) or _assigns(s, n["record"]))]
+    tape_names = {n["tape"], n["record"], n["layout"]}
     carried = sorted(_carried(checks, body[start + 1:]) - tape_names | {n["last"]})
     return _parts(tree, checks, body[start + 1:], carried, [n["ti"], n["tp"], n["adj"]],
                   f"{n['pos']} = 0\n{n['cap']} = {n['ti']}.shape[0]\n"
@@ -228,7 +228,7 @@ class _Kernel(KernelExpressions, ast.NodeTransformer):
                 isinstance(s.value.func, ast.Name) and s.value.func.id in self.functions:
             return self.function_call(s)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
-                isinstance(s.value.func, ast.Name) and s.value.func.id == self.n["extend"]:
+                isinstance(s.value.func, ast.Name) and s.value.func.id == self.n["record"]:
             return self.entry(s, s.value)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
                 isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "append":
@@ -273,7 +273,7 @@ class _Kernel(KernelExpressions, ast.NodeTransformer):
         self.refuse(f"the statement {ast.unparse(s).splitlines()[0]!r}", s)
 
     def entry(self, s, call):
-        """``_extend(s0, p0, ...)``: the pairs written into the tape's arrays."""
+        """``_record(s0, p0, ...)``: the pairs written into the tape's arrays."""
         items = call.args
         if not items or len(items) % 2 or any(isinstance(a, ast.Starred) for a in items):
             self.refuse("a tape entry of another form", s)
@@ -298,15 +298,15 @@ class _Kernel(KernelExpressions, ast.NodeTransformer):
         return [ast.copy_location(n, s) for n in out]
 
     def function(self, s):
-        """A function the writer defined: ``f(..., _vlast, _extend, _vsink)`` returning
+        """A function the writer defined: ``f(..., _vlast, _record, _vsink)`` returning
         ``(value, index, _vlast)``, as ``f(..., _vlast, <the tape's state>, _vsink)``
         returning ``(value, index, _vlast, _vpos)``."""
         if s.decorator_list or s.args.vararg or s.args.kwarg or s.args.kwonlyargs or \
                 s.args.defaults or \
-                self.forward == (self.n["extend"] in [a.arg for a in s.args.args]):
+                self.forward == (self.n["record"] in [a.arg for a in s.args.args]):
             self.refuse(f"the function {s.name} defined inside", s)
         s.args.args = [new for a in s.args.args for new in (
-            [ast.arg(n) for n in self.state] if a.arg == self.n["extend"] else [a])]
+            [ast.arg(n) for n in self.state] if a.arg == self.n["record"] else [a])]
         outer, self.in_function = self.in_function, True
         s.body = self.block(s.body)
         self.in_function = outer
@@ -321,7 +321,7 @@ class _Kernel(KernelExpressions, ast.NodeTransformer):
             self.refuse(f"{ast.unparse(s)!r}", s)
         call.args = [self.visit(new) for a in call.args for new in (
             [ast.Name(n, ast.Load()) for n in self.state]
-            if isinstance(a, ast.Name) and a.id == self.n["extend"] else [a])]
+            if isinstance(a, ast.Name) and a.id == self.n["record"] else [a])]
         target.elts = [self.visit(t) for t in target.elts]
         if not self.forward:  # (and the tape's count)
             target.elts.append(ast.Name(self.n["pos"], ast.Store()))

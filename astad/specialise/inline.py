@@ -283,7 +283,7 @@ class Inliner:
 
     def write_function(self, name, callee, root, filename, params, kinds, body, line):
         local_names = bound_names(root) | set(params)
-        reserved = {self.names[k] for k in ("tape", "extend", "sink", "last", "layout")}
+        reserved = {self.names[k] for k in ("tape", "record", "sink", "last", "layout")}
         if local_names & (rule_helpers() | reserved) or any(
                 n.startswith(self.names["temp"]) for n in local_names):
             raise CannotSpecialise  # a name would hide one the generated code uses

@@ -483,7 +483,7 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
     def function_header(self, name: str, formal: list) -> str:
         """A nested function's ``def``: it takes the entries' state and gives it back."""
         names = self.names
-        return f"def {name}({', '.join(formal + [names['last'], names['extend'], names['sink']])}):"
+        return f"def {name}({', '.join(formal + [names['last'], names['record'], names['sink']])}):"
 
     def call_text(self, name: str, args: list, result: str, handle: str) -> str:
         names = self.names
@@ -491,7 +491,7 @@ class Writer(Inliner, Comprehensions, Lists, Expressions):
         # entry's index must save that index first (evaluate_all compares these counts)
         self.entry_count += 1
         return (f"{result}, {handle}, {names['last']} = {name}("
-                f"{', '.join(args + [names['last'], names['extend'], names['sink']])})")
+                f"{', '.join(args + [names['last'], names['record'], names['sink']])})")
 
 
 class _Entry:
@@ -518,7 +518,7 @@ class _Entry:
             pairs = first + [(last, "1.0")]
         pairs = pairs + [(names["sink"], "0.0")] * (width - len(pairs))
         fields = ", ".join(f"{slot}, {partial}" for slot, partial in pairs)
-        return lines + [f"{indent}{names['extend']}({fields})",
+        return lines + [f"{indent}{names['record']}({fields})",
                         f"{indent}{names['last']} += 1"]
 
 
@@ -568,8 +568,8 @@ def prepare(root, fn, local_names: set, suffix: str):
         s.value, gast.Constant) and isinstance(s.value.value, str))]
     if not body:
         return None
-    names = {"tape": "_tape", "extend": "_extend", "temp": "_v", "suffix": suffix}
-    for key in ("tape", "extend", "temp"):
+    names = {"tape": "_tape", "record": "_record", "temp": "_v", "suffix": suffix}
+    for key in ("tape", "record", "temp"):
         while any(n.startswith(names[key]) for n in user_names):
             names[key] += "_"
     temp = names["temp"]
@@ -819,7 +819,7 @@ def _taped_head(writer, root, fn, params, kinds, local_names, filename, found):
             text.append(f"{names['layout']} = {exact_text}")
         text += [f"{names['tape']} = ad.float_tape()  # the entries, one after another: "
                  "{width} (slot, partial) pairs each",
-                 f"{names['extend']} = {names['tape']}.record",
+                 f"{names['record']} = {names['tape']}.record",
                  f"{names['last']} = {names['sink']}  # the index of the last entry"]
         return [(f"def {root.name}_floats({', '.join(params)}):", first)] + [
             (f"    {t}", first) for t in text]
