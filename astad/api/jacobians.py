@@ -351,11 +351,11 @@ def _float_function(transform, kwargs, n: int):
 # What the calls of a Jacobian or Hessian transform found (its plans, its function's
 # entry, a Hessian's code for floats), shared by every transform of the same plain Python
 # function with the same options, so that one made inline, anew at each call, finds it
-# (api/inline.py does the same for grad): id(function) -> (a weak reference to it,
-# {(kind, options): what was found}), leaving with the function (weakref.finalize).
-# Each item is checked where it is read (an entry is_current, a plan is per argument
-# count), as it is on a transform kept.
-_FOUND: dict = {}
+# (api/inline.py does the same for grad): function -> {(kind, options): what was
+# found}, held weakly (a lambda made per call is not kept alive, and costs a weak
+# reference, not a finaliser). Each item is checked where it is read (an entry
+# is_current, a plan is per argument count), as it is on a transform kept.
+_FOUND = weakref.WeakKeyDictionary()
 
 
 def _found(transform) -> dict:
@@ -371,11 +371,10 @@ def _found(transform) -> dict:
         fun, key = fun.fun, (*key, *fun.options.values())
     found = transform._found = {}
     if type(fun) is types.FunctionType and all(type(k) in _KEYS for k in key[1:]):
-        kept = _FOUND.get(id(fun))
-        if kept is None or kept[0]() is not fun:
-            kept = _FOUND[id(fun)] = (weakref.ref(fun), {})
-            weakref.finalize(fun, _FOUND.pop, id(fun), None)
-        found = transform._found = kept[1].setdefault(key, found)
+        kept = _FOUND.get(fun)
+        if kept is None:
+            kept = _FOUND[fun] = {}
+        found = transform._found = kept.setdefault(key, found)
     return found
 
 
