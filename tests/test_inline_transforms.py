@@ -197,7 +197,7 @@ def test_a_transform_made_inline_finds_the_kept_call_at_once(monkeypatch, tmp_pa
         # a function met again is one its caller keeps: the second makes its kept call)
         assert astad.grad(fresh, argnums=1)(1.5, 2.0) == 6.0
     from astad.api import inline
-    for name in ("made_again", "plain_call", "resolvable_function"):
+    for name in ("plain_call", "resolvable_function"):
         monkeypatch.setattr(transforms, name, None)  # (not called)
     monkeypatch.setattr(inline, "made_again", None)
     assert astad.grad(defaults, argnums=1)(3.0, 2.0) == kept == 9.0

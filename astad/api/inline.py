@@ -113,12 +113,14 @@ def inline_call(fun, argnums, gradient_only: bool, args: tuple, kwargs: dict):
     found = kept_call(fun, argnums, gradient_only)
     if found is not None:
         return found(*args, **kwargs)
-    if type(argnums) is not int or not 0 <= argnums < len(args) or kwargs:
-        return MISSING  # (argnums read for this call, and its errors: the transform's)
+    if kwargs:
+        return MISSING
+    positions, single = argnums_positions(argnums, len(args))  # (its errors: the call's)
     if type(fun) is types.FunctionType:
-        return made_again(fun, args, argnums, gradient_only)
-    if type(fun) is functools.partial and not fun.keywords:
-        found = kept_call(fun.func, argnums + len(fun.args), gradient_only)
+        return made_again(fun, args, selection_of(positions, single, len(args)),
+                          gradient_only)
+    if type(fun) is functools.partial and not fun.keywords and single:
+        found = kept_call(fun.func, positions[0] + len(fun.args), gradient_only)
         if found is not None:
             return found(*fun.args, *args)
     return MISSING

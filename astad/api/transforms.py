@@ -34,13 +34,13 @@ from ..compile.numba_backend import check_backend, compiled_code, python_functio
 from . import pickling
 from ..transform.bindings import MISSING
 from .diff import (ALL_GRADIENTS, DiffFunction, Pullback, float_result_gradient,
-                   reverse_pass, selection_of, specialised, specialised_call,
+                   reverse_pass, specialised, specialised_call,
                    specialised_rows, with_defaults)
 from ..core.reverse_pass import RowsPullback, ScaledPullback, scalable, snapshot
 from ..argnums import ANY_COUNT, argnums_positions  # (shared with reverse_diff)
 from ..errors import AstadError, InputError, api_boundary, hide_own_frames
 from ..core.forward_pass import forward
-from .inline import inline_call, made_again, plain_call
+from .inline import inline_call, plain_call
 from .hvp import HvpKnown, hessian_vector_product, hvp_source, of_floats
 from .hvp import floats_code as floats_code_of
 from ..specialise.value_kinds import float_sequences, floats
@@ -224,16 +224,11 @@ class value_and_grad(Transform):  # noqa: N801 - named as JAX names it
         if not has_aux and type(fun) is types.FunctionType and resolvable_function(fun):
             argnums = positions[0] if single else positions
             if self._plain is None and not self._called:
-                # the first call: a function made again runs the code of its kind bound
-                # to its cells; else the call kept per function and argnums
+                # the first call, where inline_call (a function made again: the code of
+                # its kind) did not answer: the call kept per function and argnums
                 # (api/inline.py), which a transform made inline finds made (None: the
                 # Python runtime)
                 self._called = True
-                if not kwargs:
-                    out = made_again(fun, args, selection_of(positions, single, len(args)),
-                                     self.gradient_only)
-                    if out is not MISSING:
-                        return out
                 shared = plain_call(fun, argnums, self.gradient_only, self.kind)
                 if shared is not None:
                     return shared(*args, **kwargs)
